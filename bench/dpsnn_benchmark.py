@@ -1,0 +1,116 @@
+#!/usr/bin/env python3
+"""Benchmark the dpsnn main job in three configurations and print a Markdown table.
+
+    python bench/dpsnn_benchmark.py                        # 20480 neurons, 10 s simulated
+    python bench/dpsnn_benchmark.py --repeats 3 --write bench/dpsnn.md
+
+Each run is a separate `ranvier run --out` process (so peak memory is that run's alone),
+one at a time; the numbers are read back from its summary.json.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+CONFIGURATIONS = [          # (label, ranks, threads per rank)
+    ("1 rank x 1 thread", 1, 1),
+    ("1 rank x 2 threads", 1, 2),
+    ("2 ranks x 1 thread", 2, 1),
+]
+
+
+def mpiexec() -> str:
+    beside = Path(sys.executable).parent / "mpiexec"      # the venv's MPICH from PyPI
+    found = str(beside) if beside.exists() else shutil.which("mpiexec")
+    if not found:
+        sys.exit("dpsnn_benchmark: mpiexec not found; install it with: pip install mpich mpi4py")
+    return found
+
+
+def run_once(neurons: int, duration_ms: float, ranks: int, threads: int, seed: int) -> dict:
+    with tempfile.TemporaryDirectory(prefix="ranvier-bench-") as tmp:
+        out = Path(tmp) / "run"
+        command = [sys.executable, "-m", "ranvier", "run", "--model", "dpsnn", "--neurons", str(neurons),
+                   "--duration-ms", str(duration_ms), "--threads", str(threads), "--seed", str(seed),
+                   "--quiet", "--out", str(out)]
+        if ranks > 1:
+            command = [mpiexec(), "-n", str(ranks)] + command
+        done = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        if done.returncode != 0:
+            sys.exit(f"dpsnn_benchmark: {' '.join(command)} failed ({done.returncode}):\n{done.stderr}")
+        return json.loads((out / "summary.json").read_text())
+
+
+def row(label: str, runs: list[dict]) -> list[str]:
+    rtf = [r["real_time_factor"] for r in runs]
+    events = [(r["synaptic_events"]["recurrent"] + r["synaptic_events"]["external"]) / r["simulate_seconds"]
+              for r in runs]
+    peak_rank = max(max(r["peak_rss_bytes"]) for r in runs)
+    per_synapse = max(sum(r["peak_rss_bytes"]) / r["synapses"] for r in runs)
+    rates = runs[0]["rates_steady_hz"]
+    return [label,
+            f"{statistics.median(r['build_seconds'] for r in runs):.2f}",
+            f"{min(rtf):.3f}", f"{statistics.median(rtf):.3f}",
+            f"{statistics.median(events) / 1e6:.1f} M",
+            f"{peak_rank / 1e6:.0f}",
+            f"{per_synapse:.1f}",
+            " / ".join(f"{rates[p]:.2f}" for p in ("F", "B", "I") if p in rates)]
+
+
+def cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown CPU"
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--neurons", type=int, default=20480)
+    parser.add_argument("--duration-ms", type=float, default=10000.0)
+    parser.add_argument("--repeats", type=int, default=1)
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--write", metavar="FILE", help="also save the table here")
+    args = parser.parse_args(argv)
+
+    header = ["configuration", "build s", "real-time factor (min)", "real-time factor (median)",
+              "synaptic events / s", "peak memory per rank (MB)", "bytes per synapse",
+              "steady rates F / B / I (Hz)"]
+    rows = []
+    first = None
+    for label, ranks, threads in CONFIGURATIONS:
+        runs = []
+        for i in range(args.repeats):
+            print(f"dpsnn_benchmark: {label}, run {i + 1}/{args.repeats}", file=sys.stderr, flush=True)
+            runs.append(run_once(args.neurons, args.duration_ms, ranks, threads, args.seed))
+        first = first or runs[0]
+        rows.append(row(label, runs))
+
+    lines = [f"dpsnn, {args.neurons:,} neurons, {first['synapses']:,} synapses, "
+             f"{args.duration_ms / 1000:g} s simulated, {args.repeats} repeat(s); ranvier {first['version']}; "
+             f"{cpu_model()}, {os.cpu_count()} cores. Real-time factor = wall seconds per simulated second.",
+             "",
+             "| " + " | ".join(header) + " |",
+             "|" + "|".join("---" for _ in header) + "|"]
+    lines += ["| " + " | ".join(r) + " |" for r in rows]
+    table = "\n".join(lines) + "\n"
+    print(table, end="")
+    if args.write:
+        Path(args.write).write_text(table)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,164 @@
+// Python bindings: the engine's configuration structs, the Engine, and a few pure functions
+// exposed for tests (Philox, the inverse normal CDF).
+#include <nanobind/nanobind.h>
+#include <nanobind/ndarray.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+#include <omp.h>
+
+#include "core/distributions.hpp"
+#include "core/engine.hpp"
+#include "core/philox.hpp"
+
+namespace nb = nanobind;
+using namespace nb::literals;
+using namespace ranvier;
+
+namespace {
+
+template <class T>
+nb::ndarray<nb::numpy, T, nb::ndim<1>> to_numpy(std::vector<T>&& v) {
+  auto* heap = new std::vector<T>(std::move(v));
+  nb::capsule owner(heap, [](void* p) noexcept { delete static_cast<std::vector<T>*>(p); });
+  return nb::ndarray<nb::numpy, T, nb::ndim<1>>(heap->data(), {heap->size()}, owner);
+}
+
+template <class T>
+nb::ndarray<nb::numpy, T, nb::ndim<2>> to_numpy_2d(std::vector<T>&& v, size_t rows, size_t cols) {
+  auto* heap = new std::vector<T>(std::move(v));
+  nb::capsule owner(heap, [](void* p) noexcept { delete static_cast<std::vector<T>*>(p); });
+  return nb::ndarray<nb::numpy, T, nb::ndim<2>>(heap->data(), {rows, cols}, owner);
+}
+
+const char* kCounterNames[] = {"spikes_emitted", "spikes_sent", "spikes_received", "spikes_delivered",
+                               "synaptic_events_recurrent", "synaptic_events_external", "events_scheduled",
+                               "events_expected", "events_pending", "bytes_sent", "messages_sent"};
+
+}  // namespace
+
+NB_MODULE(_engine, m) {
+  m.doc() = "Ranvier's C++ engine";
+
+  nb::list phases, counters, placements;
+  for (const char* p : kPhaseNames) phases.append(p);
+  for (const char* c : kCounterNames) counters.append(c);
+  placements.append("round-robin");
+  placements.append("block");
+  m.attr("PHASES") = phases;
+  m.attr("COUNTERS") = counters;
+  m.attr("PLACEMENTS") = placements;
+  m.attr("EXCHANGES") = exchange_names();
+
+  m.def("philox4x32_10", [](std::vector<uint32_t> ctr, std::vector<uint32_t> key) {
+    if (ctr.size() != 4 || key.size() != 2) throw nb::value_error("counter needs 4 words and key 2");
+    const Counter out = philox4x32_10({ctr[0], ctr[1], ctr[2], ctr[3]}, {key[0], key[1]});
+    return std::vector<uint32_t>(out.begin(), out.end());
+  }, "counter"_a, "key"_a);
+  m.def("inverse_normal", &inverse_normal, "p"_a);
+  m.def("build_info", []() {
+    nb::dict d;
+    d["version"] = RANVIER_VERSION;
+    d["compiler"] = RANVIER_COMPILER;
+    d["mpi"] = have_mpi();
+    d["mpi_library"] = mpi_library_name();
+    d["openmp"] = true;
+    d["openmp_max_threads"] = omp_get_max_threads();
+    d["cuda"] = false;
+#ifdef __AVX512F__
+    d["simd"] = "avx512";
+#elif defined(__AVX2__)
+    d["simd"] = "avx2";
+#else
+    d["simd"] = "sse2";
+#endif
+    d["native"] = bool(RANVIER_NATIVE_BUILD);
+    return d;
+  });
+
+  nb::class_<PopulationSpec>(m, "PopulationSpec")
+      .def(nb::init<>())
+      .def_rw("name", &PopulationSpec::name).def_rw("first", &PopulationSpec::first)
+      .def_rw("size", &PopulationSpec::size).def_rw("tau_m_ms", &PopulationSpec::tau_m_ms)
+      .def_rw("theta_mV", &PopulationSpec::theta_mV).def_rw("reset_mV", &PopulationSpec::reset_mV)
+      .def_rw("refractory_steps", &PopulationSpec::refractory_steps).def_rw("alpha_c", &PopulationSpec::alpha_c)
+      .def_rw("tau_c_ms", &PopulationSpec::tau_c_ms).def_rw("g_c", &PopulationSpec::g_c)
+      .def_rw("dc", &PopulationSpec::dc).def_rw("initial_uniform", &PopulationSpec::initial_uniform);
+  nb::class_<ProjectionSpec>(m, "ProjectionSpec")
+      .def(nb::init<>())
+      .def_rw("source", &ProjectionSpec::source).def_rw("target", &ProjectionSpec::target)
+      .def_rw("probability", &ProjectionSpec::probability).def_rw("weight_mean", &ProjectionSpec::weight_mean)
+      .def_rw("weight_sd", &ProjectionSpec::weight_sd)
+      .def_rw("delay_offset_steps", &ProjectionSpec::delay_offset_steps)
+      .def_rw("delay_step_steps", &ProjectionSpec::delay_step_steps)
+      .def_rw("delay_scale_ms", &ProjectionSpec::delay_scale_ms).def_rw("delay_cut_ms", &ProjectionSpec::delay_cut_ms)
+      .def_rw("delay_step_ms", &ProjectionSpec::delay_step_ms);
+  nb::class_<DriveSpec>(m, "DriveSpec")
+      .def(nb::init<>())
+      .def_rw("target", &DriveSpec::target).def_rw("n_synapses", &DriveSpec::n_synapses)
+      .def_rw("rate_hz", &DriveSpec::rate_hz).def_rw("weight_mean", &DriveSpec::weight_mean)
+      .def_rw("weight_sd", &DriveSpec::weight_sd);
+  nb::class_<EngineConfig>(m, "EngineConfig")
+      .def(nb::init<>())
+      .def_rw("populations", &EngineConfig::populations).def_rw("projections", &EngineConfig::projections)
+      .def_rw("drives", &EngineConfig::drives).def_rw("resolution_ms", &EngineConfig::resolution_ms)
+      .def_rw("steps_per_cycle", &EngineConfig::steps_per_cycle).def_rw("threads", &EngineConfig::threads)
+      .def_rw("exchange", &EngineConfig::exchange).def_rw("placement", &EngineConfig::placement)
+      .def_rw("seed", &EngineConfig::seed).def_rw("barrier", &EngineConfig::barrier)
+      .def_rw("record_spikes", &EngineConfig::record_spikes).def_rw("record_state", &EngineConfig::record_state)
+      .def_rw("fraction_bits", &EngineConfig::fraction_bits).def_rw("comm_handle", &EngineConfig::comm_handle);
+
+  nb::class_<Engine>(m, "Engine")
+      .def(nb::init<EngineConfig>(), "config"_a)
+      .def("build", &Engine::build, nb::call_guard<nb::gil_scoped_release>())
+      .def("run_cycles", &Engine::run_cycles, "cycles"_a, nb::call_guard<nb::gil_scoped_release>())
+      .def_prop_ro("rank", &Engine::rank)
+      .def_prop_ro("ranks", &Engine::ranks)
+      .def_prop_ro("cycles_done", &Engine::cycles_done)
+      .def("synapse_count", &Engine::synapse_count)
+      .def("synapse_bytes", &Engine::synapse_bytes)
+      .def("spikes", [](const Engine& e) {
+        std::vector<uint64_t> gid;
+        std::vector<int64_t> step;
+        e.spikes(gid, step);
+        return nb::make_tuple(to_numpy(std::move(gid)), to_numpy(std::move(step)));
+      })
+      .def("cycle_timers", [](const Engine& e) {
+        const auto& t = e.cycle_timers();
+        std::vector<double> flat;
+        flat.reserve(t.size() * kPhases);
+        for (const auto& row : t) flat.insert(flat.end(), row.begin(), row.end());
+        return to_numpy_2d(std::move(flat), t.size(), size_t(kPhases));
+      })
+      .def("counters", [](const Engine& e) {
+        const Counters c = e.counters();
+        nb::dict d;
+        d["spikes_emitted"] = c.spikes_emitted;
+        d["spikes_sent"] = c.exchange.spikes_sent;
+        d["spikes_received"] = c.exchange.spikes_received;
+        d["spikes_delivered"] = c.spikes_delivered;
+        d["synaptic_events_recurrent"] = c.synaptic_events_recurrent;
+        d["synaptic_events_external"] = c.synaptic_events_external;
+        d["events_scheduled"] = c.events_scheduled;
+        d["events_expected"] = c.events_expected;
+        d["events_pending"] = e.events_pending();
+        d["bytes_sent"] = c.exchange.bytes_sent;
+        d["messages_sent"] = c.exchange.messages_sent;
+        return d;
+      })
+      .def("connections", [](const Engine& e) {
+        std::vector<uint64_t> s, t;
+        std::vector<double> w;
+        std::vector<int64_t> d;
+        e.connections(s, t, w, d);
+        return nb::make_tuple(to_numpy(std::move(s)), to_numpy(std::move(t)), to_numpy(std::move(w)),
+                              to_numpy(std::move(d)));
+      })
+      .def("state_trace", [](const Engine& e) {
+        std::vector<uint64_t> ids;
+        std::vector<double> V, c;
+        e.state_trace(ids, V, c);
+        const size_t n = ids.size(), steps = n ? V.size() / n : 0;
+        return nb::make_tuple(to_numpy(std::move(ids)), to_numpy_2d(std::move(V), n, steps),
+                              to_numpy_2d(std::move(c), n, steps));
+      });
+}

@@ -1,0 +1,397 @@
+#include "core/engine.hpp"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <stdexcept>
+
+#include "core/philox.hpp"
+
+namespace ranvier {
+
+namespace {
+// Exact propagators of the LIFCA neuron over one step h (both equations are linear).
+struct Propagators {
+  double P22, Pc, gP21, dc_term, theta, reset, alpha;
+  int32_t refractory;
+  Propagators(const PopulationSpec& p, double h) {
+    P22 = std::exp(-h / p.tau_m_ms);
+    Pc = std::exp(-h / p.tau_c_ms);
+    const double rate_diff = 1.0 / p.tau_m_ms - 1.0 / p.tau_c_ms;
+    const double P21 = std::abs(rate_diff) < 1e-14 ? h * P22 : (Pc - P22) / rate_diff;
+    gP21 = p.g_c * P21;
+    dc_term = p.dc * p.tau_m_ms * (1.0 - P22);
+    theta = p.theta_mV;
+    reset = p.reset_mV;
+    alpha = p.alpha_c;
+    refractory = int32_t(p.refractory_steps);
+  }
+};
+}  // namespace
+
+Engine::Engine(EngineConfig cfg)
+    : cfg_(std::move(cfg)),
+      comm_(make_communicator(cfg_.comm_handle)),
+      placement_(cfg_.placement, cfg_.neuron_count(), comm_->size(), cfg_.threads),
+      exchange_(make_exchange(cfg_.exchange)) {
+  if (cfg_.threads < 1) throw std::invalid_argument("threads must be at least 1");
+  if (cfg_.steps_per_cycle < 1 || cfg_.steps_per_cycle > 0xFFFF)
+    throw std::invalid_argument("steps_per_cycle must lie in [1, 65535]");
+  for (const auto& pr : cfg_.projections)
+    if (pr.delay_offset_steps < cfg_.steps_per_cycle)
+      throw std::invalid_argument("a projection's minimum delay is shorter than the communication interval");
+}
+
+Engine::~Engine() = default;
+
+void Engine::build() {
+  const int T = cfg_.threads;
+  threads_.clear();
+  threads_.resize(T);
+  const int64_t L = cfg_.steps_per_cycle;
+  std::vector<std::string> errors(T);
+#pragma omp parallel num_threads(T)
+  {
+    const int t = omp_get_thread_num();
+    try {
+      ThreadState& ts = threads_[t];
+      build_thread_neurons(cfg_, placement_, rank(), t, ts.neurons);
+      build_thread_synapses(cfg_, ts.neurons, ts.store);
+      ts.input.assign(size_t(L) * ts.neurons.size(), 0);
+      ts.fired.assign(ts.neurons.size() + 8, 0);
+    } catch (const std::exception& e) {
+      errors[t] = e.what();
+    }
+  }
+  for (const auto& e : errors)
+    if (!e.empty()) throw std::runtime_error(e);
+
+  // Delivery queues: a ring long enough for the longest delay on this rank.
+  uint64_t max_delay = uint64_t(L);
+  for (const auto& ts : threads_)
+    for (uint16_t d : ts.store.seg_delay) max_delay = std::max<uint64_t>(max_delay, d);
+  queue_cycles_ = int64_t((L - 1 + max_delay) / L + 1);
+  for (auto& ts : threads_) ts.queue.assign(queue_cycles_, {});
+
+  poisson_.clear();
+  for (const auto& pop : cfg_.populations) {
+    double mean = 0;
+    for (const auto& d : cfg_.drives)
+      if (&cfg_.populations[d.target] == &pop) mean += double(d.n_synapses) * d.rate_hz * 1e-3 * cfg_.resolution_ms * L;
+    poisson_.emplace_back(mean);
+  }
+  if (cfg_.drives.size() > 1) {
+    // One table per population assumes one drive per population.
+    std::vector<int> per_pop(cfg_.populations.size(), 0);
+    for (const auto& d : cfg_.drives)
+      if (++per_pop[d.target] > 1) throw std::invalid_argument("at most one Poisson drive per population");
+  }
+
+  // State recorder: which thread holds each traced neuron.
+  traced_ids_.clear();
+  for (uint64_t g : cfg_.record_state) {
+    const Location loc = placement_.locate(g);
+    if (loc.rank != rank()) continue;
+    threads_[loc.thread].traced.push_back({loc.index, traced_ids_.size()});
+    traced_ids_.push_back(g);
+  }
+
+  build_target_table();
+  exchange_->configure(*comm_, placement_, targets_);
+}
+
+void Engine::build_target_table() {
+  const uint64_t N = cfg_.neuron_count();
+  const int P = comm_->size();
+  // Synapses on this rank per global source.
+  std::vector<uint64_t> local_count(N, 0);
+  for (const auto& ts : threads_) {
+    const auto& st = ts.store;
+    for (uint64_t s = 0; s < N; ++s) local_count[s] += st.seg_first[st.row_head[s + 1]] - st.seg_first[st.row_head[s]];
+  }
+  has_targets_.assign(N, 0);
+  for (uint64_t s = 0; s < N; ++s) has_targets_[s] = local_count[s] > 0;
+
+  // Tell each owner rank how many synapses its neurons have here.
+  std::vector<size_t> send_counts(P), send_displs(P), recv_counts(P), recv_displs(P);
+  const uint64_t mine = placement_.rank_count(rank());
+  std::vector<uint64_t> send(N), recv(size_t(P) * mine);
+  size_t off = 0;
+  for (int r = 0; r < P; ++r) {
+    send_displs[r] = off;
+    send_counts[r] = placement_.rank_count(r);
+    for (uint64_t j = 0; j < send_counts[r]; ++j) send[off + j] = local_count[placement_.rank_gid(r, j)];
+    off += send_counts[r];
+    recv_counts[r] = mine;
+    recv_displs[r] = size_t(r) * mine;
+  }
+  comm_->alltoallv(send.data(), send_counts, send_displs, recv.data(), recv_counts, recv_displs);
+
+  out_degree_.assign(mine, 0);
+  targets_.dest_begin.assign(mine + 1, 0);
+  targets_.dest_ranks.clear();
+  for (uint64_t j = 0; j < mine; ++j) {
+    for (int r = 0; r < P; ++r) {
+      const uint64_t k = recv[size_t(r) * mine + j];
+      out_degree_[j] += k;
+      if (k) targets_.dest_ranks.push_back(uint32_t(r));
+    }
+    targets_.dest_begin[j + 1] = targets_.dest_ranks.size();
+  }
+}
+
+// Deliver: zero the cycle's input buffer, then add every synapse segment that arrives in this
+// cycle. Segments are known in advance, so their synapses are prefetched a few entries ahead.
+void Engine::deliver(ThreadState& ts, int64_t cycle) {
+  std::fill(ts.input.begin(), ts.input.end(), 0);
+  auto& due = ts.queue[cycle % queue_cycles_];
+  const Synapse* syn = ts.store.synapses.data();
+  int32_t* input = ts.input.data();
+  const uint64_t n = ts.neurons.size();
+  const size_t entries = due.size();
+  constexpr size_t kAhead = 8;
+  uint64_t events = 0;
+  for (size_t e = 0; e < entries; ++e) {
+    if (e + kAhead < entries) {
+      const Synapse* p = syn + due[e + kAhead].first;
+      __builtin_prefetch(p);
+      __builtin_prefetch(p + 8);
+    }
+    const DeliveryEntry entry = due[e];
+    int32_t* slot = input + entry.slot * n;
+    const Synapse* s = syn + entry.first;
+    for (uint32_t i = 0; i < entry.count; ++i) slot[s[i].target] += s[i].weight;
+    events += entry.count;
+  }
+  due.clear();
+  ts.counters.synaptic_events_recurrent += events;
+}
+
+// External Poisson drive for the cycle: the number of events of each neuron, then each event's
+// step and efficacy, all keyed by (neuron, cycle). Added to the same fixed-point input.
+void Engine::drive(ThreadState& ts, int64_t cycle) {
+  const uint64_t n = ts.neurons.size();
+  const uint64_t L = uint64_t(cfg_.steps_per_cycle);
+  const double scale = std::ldexp(1.0, cfg_.fraction_bits);
+  const Key key = key_from_seed(cfg_.seed);
+  uint64_t events = 0;
+  for (uint32_t di = 0; di < cfg_.drives.size(); ++di) {
+    const auto& d = cfg_.drives[di];
+    const PoissonTable& table = poisson_[d.target];
+    for (const auto& range : ts.neurons.ranges) {
+      if (range.population != d.target) continue;
+      for (uint64_t k = range.begin; k < range.end; ++k) {
+        Stream s(key, ts.neurons.gid[k], Purpose::external, di, uint32_t(cycle));
+        const uint32_t count = table.sample(s.uniform());
+        for (uint32_t j = 0; j < count; ++j) {
+          const uint64_t slot = (uint64_t(s.next()) * L) >> 32;
+          const double w = d.weight_mean + d.weight_sd * inverse_normal(s.uniform());
+          ts.input[slot * n + k] += int32_t(std::llround(w * scale));
+        }
+        events += count;
+      }
+    }
+  }
+  ts.counters.synaptic_events_external += events;
+}
+
+// Update: exact integration of every neuron over the cycle's steps, written branch-free so the
+// compiler vectorises it; spikes are then collected from a byte mask.
+void Engine::update(ThreadState& ts, int64_t cycle) {
+  const uint64_t n = ts.neurons.size();
+  const int64_t L = cfg_.steps_per_cycle;
+  const double scale = std::ldexp(1.0, -cfg_.fraction_bits);
+  double* V = ts.neurons.V.data();
+  double* C = ts.neurons.c.data();
+  int32_t* R = ts.neurons.refractory.data();
+  uint8_t* fired = ts.fired.data();
+  ts.spikes_out.clear();
+  const size_t traced = traced_ids_.size();
+  for (int64_t o = 0; o < L; ++o) {
+    const int32_t* in = ts.input.data() + o * n;
+    for (const auto& range : ts.neurons.ranges) {
+      const Propagators p(cfg_.populations[range.population], cfg_.resolution_ms);
+#pragma omp simd
+      for (uint64_t k = range.begin; k < range.end; ++k) {
+        const int32_t r = R[k];
+        const double v = V[k] * p.P22 + p.dc_term - p.gP21 * C[k] + double(in[k]) * scale;
+        const double c = C[k] * p.Pc;
+        const bool active = r == 0;
+        const bool spike = active && v >= p.theta;
+        V[k] = (active && !spike) ? v : p.reset;
+        C[k] = spike ? c + p.alpha : c;
+        R[k] = spike ? p.refractory : (active ? 0 : r - 1);
+        fired[k] = spike;
+      }
+    }
+    const int64_t step = cycle * L + o + 1;
+    for (uint64_t k = 0; k < n; k += 8) {
+      uint64_t word;
+      std::memcpy(&word, fired + k, 8);
+      if (!word) continue;
+      for (uint64_t i = k; i < std::min(k + 8, n); ++i) {
+        if (!fired[i]) continue;
+        ts.spikes_out.push_back(make_record(ts.neurons.gid[i], uint32_t(o)));
+        if (cfg_.record_spikes) { ts.rec_gid.push_back(ts.neurons.gid[i]); ts.rec_step.push_back(step); }
+      }
+    }
+    if (!ts.traced.empty()) {
+      const size_t row0 = size_t(cycle * L + o - (run_first_cycle_ * L)) * traced + trace_base_;
+      for (const auto& [k, row] : ts.traced) {
+        trace_V_[row0 + row] = V[k];
+        trace_c_[row0 + row] = C[k];
+      }
+    }
+  }
+}
+
+// Schedule: every received spike's synapse segments go into the queue of the cycle in which
+// they arrive, with the step offset of arrival.
+void Engine::schedule(ThreadState& ts, int64_t cycle) {
+  const auto& st = ts.store;
+  const uint32_t L = uint32_t(cfg_.steps_per_cycle);
+  uint64_t scheduled = 0;
+  for (SpikeRecord rec : received_) {
+    const uint64_t g = record_gid(rec);
+    const uint32_t o = record_offset(rec);
+    for (uint32_t h = st.row_head[g]; h < st.row_head[g + 1]; ++h) {
+      const uint32_t a = o + st.seg_delay[h];
+      const uint32_t first = st.seg_first[h], count = st.seg_first[h + 1] - first;
+      ts.queue[(cycle + a / L) % queue_cycles_].push_back({first, count, a % L});
+      scheduled += count;
+    }
+  }
+  ts.counters.events_scheduled += scheduled;
+}
+
+void Engine::run_cycles(int64_t cycles) {
+  if (threads_.empty()) throw std::logic_error("build() must be called before run_cycles()");
+  if (cycle_ + cycles >= (int64_t(1) << 32)) throw std::invalid_argument("runs are limited to 2^32 cycles");
+  const int T = cfg_.threads;
+  const int64_t L = cfg_.steps_per_cycle;
+  trace_base_ = trace_V_.size();
+  trace_V_.resize(trace_base_ + size_t(cycles * L) * traced_ids_.size());
+  trace_c_.resize(trace_V_.size());
+  timers_.reserve(timers_.size() + cycles);
+  const int64_t first = cycle_;
+  run_first_cycle_ = first;
+#pragma omp parallel num_threads(T)
+  {
+    ThreadState& ts = threads_[omp_get_thread_num()];
+    double t0 = 0, t1 = 0, t2 = 0, t3 = 0, t4 = 0, t5 = 0;
+    for (int64_t cycle = first; cycle < first + cycles; ++cycle) {
+#pragma omp master
+      t0 = omp_get_wtime();
+      deliver(ts, cycle);
+#pragma omp barrier
+#pragma omp master
+      t1 = omp_get_wtime();
+      drive(ts, cycle);
+      update(ts, cycle);
+#pragma omp barrier
+#pragma omp master
+      {
+        t2 = omp_get_wtime();
+        collocate();
+        t3 = omp_get_wtime();
+        if (cfg_.barrier) comm_->barrier();
+        t4 = omp_get_wtime();
+        exchange_->exchange(send_, received_, rank_counters_.exchange);
+        for (SpikeRecord rec : received_) rank_counters_.spikes_delivered += has_targets_[record_gid(rec)];
+        t5 = omp_get_wtime();
+      }
+#pragma omp barrier
+      schedule(ts, cycle);
+#pragma omp barrier
+#pragma omp master
+      {
+        const double t6 = omp_get_wtime();
+        timers_.push_back({(t1 - t0) + (t6 - t5), t2 - t1, t3 - t2, t5 - t4, t4 - t3});
+        cycle_ = cycle + 1;
+      }
+    }
+  }
+}
+
+// Collocate: gather the threads' spikes into this rank's send buffer.
+void Engine::collocate() {
+  send_.clear();
+  for (auto& ts : threads_) {
+    for (SpikeRecord rec : ts.spikes_out) rank_counters_.events_expected += out_degree_[placement_.rank_index(record_gid(rec))];
+    rank_counters_.spikes_emitted += ts.spikes_out.size();
+    send_.insert(send_.end(), ts.spikes_out.begin(), ts.spikes_out.end());
+  }
+}
+
+uint64_t Engine::synapse_count() const {
+  uint64_t n = 0;
+  for (const auto& ts : threads_) n += ts.store.synapses.size();
+  return n;
+}
+
+uint64_t Engine::synapse_bytes() const {
+  uint64_t n = 0;
+  for (const auto& ts : threads_) n += ts.store.bytes();
+  return n;
+}
+
+Counters Engine::counters() const {
+  Counters c = rank_counters_;
+  for (const auto& ts : threads_) {
+    c.synaptic_events_recurrent += ts.counters.synaptic_events_recurrent;
+    c.synaptic_events_external += ts.counters.synaptic_events_external;
+    c.events_scheduled += ts.counters.events_scheduled;
+  }
+  return c;
+}
+
+uint64_t Engine::events_pending() const {
+  uint64_t n = 0;
+  for (const auto& ts : threads_)
+    for (const auto& q : ts.queue)
+      for (const auto& e : q) n += e.count;
+  return n;
+}
+
+void Engine::spikes(std::vector<uint64_t>& gid, std::vector<int64_t>& step) const {
+  gid.clear();
+  step.clear();
+  for (const auto& ts : threads_) {
+    gid.insert(gid.end(), ts.rec_gid.begin(), ts.rec_gid.end());
+    step.insert(step.end(), ts.rec_step.begin(), ts.rec_step.end());
+  }
+}
+
+void Engine::connections(std::vector<uint64_t>& src, std::vector<uint64_t>& tgt, std::vector<double>& w,
+                         std::vector<int64_t>& d) const {
+  const double scale = std::ldexp(1.0, -cfg_.fraction_bits);
+  const uint64_t N = cfg_.neuron_count();
+  for (const auto& ts : threads_) {
+    const auto& st = ts.store;
+    for (uint64_t s = 0; s < N; ++s)
+      for (uint32_t h = st.row_head[s]; h < st.row_head[s + 1]; ++h)
+        for (uint32_t i = st.seg_first[h]; i < st.seg_first[h + 1]; ++i) {
+          src.push_back(s);
+          tgt.push_back(ts.neurons.gid[st.synapses[i].target]);
+          w.push_back(st.synapses[i].weight * scale);
+          d.push_back(st.seg_delay[h]);
+        }
+  }
+}
+
+void Engine::state_trace(std::vector<uint64_t>& ids, std::vector<double>& V, std::vector<double>& c) const {
+  const size_t n = traced_ids_.size();
+  const size_t steps = n ? trace_V_.size() / n : 0;
+  ids = traced_ids_;
+  V.assign(n * steps, 0.0);
+  c.assign(n * steps, 0.0);
+  for (size_t s = 0; s < steps; ++s)
+    for (size_t r = 0; r < n; ++r) {
+      V[r * steps + s] = trace_V_[s * n + r];
+      c[r * steps + s] = trace_c_[s * n + r];
+    }
+}
+
+}  // namespace ranvier

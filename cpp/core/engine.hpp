@@ -1,0 +1,99 @@
+// One rank's share of a simulation: threads, their neurons and synapses, the exchange.
+#pragma once
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "comm/communicator.hpp"
+#include "core/distributions.hpp"
+#include "core/local_network.hpp"
+#include "core/placement.hpp"
+#include "core/spec.hpp"
+#include "exchange/exchange.hpp"
+
+namespace ranvier {
+
+enum Phase { kDeliver, kUpdate, kCollocate, kCommunicate, kSynchronize, kPhases };
+inline constexpr std::array<const char*, kPhases> kPhaseNames = {"deliver", "update", "collocate", "communicate",
+                                                                 "synchronize"};
+
+struct Counters {
+  uint64_t spikes_emitted = 0;
+  uint64_t spikes_delivered = 0;           // received spikes with at least one synapse on this rank
+  uint64_t synaptic_events_recurrent = 0;  // synapses activated (delivered into input buffers)
+  uint64_t synaptic_events_external = 0;   // Poisson input events
+  uint64_t events_scheduled = 0;           // synapses of received spikes put in the delivery queues
+  uint64_t events_expected = 0;            // global out-degree summed over this rank's emitted spikes
+  ExchangeCounters exchange;
+};
+
+// A segment of synapses to deliver in a given cycle, into input slot `slot` (step offset).
+struct DeliveryEntry {
+  uint32_t first, count, slot;
+};
+
+struct ThreadState {
+  ThreadNeurons neurons;
+  SynapseStore store;
+  std::vector<int32_t> input;                        // [slot][neuron], fixed point
+  std::vector<std::vector<DeliveryEntry>> queue;     // ring over cycles
+  std::vector<uint8_t> fired;                        // scratch: neurons that fired this step
+  std::vector<SpikeRecord> spikes_out;               // this cycle's spikes
+  std::vector<uint64_t> rec_gid;                     // spike recorder
+  std::vector<int64_t> rec_step;
+  std::vector<std::pair<uint64_t, uint64_t>> traced; // (local index, trace row)
+  Counters counters;
+};
+
+class Engine {
+ public:
+  explicit Engine(EngineConfig cfg);
+  ~Engine();
+  void build();
+  void run_cycles(int64_t cycles);
+
+  int rank() const { return comm_->rank(); }
+  int ranks() const { return comm_->size(); }
+  int64_t cycles_done() const { return cycle_; }
+  uint64_t synapse_count() const;
+  uint64_t synapse_bytes() const;
+  Counters counters() const;               // summed over threads, pending events included separately
+  uint64_t events_pending() const;
+  void spikes(std::vector<uint64_t>& gid, std::vector<int64_t>& step) const;
+  const std::vector<std::array<double, kPhases>>& cycle_timers() const { return timers_; }
+  void connections(std::vector<uint64_t>& src, std::vector<uint64_t>& tgt, std::vector<double>& w,
+                   std::vector<int64_t>& d) const;
+  // V and c of the recorded neurons on this rank: ids, and row-major [id][step] arrays.
+  void state_trace(std::vector<uint64_t>& ids, std::vector<double>& V, std::vector<double>& c) const;
+
+ private:
+  void deliver(ThreadState& ts, int64_t cycle);
+  void drive(ThreadState& ts, int64_t cycle);
+  void update(ThreadState& ts, int64_t cycle);
+  void schedule(ThreadState& ts, int64_t cycle);
+  void build_target_table();
+  void collocate();
+
+  EngineConfig cfg_;
+  std::unique_ptr<Communicator> comm_;
+  Placement placement_;
+  std::unique_ptr<Exchange> exchange_;
+  TargetTable targets_;
+  std::vector<uint64_t> out_degree_;       // global out-degree of this rank's neurons (rank-local index)
+  std::vector<uint8_t> has_targets_;       // per global source: any synapse on this rank
+  std::vector<ThreadState> threads_;
+  std::vector<PoissonTable> poisson_;      // per population: external events per cycle
+  std::vector<SpikeRecord> send_, received_;
+  std::vector<std::array<double, kPhases>> timers_;
+  std::vector<uint64_t> traced_ids_;
+  std::vector<double> trace_V_, trace_c_;  // [step][row], grown per run
+  size_t trace_base_ = 0;
+  int64_t run_first_cycle_ = 0;
+  int64_t cycle_ = 0;
+  int64_t queue_cycles_ = 1;
+  Counters rank_counters_;                 // exchange and rank-level counts (master thread)
+};
+
+}  // namespace ranvier

@@ -1,0 +1,54 @@
+// What one thread owns: a disjoint set of target neurons, their state, and every synapse
+// that ends on them. Delivery therefore needs no atomics.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "core/placement.hpp"
+#include "core/spec.hpp"
+
+namespace ranvier {
+
+struct Synapse {          // 8 bytes: one stream to read per delivered segment
+  uint32_t target;        // thread-local neuron index
+  int32_t weight;         // fixed point, units of 2^-fraction_bits mV
+};
+
+// Synapses in rows keyed by global source id. Inside a row they are grouped by delay
+// (ascending) and sorted by target; each delay group is a segment with a header.
+// Headers of source s: [row_head[s], row_head[s+1]); segment h spans synapses
+// [seg_first[h], seg_first[h+1]) with delay seg_delay[h] steps.
+struct SynapseStore {
+  std::vector<uint32_t> row_head;    // global neurons + 1
+  std::vector<uint32_t> seg_first;   // segments + 1 (sentinel: total synapses)
+  std::vector<uint16_t> seg_delay;   // segments
+  std::vector<Synapse> synapses;
+
+  uint64_t segments(uint64_t source) const { return row_head[source + 1] - row_head[source]; }
+  uint64_t bytes() const {
+    return row_head.size() * 4 + seg_first.size() * 4 + seg_delay.size() * 2 + synapses.size() * sizeof(Synapse);
+  }
+};
+
+// The neurons of one population inside a thread: a contiguous range of local indices.
+struct PopulationRange {
+  uint32_t population;
+  uint64_t begin, end;
+};
+
+struct ThreadNeurons {
+  std::vector<uint64_t> gid;            // thread-local index -> global id
+  std::vector<double> V, c;
+  std::vector<int32_t> refractory;      // steps left
+  std::vector<PopulationRange> ranges;
+  uint64_t size() const { return gid.size(); }
+};
+
+// Builds the neurons and the synapse store of thread t on rank r. Every draw is keyed by the
+// target's global id (and the projection and synapse index), so the network instance is the
+// same for any placement, rank count or thread count.
+void build_thread_neurons(const EngineConfig& cfg, const Placement& placement, int rank, int thread,
+                          ThreadNeurons& out);
+void build_thread_synapses(const EngineConfig& cfg, const ThreadNeurons& neurons, SynapseStore& out);
+
+}  // namespace ranvier

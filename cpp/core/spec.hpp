@@ -1,0 +1,53 @@
+// The validated network description handed over from Python: plain data, global ids.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace ranvier {
+
+struct PopulationSpec {
+  std::string name;
+  uint64_t first = 0, size = 0;   // global ids [first, first + size)
+  double tau_m_ms = 20, theta_mV = 20, reset_mV = 15;
+  int64_t refractory_steps = 0;
+  double alpha_c = 0, tau_c_ms = 1000, g_c = 0, dc = 0;
+  bool initial_uniform = false;   // V ~ U[H, theta) instead of V = H
+};
+
+// Every ordered pair (s in source, t in target, s != t) is a synapse with this probability.
+struct ProjectionSpec {
+  uint32_t source = 0, target = 0;        // population indices
+  double probability = 0;
+  double weight_mean = 0, weight_sd = 0;  // mV; redrawn until strictly inside (0, 2 mean)
+  int64_t delay_offset_steps = 1, delay_step_steps = 1;
+  double delay_scale_ms = 1, delay_cut_ms = 1, delay_step_ms = 1;  // offset + floor(x/step)*step, x ~ Exp(scale) < cut
+};
+
+struct DriveSpec {                        // Poisson input drawn on the fly
+  uint32_t target = 0;
+  int64_t n_synapses = 0;
+  double rate_hz = 0, weight_mean = 0, weight_sd = 0;
+};
+
+struct EngineConfig {
+  std::vector<PopulationSpec> populations;
+  std::vector<ProjectionSpec> projections;
+  std::vector<DriveSpec> drives;
+  double resolution_ms = 0.1;
+  int64_t steps_per_cycle = 1;            // the minimum delay: spikes are exchanged once per cycle
+  int threads = 1;
+  std::string exchange = "allgather", placement = "round-robin";
+  uint64_t seed = 1;
+  bool barrier = true;                    // time a barrier before each exchange as 'synchronize'
+  bool record_spikes = true;
+  std::vector<uint64_t> record_state;     // global ids whose V and c are recorded every step
+  int fraction_bits = 16;                 // synaptic input in fixed point, units of 2^-bits mV
+  int64_t comm_handle = -1;               // Fortran MPI handle, or -1 for a single process
+
+  uint64_t neuron_count() const {
+    return populations.empty() ? 0 : populations.back().first + populations.back().size;
+  }
+};
+
+}  // namespace ranvier

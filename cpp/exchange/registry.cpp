@@ -1,0 +1,31 @@
+// The list of strategies selectable at run time (--exchange NAME).
+#include <stdexcept>
+
+#include "exchange/exchange.hpp"
+
+namespace ranvier {
+
+std::unique_ptr<Exchange> make_allgather_exchange();
+std::unique_ptr<Exchange> make_alltoallv_exchange();
+
+namespace {
+struct Entry { const char* name; std::unique_ptr<Exchange> (*make)(); };
+constexpr Entry kStrategies[] = {
+    {"allgather", make_allgather_exchange},
+    {"alltoallv", make_alltoallv_exchange},
+};
+}  // namespace
+
+std::unique_ptr<Exchange> make_exchange(const std::string& name) {
+  for (const auto& e : kStrategies)
+    if (name == e.name) return e.make();
+  throw std::invalid_argument("unknown exchange strategy '" + name + "'");
+}
+
+std::vector<std::string> exchange_names() {
+  std::vector<std::string> names;
+  for (const auto& e : kStrategies) names.emplace_back(e.name);
+  return names;
+}
+
+}  // namespace ranvier

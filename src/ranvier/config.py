@@ -1,0 +1,138 @@
+"""Run configurations: TOML files, command-line overrides, and the checks made before building.
+
+    model = "dpsnn"
+    [parameters]          # any model parameter: ranvier.models.defaults("dpsnn")
+    neurons = 20480
+    [simulation]
+    duration_ms = 10000.0
+    threads = 1           # omitted: the cores of the node divided by the ranks on it
+    exchange = "allgather"
+    placement = "round-robin"
+    seed = 1
+    resolution_ms = 0.1
+    barrier = true
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+
+try:
+    import tomllib
+except ModuleNotFoundError:  # pragma: no cover - Python 3.10
+    import tomli as tomllib
+
+from .errors import ConfigError
+
+DEFAULT_MODEL = "dpsnn"
+TOP_LEVEL_KEYS = ("model", "parameters", "simulation")
+# Keyword arguments of Simulation(...), plus duration_ms (the argument of run).
+SIMULATION_DEFAULTS = {
+    "duration_ms": 10000.0,
+    "threads": None,
+    "exchange": "allgather",
+    "placement": "round-robin",
+    "seed": 1,
+    "resolution_ms": 0.1,
+    "barrier": True,
+}
+
+
+@dataclass
+class RunConfig:
+    model: str = DEFAULT_MODEL
+    parameters: dict = field(default_factory=dict)       # overrides of the model's defaults
+    simulation: dict = field(default_factory=lambda: dict(SIMULATION_DEFAULTS))
+
+    def simulation_kwargs(self) -> dict:
+        """Keyword arguments for Simulation(...): every setting except duration_ms."""
+        return {k: v for k, v in self.simulation.items() if k != "duration_ms"}
+
+
+def _unknown(where: str, keys, known) -> None:
+    unknown = sorted(set(keys) - set(known))
+    if unknown:
+        raise ConfigError(f"{where}: unknown key(s) {unknown}; known keys: {sorted(known)}")
+
+
+def load(path) -> RunConfig:
+    """Reads a TOML run configuration; unknown keys are refused with the list of known ones."""
+    path = Path(path)
+    try:
+        with open(path, "rb") as f:
+            data = tomllib.load(f)
+    except FileNotFoundError:
+        raise ConfigError(f"config file '{path}' does not exist; give the path of a .toml file "
+                          f"(see examples/dpsnn.toml)") from None
+    except IsADirectoryError:
+        raise ConfigError(f"config file '{path}' is a directory; give the path of a .toml file") from None
+    except tomllib.TOMLDecodeError as e:
+        raise ConfigError(f"config file '{path}' is not valid TOML: {e}") from None
+    except OSError as e:
+        raise ConfigError(f"config file '{path}' cannot be read: {e.strerror}") from None
+    where = f"config file '{path}'"
+    _unknown(where, data, TOP_LEVEL_KEYS)
+    model = data.get("model", DEFAULT_MODEL)
+    if not isinstance(model, str):
+        raise ConfigError(f"{where}: 'model' must be a string such as \"dpsnn\", got {model!r}")
+    for table in ("parameters", "simulation"):
+        if not isinstance(data.get(table, {}), dict):
+            raise ConfigError(f"{where}: '{table}' must be a table: write it as [{table}]")
+    simulation = data.get("simulation", {})
+    _unknown(f"{where} [simulation]", simulation, SIMULATION_DEFAULTS)
+    return RunConfig(model=model, parameters=dict(data.get("parameters", {})),
+                     simulation={**SIMULATION_DEFAULTS, **simulation})
+
+
+def override(cfg: RunConfig, model: str | None = None, parameters: dict | None = None,
+             simulation: dict | None = None) -> RunConfig:
+    """cfg with command-line values on top (None values mean: not given)."""
+    simulation = {k: v for k, v in (simulation or {}).items() if v is not None}
+    _unknown("simulation settings", simulation, SIMULATION_DEFAULTS)
+    return RunConfig(model=model or cfg.model, parameters={**cfg.parameters, **(parameters or {})},
+                     simulation={**cfg.simulation, **simulation})
+
+
+def parse_assignment(text: str) -> tuple[str, object]:
+    """'KEY=VALUE' with VALUE read as a TOML scalar (1, 0.5, true, "x"); a bare word stays a string."""
+    key, sep, value = text.partition("=")
+    key = key.strip()
+    if not sep or not key:
+        raise ConfigError(f"expected KEY=VALUE (for example --set neurons=2048), got {text!r}")
+    try:
+        parsed = tomllib.loads(f"v = {value.strip()}")["v"]
+    except tomllib.TOMLDecodeError:
+        parsed = value.strip()
+    if isinstance(parsed, (dict, list)):
+        raise ConfigError(f"{key}: the value must be a single number, boolean or string, got {value!r}")
+    return key, parsed
+
+
+def _number(name: str, value) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise ConfigError(f"[simulation] '{name}' must be a number, got {value!r}")
+    return float(value)
+
+
+def check_simulation(cfg: RunConfig, network) -> None:
+    """What Simulation.run checks only after the build is checked here, before anything is built."""
+    s = cfg.simulation
+    resolution = _number("resolution_ms", s["resolution_ms"])
+    if resolution <= 0:
+        raise ConfigError(f"[simulation] 'resolution_ms' must be positive, got {s['resolution_ms']!r}")
+    network.validate(resolution)                  # every delay a whole number of steps, at least one
+    min_delay_ms = network.min_delay_ms()
+    duration = _number("duration_ms", s["duration_ms"])
+    if duration <= 0:
+        raise ConfigError(f"[simulation] 'duration_ms' must be positive, got {s['duration_ms']!r}")
+    for name, unit in (("resolution", resolution), ("communication interval (the minimum delay)", min_delay_ms)):
+        if not math.isfinite(unit):
+            continue
+        n = duration / unit
+        if abs(n - round(n)) > 1e-9 * max(1.0, n):
+            nearest = " or ".join(f"{k * unit:g}" for k in (math.floor(n), math.ceil(n)) if k > 0)
+            raise ConfigError(f"[simulation] 'duration_ms' = {s['duration_ms']} is not a multiple of the {name} "
+                              f"{unit:g} ms; use for example {nearest}")
+    if not isinstance(s["barrier"], bool):
+        raise ConfigError(f"[simulation] 'barrier' must be true or false, got {s['barrier']!r}")

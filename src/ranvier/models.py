@@ -1,0 +1,124 @@
+"""The reference workloads, each a function that returns a validated `Network`.
+
+Every parameter of a model's spec (shared/models/*.md) is a keyword argument; unknown
+keywords are refused with the list of known ones.
+"""
+from __future__ import annotations
+
+import math
+
+from .errors import ConfigError
+from .network import Network, PoissonDrive, Population, Projection
+
+# dpsnn: shared/models/dpsnn.md ("AW2.8Hz" configuration of the DPSNN engine's 2019 release).
+DPSNN_DEFAULTS = {
+    "neurons": 20480,              # columns of 1280 (256 F, 768 B, 256 I); other sizes keep the fractions
+    "synapses_per_neuron": 1125,   # p = synapses_per_neuron / neurons for every ordered pair, no autapses
+    "fraction_F": 0.2,
+    "fraction_B": 0.6,             # the rest (0.2) is I
+    "tau_m_exc_ms": 20.0, "tau_m_inh_ms": 10.0,
+    "theta_mV": 20.0, "reset_mV": 15.0,
+    "tau_arp_exc_ms": 2.0, "tau_arp_inh_ms": 1.0,
+    "alpha_c": 1.0,
+    "tau_c_exc_ms": 1000.0, "tau_c_inh_ms": 100.0,
+    "g_c_exc_mV_per_ms": 0.02, "g_c_inh_mV_per_ms": 0.0,
+    # mean efficacy J by source -> target subpopulation, mV
+    "J_FF": 0.51511, "J_FB": 0.412534, "J_FI": 0.560233,
+    "J_BF": 0.412534, "J_BB": 0.429258, "J_BI": 0.560233,
+    "J_IF": -1.5, "J_IB": -1.5, "J_II": -1.5,
+    "weight_relative_sd": 0.25,
+    "delay_min_ms": 1.0,
+    "delay_max_exc_ms": 80.0, "delay_max_inh_ms": 20.0,
+    "external_synapses": 400,
+    "external_rate_exc_hz": 3.16676, "external_rate_inh_hz": 3.0,
+    "external_weight_exc_mV": 0.858516, "external_weight_inh_mV": 1.12047,
+    "external_weight_relative_sd": 0.25,
+    "initial": "reset",            # "reset" (V = H, c = 0, as the original) or "uniform" (V ~ U[H, theta))
+}
+
+
+def _check_overrides(model: str, defaults: dict, overrides: dict) -> dict:
+    unknown = sorted(set(overrides) - set(defaults))
+    if unknown:
+        raise ConfigError(f"{model}: unknown parameter(s) {unknown}; known parameters: {sorted(defaults)}")
+    params = dict(defaults)
+    for key, value in overrides.items():
+        default = defaults[key]
+        if isinstance(default, str):
+            if not isinstance(value, str):
+                raise ConfigError(f"{model}: '{key}' must be a string, got {value!r}")
+        elif isinstance(default, int) and not isinstance(default, bool):
+            if not isinstance(value, int) or isinstance(value, bool):
+                raise ConfigError(f"{model}: '{key}' must be an integer, got {value!r}")
+        else:
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+                raise ConfigError(f"{model}: '{key}' must be a number, got {value!r}")
+            value = float(value)
+        params[key] = value
+    return params
+
+
+def dpsnn(**overrides) -> Network:
+    """The DPSNN real-time benchmark: LIF neurons with spike-frequency adaptation.
+
+    80 % excitatory (F and B, with adaptation), 20 % inhibitory (I, without), every
+    ordered pair connected with p = synapses_per_neuron / neurons, exponential delays
+    in whole milliseconds, 400 external Poisson synapses per neuron.
+    """
+    p = _check_overrides("dpsnn", DPSNN_DEFAULTS, overrides)
+    n = p["neurons"]
+    if n < 3:
+        raise ConfigError(f"dpsnn: 'neurons' must be an integer of at least 3, got {n!r}")
+    if not (0 < p["fraction_F"] and 0 < p["fraction_B"] and p["fraction_F"] + p["fraction_B"] < 1):
+        raise ConfigError("dpsnn: 'fraction_F' and 'fraction_B' must be positive with a sum below 1")
+    n_f = round(p["fraction_F"] * n)
+    n_b = round((p["fraction_F"] + p["fraction_B"]) * n) - n_f
+    n_i = n - n_f - n_b
+    if min(n_f, n_b, n_i) <= 0:
+        raise ConfigError(f"dpsnn: 'neurons' = {n} is too small to hold the three subpopulations")
+    k = p["synapses_per_neuron"]
+    if not (0 <= k < n):
+        raise ConfigError(f"dpsnn: 'synapses_per_neuron' must lie in [0, neurons), got {k!r}")
+    if p["initial"] not in ("reset", "uniform"):
+        raise ConfigError(f"dpsnn: 'initial' must be 'reset' or 'uniform', got {p['initial']!r}")
+
+    def neuron(kind: str) -> dict:
+        return {
+            "tau_m_ms": p[f"tau_m_{kind}_ms"], "theta_mV": p["theta_mV"], "reset_mV": p["reset_mV"],
+            "tau_arp_ms": p[f"tau_arp_{kind}_ms"], "alpha_c": p["alpha_c"],
+            "tau_c_ms": p[f"tau_c_{kind}_ms"], "g_c_mV_per_ms": p[f"g_c_{kind}_mV_per_ms"],
+            "dc_mV_per_ms": 0.0,
+        }
+
+    net = Network(name="dpsnn", parameters=p)
+    for name, size, kind in (("F", n_f, "exc"), ("B", n_b, "exc"), ("I", n_i, "inh")):
+        net.add_population(Population(name, size, neuron(kind), initial=p["initial"], excitatory=kind == "exc"))
+    prob = k / n   # the spec's p = K / N
+    for src in ("F", "B", "I"):
+        dmax = p["delay_max_inh_ms"] if src == "I" else p["delay_max_exc_ms"]
+        for tgt in ("F", "B", "I"):
+            j = p[f"J_{src}{tgt}"]
+            net.connect(Projection(src, tgt, prob, j, p["weight_relative_sd"] * abs(j),
+                                   delay_offset_ms=p["delay_min_ms"], delay_scale_ms=dmax / math.log(20.0),
+                                   delay_cut_ms=dmax, delay_step_ms=1.0))
+    for tgt, kind in (("F", "exc"), ("B", "exc"), ("I", "inh")):
+        w = p[f"external_weight_{kind}_mV"]
+        net.drive(PoissonDrive(tgt, p["external_synapses"], p[f"external_rate_{kind}_hz"], w,
+                               p["external_weight_relative_sd"] * abs(w)))
+    return net
+
+
+REGISTRY = {"dpsnn": (dpsnn, DPSNN_DEFAULTS)}
+
+
+def build(name: str, **params) -> Network:
+    """A model by name, as `ranvier run --model NAME` and config files ask for it."""
+    if name not in REGISTRY:
+        raise ConfigError(f"unknown model '{name}'; available: {sorted(REGISTRY)}")
+    return REGISTRY[name][0](**params)
+
+
+def defaults(name: str) -> dict:
+    if name not in REGISTRY:
+        raise ConfigError(f"unknown model '{name}'; available: {sorted(REGISTRY)}")
+    return dict(REGISTRY[name][1])

@@ -1,0 +1,196 @@
+"""A validated description of a network: populations, projections, external drive.
+
+This is plain data. Nothing is built here: `Simulation` hands the description to the
+engine, which generates on each rank only the synapses whose target lives there.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from .errors import ConfigError
+
+# Parameters of the LIF neuron with spike-frequency adaptation (LIFCA), shared units:
+# ms, mV, mV/ms. V is relative to rest.
+LIFCA_PARAMETERS = {
+    "tau_m_ms": "membrane time constant",
+    "theta_mV": "firing threshold",
+    "reset_mV": "reset potential H (V is held here while refractory)",
+    "tau_arp_ms": "absolute refractory period",
+    "alpha_c": "increment of the adaptation variable c at each spike",
+    "tau_c_ms": "time constant of c",
+    "g_c_mV_per_ms": "strength of adaptation (dV/dt gets -g_c * c)",
+    "dc_mV_per_ms": "constant drive added to dV/dt",
+}
+INITIAL_STATES = ("reset", "uniform")
+
+
+def _positive(where: str, name: str, value, allow_zero: bool = False) -> float:
+    try:
+        x = float(value)
+    except (TypeError, ValueError):
+        raise ConfigError(f"{where}: '{name}' must be a number, got {value!r}") from None
+    if not math.isfinite(x) or x < 0 or (x == 0 and not allow_zero):
+        need = "zero or positive" if allow_zero else "positive"
+        raise ConfigError(f"{where}: '{name}' must be {need}, got {value!r}")
+    return x
+
+
+@dataclass
+class Population:
+    name: str
+    size: int
+    params: dict
+    initial: str = "reset"          # "reset": V = H, c = 0; "uniform": V ~ U[H, theta)
+    excitatory: bool = True
+    first_id: int = 0               # assigned by Network.add_population
+
+    def validate(self) -> None:
+        where = f"population '{self.name}'"
+        if not isinstance(self.size, int) or isinstance(self.size, bool) or self.size <= 0:
+            raise ConfigError(f"{where}: 'size' must be a positive integer, got {self.size!r}")
+        unknown = set(self.params) - set(LIFCA_PARAMETERS)
+        if unknown:
+            raise ConfigError(f"{where}: unknown neuron parameter(s) {sorted(unknown)}; "
+                              f"known: {sorted(LIFCA_PARAMETERS)}")
+        missing = set(LIFCA_PARAMETERS) - set(self.params)
+        if missing:
+            raise ConfigError(f"{where}: missing neuron parameter(s) {sorted(missing)}")
+        for key in ("tau_m_ms", "tau_c_ms"):
+            _positive(where, key, self.params[key])
+        for key in ("tau_arp_ms", "alpha_c", "g_c_mV_per_ms"):
+            _positive(where, key, self.params[key], allow_zero=True)
+        if float(self.params["reset_mV"]) >= float(self.params["theta_mV"]):
+            raise ConfigError(f"{where}: 'reset_mV' ({self.params['reset_mV']}) must be below "
+                              f"'theta_mV' ({self.params['theta_mV']})")
+        if self.initial not in INITIAL_STATES:
+            raise ConfigError(f"{where}: 'initial' must be one of {INITIAL_STATES}, got {self.initial!r}")
+
+
+@dataclass
+class Projection:
+    """All ordered pairs (s in source, t in target, s != t) connected with probability p.
+
+    weight: Gaussian (mean_mV, sd_mV), redrawn until strictly between 0 and 2 * mean
+    (sign kept). delay: offset_ms + floor(x / step_ms) * step_ms with x exponential of
+    scale scale_ms, redrawn until x < cut_ms (the DPSNN delay law).
+    """
+    source: str
+    target: str
+    probability: float
+    weight_mean_mV: float
+    weight_sd_mV: float
+    delay_offset_ms: float
+    delay_scale_ms: float
+    delay_cut_ms: float
+    delay_step_ms: float = 1.0
+
+    def validate(self) -> None:
+        where = f"projection {self.source}->{self.target}"
+        p = float(self.probability)
+        if not (0.0 <= p <= 1.0):
+            raise ConfigError(f"{where}: 'probability' must lie in [0, 1], got {self.probability!r}")
+        if self.weight_mean_mV == 0:
+            raise ConfigError(f"{where}: 'weight_mean_mV' must be non-zero (its sign says excitatory or inhibitory)")
+        _positive(where, "weight_sd_mV", self.weight_sd_mV, allow_zero=True)
+        _positive(where, "delay_offset_ms", self.delay_offset_ms)
+        _positive(where, "delay_scale_ms", self.delay_scale_ms)
+        _positive(where, "delay_cut_ms", self.delay_cut_ms)
+        _positive(where, "delay_step_ms", self.delay_step_ms)
+
+    @property
+    def max_delay_ms(self) -> float:
+        steps = math.ceil(self.delay_cut_ms / self.delay_step_ms) - 1
+        return self.delay_offset_ms + max(steps, 0) * self.delay_step_ms
+
+
+@dataclass
+class PoissonDrive:
+    """n_synapses independent Poisson trains at rate_hz into each neuron of a population.
+
+    Each event adds a Gaussian efficacy (mean_mV, sd_mV). Drawn on the fly, never stored.
+    """
+    target: str
+    n_synapses: int
+    rate_hz: float
+    weight_mean_mV: float
+    weight_sd_mV: float
+
+    def validate(self) -> None:
+        where = f"external drive of '{self.target}'"
+        if not isinstance(self.n_synapses, int) or self.n_synapses < 0:
+            raise ConfigError(f"{where}: 'n_synapses' must be a non-negative integer, got {self.n_synapses!r}")
+        _positive(where, "rate_hz", self.rate_hz, allow_zero=True)
+        _positive(where, "weight_sd_mV", self.weight_sd_mV, allow_zero=True)
+
+
+@dataclass
+class Network:
+    name: str = "network"
+    populations: list[Population] = field(default_factory=list)
+    projections: list[Projection] = field(default_factory=list)
+    drives: list[PoissonDrive] = field(default_factory=list)
+    parameters: dict = field(default_factory=dict)   # the model parameters it was made from
+
+    @property
+    def size(self) -> int:
+        return sum(p.size for p in self.populations)
+
+    def population(self, name: str) -> Population:
+        for p in self.populations:
+            if p.name == name:
+                return p
+        raise ConfigError(f"no population named '{name}'; populations: {[p.name for p in self.populations]}")
+
+    def add_population(self, pop: Population) -> Population:
+        if any(p.name == pop.name for p in self.populations):
+            raise ConfigError(f"population '{pop.name}' is defined twice")
+        pop.first_id = self.size
+        pop.validate()
+        self.populations.append(pop)
+        return pop
+
+    def connect(self, proj: Projection) -> Projection:
+        self.population(proj.source), self.population(proj.target)
+        proj.validate()
+        self.projections.append(proj)
+        return proj
+
+    def drive(self, d: PoissonDrive) -> PoissonDrive:
+        self.population(d.target)
+        d.validate()
+        self.drives.append(d)
+        return d
+
+    def expected_synapses(self) -> float:
+        total = 0.0
+        for pr in self.projections:
+            ns, nt = self.population(pr.source).size, self.population(pr.target).size
+            pairs = ns * nt - (min(ns, nt) if pr.source == pr.target else 0)
+            total += pr.probability * pairs
+        return total
+
+    def min_delay_ms(self) -> float:
+        return min((p.delay_offset_ms for p in self.projections), default=float("inf"))
+
+    def validate(self, resolution_ms: float) -> None:
+        """Checks that need the time grid: every delay and period is a whole number of steps."""
+        if not self.populations:
+            raise ConfigError("the network has no populations")
+
+        def steps(where, name, value, minimum=0):
+            n = value / resolution_ms
+            if abs(n - round(n)) > 1e-9 * max(1.0, abs(n)):
+                raise ConfigError(f"{where}: '{name}' = {value} ms is not a multiple of the resolution "
+                                  f"{resolution_ms} ms; choose a multiple or a finer resolution_ms")
+            if round(n) < minimum:
+                raise ConfigError(f"{where}: '{name}' = {value} ms is below the resolution {resolution_ms} ms; "
+                                  f"delays must be at least one step")
+            return round(n)
+
+        for pr in self.projections:
+            where = f"projection {pr.source}->{pr.target}"
+            steps(where, "delay_offset_ms", pr.delay_offset_ms, minimum=1)
+            steps(where, "delay_step_ms", pr.delay_step_ms, minimum=1)
+        for p in self.populations:
+            steps(f"population '{p.name}'", "tau_arp_ms", p.params["tau_arp_ms"])

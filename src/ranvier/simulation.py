@@ -1,0 +1,383 @@
+"""Simulation: build a network on every rank, run it, gather a Result.
+
+    net = ranvier.models.dpsnn(neurons=20480)
+    sim = ranvier.Simulation(net, threads=2, exchange="alltoallv", seed=1)
+    res = sim.run(10_000)          # ms
+"""
+from __future__ import annotations
+
+import math
+import os
+import resource
+import sys
+import time
+
+import numpy as np
+
+from . import _engine
+from .errors import ConfigError
+from .network import Network
+from .parallel import make_comm
+
+PHASES = tuple(_engine.PHASES)                 # deliver, update, collocate, communicate, synchronize
+EXCHANGES = tuple(_engine.EXCHANGES)           # allgather, alltoallv, ...
+PLACEMENTS = tuple(_engine.PLACEMENTS)         # round-robin, block
+COUNTERS = tuple(_engine.COUNTERS)
+
+# Bytes the engine holds per synapse (8 stored + delay-segment headers) and at the peak of the
+# build (+2 bytes of temporary delay per synapse), plus a fixed allowance for Python, NumPy, MPI.
+BYTES_PER_SYNAPSE_PEAK = 10.5
+BASE_BYTES_PER_RANK = 150 * 2**20
+
+
+def _peak_rss_bytes() -> int:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024   # Linux reports KiB
+
+
+def _available_memory_bytes() -> int:
+    try:
+        import psutil
+        return int(psutil.virtual_memory().available)
+    except Exception:   # pragma: no cover - psutil is a dependency; /proc is the fallback
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    return 2**62
+
+
+def _choose(where: str, value, allowed) -> str:
+    if value not in allowed:
+        raise ConfigError(f"{where} must be one of {list(allowed)}, got {value!r}")
+    return value
+
+
+class Simulation:
+    """A network built on this process's share of the ranks, ready to run.
+
+    threads: OpenMP threads per rank (default: the cores available divided by the ranks on
+    this node). exchange: spike-exchange strategy. placement: how neurons map to ranks and
+    threads. seed: the network instance and all its noise derive from it alone.
+    comm: an mpi4py communicator; by default COMM_WORLD under mpiexec, none otherwise.
+    barrier: time a barrier before each exchange as 'synchronize' (separates waiting from
+    transfer, as the DPSNN study does). record_state: global ids whose V and c are recorded
+    at every step.
+    """
+
+    def __init__(self, network: Network, *, threads: int | None = None, exchange: str = "allgather",
+                 placement: str = "round-robin", seed: int = 1, resolution_ms: float = 0.1,
+                 comm=None, barrier: bool = True, record_spikes: bool = True,
+                 record_state: list[int] | None = None, max_memory_bytes: int | None = None):
+        if not isinstance(network, Network):
+            raise ConfigError(f"Simulation needs a ranvier Network, got {type(network).__name__}")
+        self.network = network
+        self.exchange = _choose("exchange", exchange, EXCHANGES)
+        self.placement = _choose("placement", placement, PLACEMENTS)
+        if not isinstance(seed, int) or isinstance(seed, bool) or not (0 <= seed < 2**64):
+            raise ConfigError(f"seed must be an integer in [0, 2^64), got {seed!r}")
+        self.seed = seed
+        try:
+            self.resolution_ms = float(resolution_ms)
+        except (TypeError, ValueError):
+            raise ConfigError(f"resolution_ms must be a positive number, got {resolution_ms!r}") from None
+        if not (self.resolution_ms > 0 and math.isfinite(self.resolution_ms)):
+            raise ConfigError(f"resolution_ms must be a positive number, got {resolution_ms!r}")
+        network.validate(self.resolution_ms)
+        self.comm = make_comm(comm)
+        if threads is None:
+            threads = max(1, (os.cpu_count() or 1) // self.comm.ranks_on_node)
+        if not isinstance(threads, int) or isinstance(threads, bool) or threads < 1:
+            raise ConfigError(f"threads must be a positive integer, got {threads!r}")
+        self.threads = threads
+        n = network.size
+        if n >= 2**40:
+            raise ConfigError(f"the network has {n} neurons; at most 2^40 are supported")
+        if self.placement == "block" and n < self.comm.size * threads:
+            raise ConfigError(f"placement 'block' needs at least one neuron per thread: {n} neurons "
+                              f"for {self.comm.size} ranks x {threads} threads")
+        self.barrier = bool(barrier)
+        self.record_state = [int(g) for g in (record_state or [])]
+        for g in self.record_state:
+            if not 0 <= g < n:
+                raise ConfigError(f"record_state: neuron id {g} is outside [0, {n})")
+        self.min_delay_ms = network.min_delay_ms()
+        self.steps_per_cycle = round(self.min_delay_ms / self.resolution_ms) if network.projections else 1
+
+        self.memory_estimate_bytes = self.estimate_memory()
+        limit = max_memory_bytes if max_memory_bytes is not None else _available_memory_bytes()
+        on_node = self.memory_estimate_bytes * self.comm.ranks_on_node
+        if on_node > limit:
+            raise ConfigError(
+                f"the network will not fit in memory: estimated {on_node / 2**30:.1f} GiB on this node "
+                f"({network.expected_synapses():.3g} synapses at {BYTES_PER_SYNAPSE_PEAK} B each, "
+                f"{self.comm.ranks_on_node} rank(s)), {limit / 2**30:.1f} GiB available; use fewer neurons "
+                f"or synapses, or more nodes")
+
+        config = self._engine_config(record_spikes)
+        t0 = time.perf_counter()
+        self._engine = _engine.Engine(config)
+        self._engine.build()
+        self.build_seconds = self.comm.allreduce_max(time.perf_counter() - t0)
+        self.simulate_seconds = 0.0
+        self.steps_done = 0
+
+    # -- set-up -------------------------------------------------------------------------
+    def estimate_memory(self) -> int:
+        """Bytes this rank will need at the peak of the build, computed before anything is built."""
+        net = self.network
+        synapses = net.expected_synapses() / self.comm.size
+        neurons = net.size / self.comm.size
+        per_thread = net.size * 4 * 2 + self.steps_per_cycle * neurons / self.threads * 4
+        return int(BASE_BYTES_PER_RANK + synapses * BYTES_PER_SYNAPSE_PEAK + neurons * 64
+                   + per_thread * self.threads)
+
+    def _engine_config(self, record_spikes: bool):
+        net, h = self.network, self.resolution_ms
+        cfg = _engine.EngineConfig()
+        index = {p.name: i for i, p in enumerate(net.populations)}
+        pops = []
+        for p in net.populations:
+            s = _engine.PopulationSpec()
+            s.name, s.first, s.size = p.name, p.first_id, p.size
+            s.tau_m_ms, s.theta_mV, s.reset_mV = p.params["tau_m_ms"], p.params["theta_mV"], p.params["reset_mV"]
+            s.refractory_steps = round(p.params["tau_arp_ms"] / h)
+            s.alpha_c, s.tau_c_ms = p.params["alpha_c"], p.params["tau_c_ms"]
+            s.g_c, s.dc = p.params["g_c_mV_per_ms"], p.params["dc_mV_per_ms"]
+            s.initial_uniform = p.initial == "uniform"
+            pops.append(s)
+        projs = []
+        max_weight = 0.0
+        for pr in net.projections:
+            s = _engine.ProjectionSpec()
+            s.source, s.target = index[pr.source], index[pr.target]
+            s.probability, s.weight_mean, s.weight_sd = pr.probability, pr.weight_mean_mV, pr.weight_sd_mV
+            s.delay_offset_steps = round(pr.delay_offset_ms / h)
+            s.delay_step_steps = round(pr.delay_step_ms / h)
+            s.delay_scale_ms, s.delay_cut_ms, s.delay_step_ms = pr.delay_scale_ms, pr.delay_cut_ms, pr.delay_step_ms
+            projs.append(s)
+            max_weight = max(max_weight, 2 * abs(pr.weight_mean_mV))
+        drives = []
+        for d in net.drives:
+            s = _engine.DriveSpec()
+            s.target = index[d.target]
+            s.n_synapses, s.rate_hz, s.weight_mean, s.weight_sd = d.n_synapses, d.rate_hz, d.weight_mean_mV, d.weight_sd_mV
+            drives.append(s)
+            max_weight = max(max_weight, abs(d.weight_mean_mV) + 10 * d.weight_sd_mV)
+        cfg.populations, cfg.projections, cfg.drives = pops, projs, drives
+        cfg.resolution_ms = h
+        cfg.steps_per_cycle = self.steps_per_cycle
+        cfg.threads, cfg.exchange, cfg.placement = self.threads, self.exchange, self.placement
+        cfg.seed, cfg.barrier, cfg.record_spikes = self.seed, self.barrier, record_spikes
+        cfg.record_state = self.record_state
+        cfg.comm_handle = self.comm.handle
+        cfg.fraction_bits = self._fraction_bits(max_weight)
+        return cfg
+
+    def _fraction_bits(self, max_weight: float) -> int:
+        """Fixed-point scale 2^-bits for synaptic input, so that no sum can overflow int32.
+
+        Bound: every synapse of the largest plausible in-degree arriving in one step at the
+        largest weight. The choice depends on the network alone, never on the decomposition.
+        """
+        net = self.network
+        in_degree = 0.0
+        for p in net.populations:
+            k = sum(pr.probability * net.population(pr.source).size for pr in net.projections if pr.target == p.name)
+            in_degree = max(in_degree, k + 8 * math.sqrt(k + 1))
+        external = max((d.n_synapses * d.rate_hz * 1e-3 * self.min_delay_ms for d in net.drives), default=0.0)
+        bound = max(max_weight, 1e-9) * (in_degree + external + 16 * math.sqrt(external + 1) + 16)
+        return int(max(8, min(24, math.floor(math.log2((2**31 - 1) / bound)))))
+
+    # -- running ------------------------------------------------------------------------
+    @property
+    def rank(self) -> int:
+        return self.comm.rank
+
+    @property
+    def size(self) -> int:
+        return self.comm.size
+
+    def run(self, duration_ms: float, progress=None, chunk_ms: float | None = None) -> "Result":
+        """Advance by duration_ms (a multiple of the minimum delay). progress(done_ms, total_ms, wall_s)
+        is called on rank 0 between chunks."""
+        try:
+            duration = float(duration_ms)
+        except (TypeError, ValueError):
+            raise ConfigError(f"duration_ms must be a number, got {duration_ms!r}") from None
+        if not (duration > 0 and math.isfinite(duration)):
+            raise ConfigError(f"duration_ms must be positive, got {duration_ms!r}")
+        steps = duration / self.resolution_ms
+        if abs(steps - round(steps)) > 1e-9 * max(1.0, steps):
+            raise ConfigError(f"duration_ms = {duration_ms} is not a multiple of the resolution "
+                              f"{self.resolution_ms} ms")
+        steps = round(steps)
+        if steps % self.steps_per_cycle:
+            raise ConfigError(f"duration_ms = {duration_ms} is not a multiple of the communication interval "
+                              f"{self.min_delay_ms} ms (the minimum delay)")
+        cycles = steps // self.steps_per_cycle
+        cycle_ms = self.steps_per_cycle * self.resolution_ms
+        if chunk_ms is None:
+            chunk_ms = 100.0
+        chunk = max(1, int(round(chunk_ms / cycle_ms)))
+        t0 = time.perf_counter()
+        done = 0
+        while done < cycles:
+            n = min(chunk, cycles - done)
+            self._engine.run_cycles(n)
+            done += n
+            if progress is not None and self.rank == 0:
+                progress(done * cycle_ms, cycles * cycle_ms, time.perf_counter() - t0)
+        wall = time.perf_counter() - t0
+        self.simulate_seconds += self.comm.allreduce_max(wall)
+        self.steps_done += steps
+        return Result(self)
+
+    def connections(self):
+        """This rank's synapses: (source, target, weight_mV, delay_ms) NumPy arrays."""
+        src, tgt, w, d = self._engine.connections()
+        return src, tgt, w, d * self.resolution_ms
+
+
+class Result:
+    """What a run produced. Gathered quantities are complete on rank 0 (None on other ranks)."""
+
+    def __init__(self, sim: Simulation):
+        eng, comm = sim._engine, sim.comm
+        self.rank, self.ranks, self.threads = comm.rank, comm.size, sim.threads
+        self.exchange, self.placement, self.seed = sim.exchange, sim.placement, sim.seed
+        self.resolution_ms = sim.resolution_ms
+        self.duration_ms = sim.steps_done * sim.resolution_ms
+        self.build_seconds, self.simulate_seconds = sim.build_seconds, sim.simulate_seconds
+        self.real_time_factor = self.simulate_seconds / (self.duration_ms * 1e-3)
+        self.network = sim.network
+        self.population_names = [p.name for p in sim.network.populations]
+        self.population_sizes = [p.size for p in sim.network.populations]
+        self.population_first_ids = [p.first_id for p in sim.network.populations]
+        self.memory_estimate_bytes = sim.memory_estimate_bytes
+        self.steps_per_cycle = sim.steps_per_cycle
+
+        ids, steps = eng.spikes()
+        timers = eng.cycle_timers()
+        counters = eng.counters()
+        local = dict(ids=ids, steps=steps, timers=timers, counters=counters, rss=_peak_rss_bytes(),
+                     synapses=eng.synapse_count())
+        if sim.record_state:
+            local["state"] = eng.state_trace()
+        gathered = comm.gather(local)
+        self.spike_ids = self.spike_steps = self.cycle_timers = None
+        self.counters = self.counters_per_rank = self.peak_rss_bytes = self.state = None
+        if comm.rank == 0:
+            ids = np.concatenate([g["ids"] for g in gathered]).astype(np.int64)
+            steps = np.concatenate([g["steps"] for g in gathered]).astype(np.int64)
+            order = np.lexsort((ids, steps))            # canonical order: by time, then id
+            self.spike_ids, self.spike_steps = ids[order], steps[order]
+            self.cycle_timers = np.stack([g["timers"] for g in gathered])   # [rank, cycle, phase]
+            self.counters_per_rank = {k: np.array([g["counters"][k] for g in gathered], dtype=np.int64)
+                                      for k in COUNTERS}
+            self.counters = {k: int(v.sum()) for k, v in self.counters_per_rank.items()}
+            self.peak_rss_bytes = [int(g["rss"]) for g in gathered]
+            self.synapses = int(sum(g["synapses"] for g in gathered))
+            if sim.record_state:
+                self.state = _merge_state([g["state"] for g in gathered])
+            self.check_conservation()
+
+    # -- spikes and rates ---------------------------------------------------------------
+    @property
+    def spikes(self):
+        """(neuron ids, spike times in ms), sorted by time then id; None off rank 0."""
+        if self.spike_ids is None:
+            return None
+        return self.spike_ids, self.spike_steps * self.resolution_ms
+
+    def rates(self, start_ms: float = 0.0, stop_ms: float | None = None) -> dict:
+        """Mean firing rate per population (Hz) over [start_ms, stop_ms)."""
+        if self.spike_ids is None:
+            return None
+        stop_ms = self.duration_ms if stop_ms is None else stop_ms
+        span_s = (stop_ms - start_ms) * 1e-3
+        if span_s <= 0:
+            raise ConfigError(f"rates: empty window [{start_ms}, {stop_ms}) ms")
+        t = self.spike_steps * self.resolution_ms
+        ids = self.spike_ids[(t >= start_ms) & (t < stop_ms)]
+        out = {}
+        for name, first, size in zip(self.population_names, self.population_first_ids, self.population_sizes):
+            count = np.count_nonzero((ids >= first) & (ids < first + size))
+            out[name] = count / size / span_s
+        return out
+
+    # -- timing -------------------------------------------------------------------------
+    def phase_times(self) -> dict:
+        """Seconds spent in each phase over the run, mean over ranks."""
+        if self.cycle_timers is None:
+            return None
+        per_rank = self.cycle_timers.sum(axis=1)          # [rank, phase]
+        return {ph: float(per_rank[:, i].mean()) for i, ph in enumerate(PHASES)}
+
+    def phase_times_per_rank(self) -> dict:
+        if self.cycle_timers is None:
+            return None
+        per_rank = self.cycle_timers.sum(axis=1)
+        return {ph: per_rank[:, i].tolist() for i, ph in enumerate(PHASES)}
+
+    @property
+    def synaptic_events(self) -> dict:
+        return {"recurrent": self.counters["synaptic_events_recurrent"],
+                "external": self.counters["synaptic_events_external"]}
+
+    def check_conservation(self) -> None:
+        """No spike lost or duplicated: raises RuntimeError if the counters disagree."""
+        c = self.counters
+        problems = []
+        if c["spikes_sent"] != c["spikes_received"]:
+            problems.append(f"spike records sent {c['spikes_sent']} != received {c['spikes_received']}")
+        if c["events_scheduled"] != c["events_expected"]:
+            problems.append(f"synaptic events scheduled {c['events_scheduled']} != expected from "
+                            f"out-degrees {c['events_expected']}")
+        if c["events_scheduled"] != c["synaptic_events_recurrent"] + c["events_pending"]:
+            problems.append("synaptic events scheduled != delivered + pending")
+        if problems:
+            raise RuntimeError("spike conservation violated: " + "; ".join(problems))
+
+    def summary(self) -> dict:
+        """The content of summary.json (rank 0)."""
+        if self.counters is None:
+            return None
+        from . import __version__
+        steady = 1000.0 if self.duration_ms > 1000.0 else 0.0
+        return {
+            "version": __version__,
+            "model": self.network.name,
+            "neurons": self.network.size,
+            "synapses": self.synapses,
+            "duration_ms": self.duration_ms,
+            "resolution_ms": self.resolution_ms,
+            "real_time_factor": self.real_time_factor,
+            "build_seconds": self.build_seconds,
+            "simulate_seconds": self.simulate_seconds,
+            "rates_hz": self.rates(),
+            "rates_window_ms": [steady, self.duration_ms],
+            "rates_steady_hz": self.rates(start_ms=steady),
+            "spikes_total": int(self.spike_ids.size),
+            "synaptic_events": self.synaptic_events,
+            "synaptic_events_per_second": (self.counters["synaptic_events_recurrent"]
+                                           + self.counters["synaptic_events_external"]) / self.simulate_seconds
+                                          if self.simulate_seconds > 0 else None,
+            "phase_seconds": self.phase_times(),
+            "phase_seconds_per_rank": self.phase_times_per_rank(),
+            "counters": self.counters,
+            "peak_rss_bytes": self.peak_rss_bytes,
+            "memory_estimate_bytes": self.memory_estimate_bytes,
+            "ranks": self.ranks,
+            "threads": self.threads,
+            "exchange": self.exchange,
+            "placement": self.placement,
+            "seed": self.seed,
+        }
+
+
+def _merge_state(parts):
+    ids = np.concatenate([p[0] for p in parts])
+    order = np.argsort(ids)
+    v = np.concatenate([p[1] for p in parts], axis=0)[order]
+    c = np.concatenate([p[2] for p in parts], axis=0)[order]
+    return {"ids": ids[order], "V": v, "c": c}

@@ -1,0 +1,125 @@
+"""Shared helpers of the engine's test suite.
+
+Multi-rank runs go through tests/mpi_runner.py under the virtual environment's mpiexec;
+single-rank runs call the same code in-process (mpiexec -n 1 would give the same serial
+communicator, only slower). Runs are cached for the whole session, so that the
+conservation and invariance tests share the dpsnn runs they both need.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+# Many ranks and threads share two cores in CI: threads must sleep, not spin, while they wait.
+# Set before the engine (and its OpenMP runtime) is loaded.
+os.environ.setdefault("OMP_WAIT_POLICY", "passive")
+
+import numpy as np
+import pytest
+
+TESTS = Path(__file__).resolve().parent
+ROOT = TESTS.parent
+sys.path.insert(0, str(TESTS))
+
+import mpi_runner  # noqa: E402
+
+# The scaled-down dpsnn used by the invariance and conservation tests.
+DPSNN_SMALL = dict(model="dpsnn", neurons=2048, synapses=1125, ms=300.0)
+MPI_TIMEOUT_S = 240
+
+
+def mpiexec_path() -> str | None:
+    """The mpiexec next to this Python (the venv's MPI wheel), else one on PATH."""
+    here = Path(sys.executable).parent / "mpiexec"
+    if here.exists():
+        return str(here)
+    return shutil.which("mpiexec")
+
+
+def subprocess_env() -> dict:
+    env = dict(os.environ)
+    env["OMP_WAIT_POLICY"] = "passive"
+    env.setdefault("PYTHONUNBUFFERED", "1")
+    return env
+
+
+def describe(ranks: int, kw: dict) -> str:
+    return (f"{kw.get('model', 'dpsnn')}: ranks={ranks} threads={kw.get('threads', 1)} "
+            f"exchange={kw.get('exchange', 'allgather')} placement={kw.get('placement', 'round-robin')} "
+            f"seed={kw.get('seed', 1)}")
+
+
+def run_workload(ranks: int, tmp_dir: Path, **kw) -> dict:
+    """Run one configuration of tests/mpi_runner.py on `ranks` ranks; the dict rank 0 wrote."""
+    t0 = time.perf_counter()
+    if ranks == 1:
+        out = mpi_runner.run_config(**kw)
+        out["wall_seconds"] = time.perf_counter() - t0
+        return out
+    mpiexec = mpiexec_path()
+    if mpiexec is None:
+        pytest.skip("no mpiexec found (pip install mpich mpi4py)")
+    path = Path(tmp_dir) / ("run_%d_%s.npz" % (ranks, "_".join(f"{k}-{v}" for k, v in sorted(kw.items()))))
+    cmd = [mpiexec, "-n", str(ranks), sys.executable, str(TESTS / "mpi_runner.py"), "--out", str(path)]
+    for key, value in kw.items():
+        if key == "digest":
+            if not value:
+                cmd.append("--no-digest")
+            continue
+        cmd += [f"--{key}", str(value)]
+    try:
+        proc = subprocess.run(cmd, cwd=ROOT, env=subprocess_env(), capture_output=True, text=True,
+                              timeout=MPI_TIMEOUT_S)
+    except subprocess.TimeoutExpired as e:
+        pytest.fail(f"{describe(ranks, kw)} did not finish in {MPI_TIMEOUT_S} s (deadlock?)\n"
+                    f"stdout: {e.stdout}\nstderr: {e.stderr}")
+    if proc.returncode != 0 or not path.exists():
+        pytest.fail(f"{describe(ranks, kw)} failed with status {proc.returncode}\n"
+                    f"command: {' '.join(cmd)}\nstdout:\n{proc.stdout[-4000:]}\nstderr:\n{proc.stderr[-4000:]}")
+    with np.load(path) as f:
+        out = {k: (f[k].item() if f[k].ndim == 0 and k != "digest" else f[k]) for k in f.files}
+    out["digest"] = np.uint64(out["digest"])
+    out["wall_seconds"] = time.perf_counter() - t0
+    path.unlink()
+    return out
+
+
+def counters(run: dict) -> dict:
+    """Counter totals over ranks, as plain ints."""
+    return {str(k): int(v) for k, v in zip(run["counter_names"], run["counters_per_rank"].sum(axis=0))}
+
+
+def counters_per_rank(run: dict) -> dict:
+    return {str(k): run["counters_per_rank"][:, i] for i, k in enumerate(run["counter_names"])}
+
+
+class WorkloadCache:
+    def __init__(self, tmp_dir: Path):
+        self.tmp_dir = tmp_dir
+        self.runs = {}
+
+    def __call__(self, ranks: int = 1, **kw) -> dict:
+        kw = {k: v for k, v in kw.items()}
+        key = (ranks, tuple(sorted(kw.items())))
+        if key not in self.runs:
+            self.runs[key] = run_workload(ranks, self.tmp_dir, **kw)
+        return self.runs[key]
+
+    def dpsnn(self, ranks=1, threads=1, exchange="allgather", placement="round-robin", seed=1) -> dict:
+        return self(ranks, threads=threads, exchange=exchange, placement=placement, seed=seed, **DPSNN_SMALL)
+
+
+@pytest.fixture(scope="session")
+def workloads(tmp_path_factory) -> WorkloadCache:
+    """Cached runs of tests/mpi_runner.py configurations, shared by all test files."""
+    return WorkloadCache(tmp_path_factory.mktemp("mpi_runs"))
+
+
+@pytest.fixture(scope="session")
+def engine():
+    from ranvier import _engine
+    return _engine

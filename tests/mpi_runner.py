@@ -1,0 +1,158 @@
+"""Run one workload under any decomposition and write what the tests compare to an .npz.
+
+Run under MPI by the tests:
+
+    mpiexec -n 3 python tests/mpi_runner.py --model dpsnn --neurons 2048 --ms 300 \
+        --threads 2 --exchange alltoallv --placement block --seed 1 --out run.npz
+
+or imported and called in-process (`run_config(...)`) for single-rank runs. Rank 0 writes:
+spike ids and steps (canonical order), every counter per rank, the number of synapses and
+an order-independent 64-bit digest of the whole connection set (source, target, weight bits,
+delay in steps), so that network instances can be compared across decompositions without
+moving millions of synapses between processes.
+"""
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+import time
+import traceback
+
+import numpy as np
+
+MODELS = ("dpsnn", "burst")
+
+# The burst network (tests/test_conservation.py): every neuron starts at V = H with the same
+# constant drive, so all of them cross threshold in the same step, BURST_STEP. Recurrent
+# synapses are inhibitory only, so that no neuron can fire a second time before step
+# BURST_STEP + R + BURST_STEP > the end of a 10 ms run.
+BURST_T_MS = 5.05            # time to threshold from reset: 50.5 steps of 0.1 ms -> spike at step 51
+BURST_STEP = 51
+BURST_PARAMS = {"tau_m_ms": 10.0, "theta_mV": 20.0, "reset_mV": 15.0, "tau_arp_ms": 2.0,
+                "alpha_c": 1.0, "tau_c_ms": 100.0, "g_c_mV_per_ms": 0.0}
+
+
+def burst_dc(params=BURST_PARAMS, t_ms=BURST_T_MS) -> float:
+    """The constant drive (mV/ms) that takes V from H to theta in exactly t_ms."""
+    tau, theta, h = params["tau_m_ms"], params["theta_mV"], params["reset_mV"]
+    r = math.exp(t_ms / tau)
+    v_inf = (r * theta - h) / (r - 1.0)
+    return v_inf / tau
+
+
+def burst_network(neurons: int, probability: float):
+    import ranvier as rv
+    net = rv.Network(name="burst")
+    params = dict(BURST_PARAMS, dc_mV_per_ms=burst_dc())
+    n_a = neurons // 2
+    net.add_population(rv.Population("A", n_a, dict(params), excitatory=False))
+    net.add_population(rv.Population("B", neurons - n_a, dict(params), excitatory=False))
+    for src in ("A", "B"):
+        for tgt in ("A", "B"):
+            # delays 1, 2 or 3 ms: some events are still pending at the end of a 7 ms run
+            net.connect(rv.Projection(src, tgt, probability, -0.2, 0.05, delay_offset_ms=1.0,
+                                      delay_scale_ms=1.0, delay_cut_ms=3.0, delay_step_ms=1.0))
+    return net
+
+
+def connection_digest(sim) -> tuple[int, int]:
+    """(number of synapses, order-independent digest) of this rank's synapses.
+
+    Each synapse is hashed (splitmix64 finaliser over source, target, weight bits, delay
+    steps); the digest is the sum of the hashes modulo 2^64, so it does not depend on the
+    order in which synapses are stored nor on which rank holds them.
+    """
+    src, tgt, w, d = sim.connections()
+    steps = np.rint(np.asarray(d, dtype=np.float64) / sim.resolution_ms).astype(np.uint64)
+    wbits = np.ascontiguousarray(np.asarray(w, dtype=np.float64)).view(np.uint64)
+
+    def mix(x):
+        x = x ^ (x >> np.uint64(30))
+        x = x * np.uint64(0xBF58476D1CE4E5B9)
+        x = x ^ (x >> np.uint64(27))
+        x = x * np.uint64(0x94D049BB133111EB)
+        return x ^ (x >> np.uint64(31))
+
+    with np.errstate(over="ignore"):
+        x = mix(np.asarray(src, dtype=np.int64).astype(np.uint64) + np.uint64(0x9E3779B97F4A7C15))
+        x = mix(x ^ np.asarray(tgt, dtype=np.int64).astype(np.uint64))
+        x = mix(x ^ wbits)
+        x = mix(x ^ steps)
+        digest = int(x.sum(dtype=np.uint64))
+    return int(src.size), digest
+
+
+def run_config(model="dpsnn", neurons=2048, synapses=1125, ms=300.0, threads=1, exchange="allgather",
+               placement="round-robin", seed=1, probability=0.02, digest=True, comm=None):
+    """Build and run one configuration; return a dict of plain arrays on rank 0, None elsewhere."""
+    import ranvier as rv
+    from ranvier import _engine
+
+    t0 = time.perf_counter()
+    if model == "dpsnn":
+        net = rv.models.dpsnn(neurons=neurons, synapses_per_neuron=synapses)
+    elif model == "burst":
+        net = burst_network(neurons, probability)
+    else:
+        raise ValueError(f"unknown model {model!r}")
+    sim = rv.Simulation(net, threads=threads, exchange=exchange, placement=placement, seed=seed, comm=comm)
+    t_build = time.perf_counter() - t0
+    n_syn, dig = connection_digest(sim) if digest else (0, 0)
+    t1 = time.perf_counter()
+    res = sim.run(ms)
+    t_run = time.perf_counter() - t1
+    parts = sim.comm.gather((n_syn, dig))
+    if sim.rank != 0:
+        return None
+    names = list(_engine.COUNTERS)
+    out = {
+        "ids": res.spike_ids.copy(),
+        "steps": res.spike_steps.copy(),
+        "counter_names": np.array(names),
+        "counters_per_rank": np.stack([np.asarray(res.counters_per_rank[k], dtype=np.int64) for k in names],
+                                      axis=1),                     # [rank, counter]
+        "synapses_per_rank": np.array([p[0] for p in parts], dtype=np.int64),
+        "digest": np.uint64(sum(p[1] for p in parts) % 2**64),
+        "ranks": res.ranks, "threads": threads, "exchange": exchange, "placement": placement,
+        "seed": seed, "duration_ms": res.duration_ms, "steps_per_cycle": res.steps_per_cycle,
+        "population_first_ids": np.array(res.population_first_ids, dtype=np.int64),
+        "population_sizes": np.array(res.population_sizes, dtype=np.int64),
+        "build_seconds": t_build, "run_seconds": t_run,
+    }
+    return out
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--model", choices=MODELS, default="dpsnn")
+    ap.add_argument("--neurons", type=int, default=2048)
+    ap.add_argument("--synapses", type=int, default=1125, help="dpsnn synapses_per_neuron")
+    ap.add_argument("--probability", type=float, default=0.02, help="burst connection probability")
+    ap.add_argument("--ms", type=float, default=300.0)
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--exchange", default="allgather")
+    ap.add_argument("--placement", default="round-robin")
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--no-digest", action="store_true")
+    ap.add_argument("--out", required=True)
+    a = ap.parse_args(argv)
+    try:
+        out = run_config(model=a.model, neurons=a.neurons, synapses=a.synapses, ms=a.ms, threads=a.threads,
+                         exchange=a.exchange, placement=a.placement, seed=a.seed, probability=a.probability,
+                         digest=not a.no_digest)
+    except BaseException:
+        traceback.print_exc()
+        sys.stderr.flush()
+        try:                                  # never leave the other ranks hanging in a collective
+            from mpi4py import MPI
+            MPI.COMM_WORLD.Abort(1)
+        except ImportError:
+            pass
+        raise
+    if out is not None:
+        np.savez(a.out, **out)
+
+
+if __name__ == "__main__":
+    main()

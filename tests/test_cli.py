@@ -1,0 +1,193 @@
+"""The command line: bad input is one clear line and exit status 2; a run writes a complete,
+reproducible result folder."""
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import h5py
+import numpy as np
+import pytest
+
+import ranvier
+
+SMALL = ["--neurons", "2048", "--duration-ms", "200", "--threads", "1"]
+SUMMARY_KEYS = ["real_time_factor", "build_seconds", "simulate_seconds", "rates_hz", "spikes_total",
+                "synaptic_events", "phase_seconds", "peak_rss_bytes", "ranks", "threads", "exchange",
+                "placement", "seed", "version"]
+
+
+def ranvier_cli(*args, cwd=None, launcher=(), timeout=300):
+    return subprocess.run([*launcher, sys.executable, "-m", "ranvier", *map(str, args)], cwd=cwd,
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=timeout)
+
+
+def write(path: Path, text: str) -> Path:
+    path.write_text(text)
+    return path
+
+
+# -- bad input ----------------------------------------------------------------------------
+# (arguments, a config file's text or None, a word the message must contain)
+BAD_INPUT = {
+    "unknown simulation key": ([], '[simulation]\ndurration_ms = 100.0\n', "durration_ms"),
+    "unknown top-level key": ([], 'modle = "dpsnn"\n', "modle"),
+    "unknown parameter in config": ([], '[parameters]\nnuerons = 2048\n', "nuerons"),
+    "negative size in config": ([], '[parameters]\nneurons = -5\n', "neurons"),
+    "non-numeric value in config": ([], '[parameters]\ntheta_mV = "high"\n', "theta_mV"),
+    "invalid toml": ([], 'model = dpsnn = 3\n', "config.toml"),
+    "missing config": (["missing.toml"], None, "missing.toml"),
+    "unknown flag": (["--nerons", "2048"], None, "--nerons"),
+    "bad exchange": (["--exchange", "carrier-pigeon"], None, "--exchange"),
+    "bad placement": (["--placement", "diagonal"], None, "--placement"),
+    "negative neurons": (["--neurons", "-5"], None, "--neurons"),
+    "non-integer neurons": (["--neurons", "1.5"], None, "--neurons"),
+    "zero threads": (["--threads", "0"], None, "--threads"),
+    "non-numeric duration": (["--duration-ms", "ten"], None, "--duration-ms"),
+    "duration off the grid": (["--duration-ms", "10.05"], None, "duration_ms"),
+    "delay below resolution": (["--set", "delay_min_ms=0.05"], None, "delay"),
+    "unknown --set parameter": (["--set", "tau_x=3"], None, "tau_x"),
+    "non-numeric --set value": (["--set", "theta_mV=high"], None, "theta_mV"),
+    "malformed --set": (["--set", "neurons"], None, "--set"),
+    "network too large for memory": (["--neurons", "100000000"], None, "memory"),
+}
+
+
+@pytest.mark.parametrize("case", BAD_INPUT, ids=list(BAD_INPUT))
+def test_bad_input_is_one_line_exit_2_and_writes_nothing(case, tmp_path):
+    args, config_text, field = BAD_INPUT[case]
+    config = [write(tmp_path / "config.toml", config_text)] if config_text is not None else []
+    small = SMALL[2:] if config else SMALL          # a config case may be about its own neurons
+    # the small run's flags go first so that the flags under test override them
+    done = ranvier_cli("run", *config, *small, *args, "--out", tmp_path / "out", cwd=tmp_path, timeout=120)
+    lines = done.stderr.strip().splitlines()
+    assert done.returncode == 2, done.stderr
+    assert len(lines) == 1, done.stderr
+    assert lines[0].startswith("ranvier: error: ")
+    assert field in lines[0]
+    assert "Traceback" not in done.stderr + done.stdout
+    assert sorted(p.name for p in tmp_path.iterdir()) == (["config.toml"] if config else [])
+
+
+def test_non_empty_out_folder_is_refused(tmp_path):
+    out = tmp_path / "out"
+    out.mkdir()
+    write(out / "keep.txt", "mine")
+    done = ranvier_cli("run", *SMALL, "--out", out)
+    assert done.returncode == 2
+    assert done.stderr.startswith("ranvier: error: ") and "--force" in done.stderr
+    assert [p.name for p in out.iterdir()] == ["keep.txt"]
+
+
+def test_no_command_is_a_usage_error():
+    done = ranvier_cli()
+    assert done.returncode == 2
+    assert done.stderr.strip().startswith("ranvier: error: ") and len(done.stderr.strip().splitlines()) == 1
+
+
+def test_info():
+    done = ranvier_cli("info")
+    assert done.returncode == 0, done.stderr
+    assert f"ranvier {ranvier.__version__}" in done.stdout
+    assert "OpenMP" in done.stdout
+
+
+# -- a successful run -----------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def small_run(tmp_path_factory):
+    root = tmp_path_factory.mktemp("cli")
+    done = ranvier_cli("run", *SMALL, "--out", root / "out", cwd=root)
+    assert done.returncode == 0, done.stderr
+    return root, done
+
+
+def read_spikes(path: Path) -> dict:
+    with h5py.File(path, "r") as f:
+        return {name: (g["node_ids"][()], g["timestamps"][()]) for name, g in f["spikes"].items()}
+
+
+def test_run_prints_a_summary(small_run):
+    _, done = small_run
+    for label in ("neurons", "synapses", "real-time factor", "synaptic events", "peak RSS", "bytes per synapse"):
+        assert label in done.stdout
+    for phase in ranvier.PHASES:
+        assert phase in done.stdout
+    assert "100%" in done.stderr                  # the plain progress lines off a terminal
+
+
+def test_run_writes_every_output_file(small_run):
+    root, _ = small_run
+    out = root / "out"
+    assert sorted(p.name for p in out.iterdir()) == ["config.toml", "spikes.h5", "summary.json", "timers.h5"]
+    assert [p.name for p in root.iterdir() if p.name.startswith(".")] == []   # no temporary folder left
+
+    config = tomllib.loads((out / "config.toml").read_text())
+    assert config["model"] == "dpsnn"
+    assert set(config["parameters"]) == set(ranvier.models.defaults("dpsnn"))
+    assert config["parameters"]["neurons"] == 2048
+    assert config["simulation"]["duration_ms"] == 200.0 and config["simulation"]["threads"] == 1
+
+    summary = json.loads((out / "summary.json").read_text())
+    for key in SUMMARY_KEYS:
+        assert key in summary, key
+    assert set(summary["phase_seconds"]) == set(ranvier.PHASES)
+    assert summary["neurons"] == 2048 and summary["ranks"] == 1 and summary["threads"] == 1
+
+    with h5py.File(out / "spikes.h5", "r") as f:
+        assert f["spikes"].attrs["sorting"] == "by_time"
+        total = 0
+        for pop in ranvier.models.dpsnn(neurons=2048).populations:
+            name, size = pop.name, pop.size
+            group = f["spikes"][name]
+            ids, times = group["node_ids"], group["timestamps"]
+            assert ids.dtype == np.uint64 and times.dtype == np.float64
+            assert times.attrs["units"] == "ms"
+            assert ids.shape == times.shape
+            if ids.size:
+                assert ids[()].max() < size
+                assert np.all(np.diff(times[()]) >= 0)
+                assert 0 <= times[()].min() and times[()].max() < 200.0
+            total += ids.size
+        assert total == summary["spikes_total"] > 0
+
+    with h5py.File(out / "timers.h5", "r") as f:
+        timers = f["cycle_seconds"]
+        assert timers.shape == (1, 200, len(ranvier.PHASES))      # 200 cycles of 1 ms
+        assert [str(p) for p in timers.attrs["phases"]] == list(ranvier.PHASES)
+        assert timers.attrs["cycle_ms"] == pytest.approx(1.0)
+        assert np.all(timers[()] >= 0)
+
+
+def test_config_toml_reproduces_the_run(small_run):
+    root, _ = small_run
+    done = ranvier_cli("run", root / "out" / "config.toml", "--quiet", "--out", root / "again")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == ""
+    first, again = read_spikes(root / "out" / "spikes.h5"), read_spikes(root / "again" / "spikes.h5")
+    assert first.keys() == again.keys()
+    for name in first:
+        np.testing.assert_array_equal(first[name][0], again[name][0])
+        np.testing.assert_array_equal(first[name][1], again[name][1])
+
+
+def test_under_mpiexec_rank_0_alone_prints_and_writes(small_run):
+    mpiexec = Path(sys.executable).parent / "mpiexec"
+    mpiexec = str(mpiexec) if mpiexec.exists() else shutil.which("mpiexec")
+    if mpiexec is None:
+        pytest.skip("mpiexec not installed")
+    pytest.importorskip("mpi4py")
+    root, _ = small_run
+    done = ranvier_cli("run", *SMALL, "--exchange", "alltoallv", "--out", root / "mpi",
+                       launcher=(mpiexec, "-n", "2"))
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.count("real-time factor") == 1
+    summary = json.loads((root / "mpi" / "summary.json").read_text())
+    assert summary["ranks"] == 2 and len(summary["peak_rss_bytes"]) == 2
+    first, mpi = read_spikes(root / "out" / "spikes.h5"), read_spikes(root / "mpi" / "spikes.h5")
+    for name in first:
+        np.testing.assert_array_equal(first[name][0], mpi[name][0])
+        np.testing.assert_array_equal(first[name][1], mpi[name][1])
