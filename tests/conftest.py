@@ -66,10 +66,6 @@ def run_workload(ranks: int, tmp_dir: Path, **kw) -> dict:
     path = Path(tmp_dir) / ("run_%d_%s.npz" % (ranks, "_".join(f"{k}-{v}" for k, v in sorted(kw.items()))))
     cmd = [mpiexec, "-n", str(ranks), sys.executable, str(TESTS / "mpi_runner.py"), "--out", str(path)]
     for key, value in kw.items():
-        if key == "digest":
-            if not value:
-                cmd.append("--no-digest")
-            continue
         cmd += [f"--{key}", str(value)]
     try:
         proc = subprocess.run(cmd, cwd=ROOT, env=subprocess_env(), capture_output=True, text=True,

@@ -6,10 +6,12 @@ Run under MPI by the tests:
         --threads 2 --exchange alltoallv --placement block --seed 1 --out run.npz
 
 or imported and called in-process (`run_config(...)`) for single-rank runs. Rank 0 writes:
-spike ids and steps (canonical order), every counter per rank, the number of synapses and
-an order-independent 64-bit digest of the whole connection set (source, target, weight bits,
-delay in steps), so that network instances can be compared across decompositions without
-moving millions of synapses between processes.
+spike ids and steps (canonical order), every counter per rank, the V and c traces of the
+first and last neuron of each population, the number of synapses per rank and per delay,
+which sources have synapses on each rank, and an order-independent 64-bit digest of the
+whole connection set (source, target, weight bits, delay in steps), so that network
+instances can be compared across decompositions without moving millions of synapses
+between processes.
 """
 from __future__ import annotations
 
@@ -56,15 +58,17 @@ def burst_network(neurons: int, probability: float):
     return net
 
 
-def connection_digest(sim) -> tuple[int, int]:
-    """(number of synapses, order-independent digest) of this rank's synapses.
+def connection_summary(sim) -> dict:
+    """This rank's synapses, summarised: their number, an order-independent digest, the
+    synapses per delay (in steps), and which sources have at least one synapse here.
 
     Each synapse is hashed (splitmix64 finaliser over source, target, weight bits, delay
     steps); the digest is the sum of the hashes modulo 2^64, so it does not depend on the
     order in which synapses are stored nor on which rank holds them.
     """
     src, tgt, w, d = sim.connections()
-    steps = np.rint(np.asarray(d, dtype=np.float64) / sim.resolution_ms).astype(np.uint64)
+    src = np.asarray(src, dtype=np.int64)
+    steps = np.rint(np.asarray(d, dtype=np.float64) / sim.resolution_ms).astype(np.int64)
     wbits = np.ascontiguousarray(np.asarray(w, dtype=np.float64)).view(np.uint64)
 
     def mix(x):
@@ -75,16 +79,32 @@ def connection_digest(sim) -> tuple[int, int]:
         return x ^ (x >> np.uint64(31))
 
     with np.errstate(over="ignore"):
-        x = mix(np.asarray(src, dtype=np.int64).astype(np.uint64) + np.uint64(0x9E3779B97F4A7C15))
+        x = mix(src.astype(np.uint64) + np.uint64(0x9E3779B97F4A7C15))
         x = mix(x ^ np.asarray(tgt, dtype=np.int64).astype(np.uint64))
         x = mix(x ^ wbits)
-        x = mix(x ^ steps)
+        x = mix(x ^ steps.astype(np.uint64))
         digest = int(x.sum(dtype=np.uint64))
-    return int(src.size), digest
+    has_targets = np.zeros(sim.network.size, dtype=bool)
+    has_targets[src] = True
+    return {"count": int(src.size), "digest": digest, "per_delay": np.bincount(steps, minlength=1),
+            "has_targets": has_targets}
+
+
+def recorded_ids(net, record: str | None = None) -> list[int]:
+    """The neurons whose V and c are recorded: `record` ("3,17"), or by default the first and
+    last neuron of every population, neurons 0, 1, 2 and every sixth of the network, so that
+    every rank of a round-robin or block placement on up to 3 ranks holds some of them."""
+    if record is not None:
+        return sorted({int(x) for x in str(record).split(",") if x != ""})
+    n = net.size
+    ids = {0, 1, 2} | {k * n // 6 for k in range(6)}
+    for p in net.populations:
+        ids.update((p.first_id, p.first_id + p.size - 1))
+    return sorted(g for g in ids if g < n)
 
 
 def run_config(model="dpsnn", neurons=2048, synapses=1125, ms=300.0, threads=1, exchange="allgather",
-               placement="round-robin", seed=1, probability=0.02, digest=True, comm=None):
+               placement="round-robin", seed=1, probability=0.02, record=None, comm=None):
     """Build and run one configuration; return a dict of plain arrays on rank 0, None elsewhere."""
     import ranvier as rv
     from ranvier import _engine
@@ -96,15 +116,19 @@ def run_config(model="dpsnn", neurons=2048, synapses=1125, ms=300.0, threads=1, 
         net = burst_network(neurons, probability)
     else:
         raise ValueError(f"unknown model {model!r}")
-    sim = rv.Simulation(net, threads=threads, exchange=exchange, placement=placement, seed=seed, comm=comm)
+    sim = rv.Simulation(net, threads=threads, exchange=exchange, placement=placement, seed=seed, comm=comm,
+                        record_state=recorded_ids(net, record))
     t_build = time.perf_counter() - t0
-    n_syn, dig = connection_digest(sim) if digest else (0, 0)
+    summary = connection_summary(sim)
     t1 = time.perf_counter()
     res = sim.run(ms)
     t_run = time.perf_counter() - t1
-    parts = sim.comm.gather((n_syn, dig))
+    parts = sim.comm.gather(summary)
     if sim.rank != 0:
         return None
+    delays = np.zeros(max(p["per_delay"].size for p in parts), dtype=np.int64)
+    for p in parts:
+        delays[:p["per_delay"].size] += p["per_delay"]
     names = list(_engine.COUNTERS)
     out = {
         "ids": res.spike_ids.copy(),
@@ -112,8 +136,13 @@ def run_config(model="dpsnn", neurons=2048, synapses=1125, ms=300.0, threads=1, 
         "counter_names": np.array(names),
         "counters_per_rank": np.stack([np.asarray(res.counters_per_rank[k], dtype=np.int64) for k in names],
                                       axis=1),                     # [rank, counter]
-        "synapses_per_rank": np.array([p[0] for p in parts], dtype=np.int64),
-        "digest": np.uint64(sum(p[1] for p in parts) % 2**64),
+        "synapses_per_rank": np.array([p["count"] for p in parts], dtype=np.int64),
+        "digest": np.uint64(sum(p["digest"] for p in parts) % 2**64),
+        "synapses_per_delay": delays,                               # index: delay in steps
+        "has_targets": np.stack([p["has_targets"] for p in parts]),  # [rank, source]
+        "state_ids": np.asarray(res.state["ids"], dtype=np.int64),
+        "state_V": np.asarray(res.state["V"], dtype=np.float64),
+        "state_c": np.asarray(res.state["c"], dtype=np.float64),
         "ranks": res.ranks, "threads": threads, "exchange": exchange, "placement": placement,
         "seed": seed, "duration_ms": res.duration_ms, "steps_per_cycle": res.steps_per_cycle,
         "population_first_ids": np.array(res.population_first_ids, dtype=np.int64),
@@ -134,13 +163,13 @@ def main(argv=None):
     ap.add_argument("--exchange", default="allgather")
     ap.add_argument("--placement", default="round-robin")
     ap.add_argument("--seed", type=int, default=1)
-    ap.add_argument("--no-digest", action="store_true")
+    ap.add_argument("--record", default=None, help="comma-separated neuron ids to record V and c of")
     ap.add_argument("--out", required=True)
     a = ap.parse_args(argv)
     try:
         out = run_config(model=a.model, neurons=a.neurons, synapses=a.synapses, ms=a.ms, threads=a.threads,
                          exchange=a.exchange, placement=a.placement, seed=a.seed, probability=a.probability,
-                         digest=not a.no_digest)
+                         record=a.record)
     except BaseException:
         traceback.print_exc()
         sys.stderr.flush()

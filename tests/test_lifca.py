@@ -14,6 +14,7 @@ import ranvier as rv
 BASE = {"tau_m_ms": 20.0, "theta_mV": 20.0, "reset_mV": 15.0, "tau_arp_ms": 2.0,
         "alpha_c": 1.0, "tau_c_ms": 100.0, "g_c_mV_per_ms": 0.0, "dc_mV_per_ms": 0.0}
 RTOL = 1e-9
+Z_SE = 5.0             # standard errors allowed in statistical checks
 
 
 def simulate(pops, ms, h=0.1, drives=(), threads=1, placement="round-robin", seed=1):
@@ -146,14 +147,15 @@ def test_regular_firing_under_constant_drive(tau_m, tau_arp, dc, h):
     relax = v_inf + (15.0 - v_inf) * np.exp(-(k - free_since) * h / tau_m)
     np.testing.assert_allclose(v[~held], relax[~held], rtol=RTOL)
     assert v.max() < 20.0
-    # the step before each spike is below threshold, the closed form at the spike step is above
-    assert np.all(relax[expected - 1] >= 20.0)
+    # the closed form is below threshold one step before each spike and above it at the spike step
+    at = lambda k: v_inf + (15.0 - v_inf) * math.exp(-k * h / tau_m)      # noqa: E731
+    assert at(first - 1) < 20.0 <= at(first)
 
 
 def test_refractory_neuron_ignores_input_and_c_jumps_at_spikes():
     """Under a strong Poisson drive: V == H exactly at each spike step and the R held steps
     after it, no spike inside that window, c jumps by alpha_c exactly at spike steps and
-    decays exactly otherwise; the drive delivers the prescribed mean and variance of input."""
+    decays exactly otherwise."""
     h, ms, n = 0.1, 100.0, 20
     p = {**BASE, "tau_arp_ms": 2.0, "g_c_mV_per_ms": 0.01, "alpha_c": 0.5, "tau_c_ms": 80.0}
     n_syn, rate, w, sd = 400, 10.0, 0.5, 0.1
@@ -187,17 +189,11 @@ def test_refractory_neuron_ignores_input_and_c_jumps_at_spikes():
         inputs.append((v - (v_prev * em - p["g_c_mV_per_ms"] * c_prev * kc))[free])
     x = np.concatenate(inputs)
     assert total_spikes == res.spike_ids.size
-    # compound Poisson input per step: cumulants kappa_j = lam * E[w^j], lam = n_syn * rate * h
-    lam = n_syn * rate * h * 1e-3
-    m2, m4 = w**2 + sd**2, w**4 + 6 * w**2 * sd**2 + 3 * sd**4
-    mean, var = lam * w, lam * m2
-    se_mean = math.sqrt(var / x.size)
-    se_var = math.sqrt((lam * m4 + 2 * var**2) / x.size)
-    assert abs(x.mean() - mean) < 5 * se_mean, (x.mean(), mean)
-    assert abs(x.var() - var) < 5 * se_var, (x.var(), var)
-    # a step receives k events with Poisson probability; k = 0 steps have input 0 (to fixed-point precision)
-    quiet = np.mean(np.abs(x) < 1e-4)
-    assert abs(quiet - math.exp(-lam)) < 5 * math.sqrt(math.exp(-lam) * (1 - math.exp(-lam)) / x.size)
+    # the drive is felt on free steps: about 1 - exp(-0.4) = 0.33 of them receive events (spike
+    # steps, which select large inputs, are left out, so this is no test of the input law: see
+    # test_poisson_drive_counts_per_step for that)
+    received = np.mean(np.abs(x) > 1e-6)
+    assert 0.25 < received < 0.40, received
 
 
 # -- adaptation ----------------------------------------------------------------------------
@@ -306,3 +302,68 @@ def test_uniform_initial_state_is_uniform_and_decomposition_invariant():
     # and another seed draws other values
     _, res = simulate(pops, 0.1, h=h, seed=4)
     assert not np.array_equal(res.state["V"][:, 0], v0[(1, "round-robin")] * math.exp(-h / 20.0))
+
+
+# -- external Poisson drive ----------------------------------------------------------------
+
+@pytest.mark.parametrize("cycle_steps", [1, 10], ids=["interval=1step", "interval=10steps"])
+def test_poisson_drive_counts_per_step(cycle_steps):
+    """n_syn Poisson trains at rate nu into a neuron: the number of events in a step is
+    Poisson(n_syn nu h). With a fixed efficacy w (sd 0) and an unreachable threshold, the input
+    of step k is exactly (V_k - V_{k-1} e^{-h/tau_m}) = count * w, so the counts are observed.
+    With a communication interval of 10 steps (a projection with no synapses sets it) the
+    events of a cycle must still fall uniformly on its steps."""
+    h, ms, n = 0.1, 50.0, 200
+    n_syn, rate, w = 400, 10.0, 0.25
+    p = {**BASE, "theta_mV": 1e9, "tau_arp_ms": 0.0}
+    net = rv.Network(name="drive")
+    net.add_population(rv.Population("p", n, p))
+    net.drive(rv.PoissonDrive("p", n_syn, rate, w, 0.0))
+    if cycle_steps > 1:
+        net.connect(rv.Projection("p", "p", 0.0, 0.1, 0.0, delay_offset_ms=cycle_steps * h,
+                                  delay_scale_ms=1.0, delay_cut_ms=1.0))
+    sim = rv.Simulation(net, threads=1, seed=5, resolution_ms=h, record_state=list(range(n)))
+    assert sim.steps_per_cycle == cycle_steps
+    res = sim.run(ms)
+    v = np.asarray(res.state["V"], dtype=np.float64)
+    prev = np.concatenate([np.full((n, 1), 15.0), v[:, :-1]], axis=1)
+    x = v - prev * math.exp(-h / p["tau_m_ms"])
+    k = np.rint(x / w).astype(np.int64)
+    assert np.all(np.abs(x - k * w) < 1e-9), "inputs are whole multiples of the fixed efficacy"
+    assert np.all(k >= 0)
+    assert res.counters["synaptic_events_external"] == k.sum()
+    lam = n_syn * rate * h * 1e-3                         # 0.4 events per step
+    samples = k.size
+    assert abs(k.mean() - lam) < Z_SE * math.sqrt(lam / samples), (k.mean(), lam)
+    assert abs(k.var() - lam) < Z_SE * math.sqrt((lam + 2 * lam**2) / samples), (k.var(), lam)
+    # chi-square of the count histogram against Poisson(lam): bins 0, 1, 2, 3, >= 4
+    pmf = np.array([math.exp(-lam) * lam**j / math.factorial(j) for j in range(4)])
+    expected = samples * np.append(pmf, 1 - pmf.sum())
+    observed = np.bincount(np.minimum(k.ravel(), 4), minlength=5)
+    chi2 = float(((observed - expected) ** 2 / expected).sum())
+    assert chi2 < 35.0, (observed, expected.round())      # 4 degrees of freedom: P(chi2 > 35) < 1e-6
+    # events are spread evenly over the steps of a cycle
+    by_offset = k.reshape(n, -1, cycle_steps).sum(axis=(0, 1))
+    per_offset = samples / cycle_steps * lam
+    assert np.all(np.abs(by_offset - per_offset) < Z_SE * math.sqrt(per_offset)), by_offset
+    # every neuron has its own stream
+    assert not np.array_equal(k[0], k[1])
+
+
+def test_poisson_drive_efficacies_are_gaussian():
+    """Each external event adds an efficacy drawn from N(w, sd): steps with exactly one event
+    (input near w, far from 0 and 2w when sd << w) show that law."""
+    h, ms, n = 0.1, 50.0, 200
+    w, sd = 1.0, 0.05
+    p = {**BASE, "theta_mV": 1e9, "tau_arp_ms": 0.0}
+    net = rv.Network(name="drive")
+    net.add_population(rv.Population("p", n, p))
+    net.drive(rv.PoissonDrive("p", 400, 10.0, w, sd))
+    res = rv.Simulation(net, threads=1, seed=6, resolution_ms=h, record_state=list(range(n))).run(ms)
+    v = np.asarray(res.state["V"], dtype=np.float64)
+    prev = np.concatenate([np.full((n, 1), 15.0), v[:, :-1]], axis=1)
+    x = (v - prev * math.exp(-h / p["tau_m_ms"])).ravel()
+    one = x[np.abs(x - w) < 10 * sd]
+    assert one.size > 20000                                   # about 0.27 of 100000 steps
+    assert abs(one.mean() - w) < Z_SE * sd / math.sqrt(one.size), one.mean()
+    assert abs(one.std() - sd) < Z_SE * sd / math.sqrt(2 * one.size), one.std()

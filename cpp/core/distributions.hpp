@@ -30,27 +30,61 @@ inline double inverse_normal(double p) {
          (((((b[0] * r + b[1]) * r + b[2]) * r + b[3]) * r + b[4]) * r + 1.0);
 }
 
-// Poisson counts by inversion of a tabulated CDF (one uniform per draw).
+// Fast standard normal deviates for the hot path (external drive): inverse_normal tabulated
+// on 8192 bins and interpolated linearly in its central 95 %, exact in the tails. Error below
+// 2e-6 standard deviations, far below the fixed-point quantum of synaptic input.
+class NormalTable {
+ public:
+  NormalTable() : x_(kBins + 1) {
+    for (int i = 1; i < kBins; ++i) x_[i] = inverse_normal(double(i) / kBins);
+  }
+  double operator()(double p) const {
+    if (p < kLow || p > 1.0 - kLow) return inverse_normal(p);
+    const double f = p * kBins;
+    const int i = int(f);
+    return x_[i] + (x_[i + 1] - x_[i]) * (f - i);
+  }
+
+ private:
+  static constexpr int kBins = 8192;
+  static constexpr double kLow = 0.02425;
+  std::vector<double> x_;
+};
+
+// Poisson counts by inversion of a tabulated CDF (one uniform per draw). A guide table gives,
+// for each of 256 equal slices of (0, 1), the smallest count whose CDF reaches the slice, so a
+// draw is a lookup and a short forward scan instead of a mispredicted binary search.
 class PoissonTable {
  public:
   PoissonTable() = default;
   explicit PoissonTable(double mean) {
-    if (mean <= 0) { cdf_ = {1.0}; return; }
-    const double top = mean + 12.0 * std::sqrt(mean) + 20.0;
-    double acc = 0.0;
-    for (int k = 0; k <= int(top); ++k) {
-      acc += std::exp(k * std::log(mean) - mean - std::lgamma(k + 1.0));
-      cdf_.push_back(acc);
+    if (mean > 0) {
+      cdf_.clear();
+      const double top = mean + 12.0 * std::sqrt(mean) + 20.0;  // the tail beyond is below 1e-30
+      double acc = 0.0;
+      for (int k = 0; k <= int(top); ++k) {
+        acc += std::exp(k * std::log(mean) - mean - std::lgamma(k + 1.0));
+        cdf_.push_back(acc);
+      }
+      cdf_.back() = 1.0;
     }
-    cdf_.back() = 1.0;  // the tail beyond 12 sd is below 1e-30
+    guide_.resize(kGuide);
+    uint32_t k = 0;
+    for (int i = 0; i < kGuide; ++i) {
+      while (cdf_[k] <= double(i) / kGuide) ++k;
+      guide_[i] = k;
+    }
   }
   uint32_t sample(double u) const {
-    return uint32_t(std::upper_bound(cdf_.begin(), cdf_.end() - 1, u) - cdf_.begin());
+    uint32_t k = guide_[int(u * kGuide)];
+    while (cdf_[k] <= u) ++k;
+    return k;
   }
-  bool empty() const { return cdf_.size() <= 1 && cdf_[0] == 1.0; }
 
  private:
+  static constexpr int kGuide = 256;
   std::vector<double> cdf_{1.0};
+  std::vector<uint32_t> guide_ = std::vector<uint32_t>(kGuide, 0);
 };
 
 }  // namespace ranvier

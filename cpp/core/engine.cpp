@@ -180,6 +180,7 @@ void Engine::drive(ThreadState& ts, int64_t cycle) {
   for (uint32_t di = 0; di < cfg_.drives.size(); ++di) {
     const auto& d = cfg_.drives[di];
     const PoissonTable& table = poisson_[d.target];
+    if (d.n_synapses == 0 || d.rate_hz <= 0) continue;
     for (const auto& range : ts.neurons.ranges) {
       if (range.population != d.target) continue;
       for (uint64_t k = range.begin; k < range.end; ++k) {
@@ -187,8 +188,8 @@ void Engine::drive(ThreadState& ts, int64_t cycle) {
         const uint32_t count = table.sample(s.uniform());
         for (uint32_t j = 0; j < count; ++j) {
           const uint64_t slot = (uint64_t(s.next()) * L) >> 32;
-          const double w = d.weight_mean + d.weight_sd * inverse_normal(s.uniform());
-          ts.input[slot * n + k] += int32_t(std::llround(w * scale));
+          const double w = d.weight_mean + d.weight_sd * normal_(s.uniform());
+          ts.input[slot * n + k] += int32_t(std::lrint(w * scale));
         }
         events += count;
       }
@@ -219,10 +220,10 @@ void Engine::update(ThreadState& ts, int64_t cycle) {
         const double v = V[k] * p.P22 + p.dc_term - p.gP21 * C[k] + double(in[k]) * scale;
         const double c = C[k] * p.Pc;
         const bool active = r == 0;
-        const bool spike = active && v >= p.theta;
-        V[k] = (active && !spike) ? v : p.reset;
+        const bool spike = active & (v >= p.theta);
+        V[k] = (active & !spike) ? v : p.reset;
         C[k] = spike ? c + p.alpha : c;
-        R[k] = spike ? p.refractory : (active ? 0 : r - 1);
+        R[k] = spike ? p.refractory : r - (r > 0);
         fired[k] = spike;
       }
     }

@@ -85,6 +85,7 @@ class Engine {
   std::vector<uint8_t> has_targets_;       // per global source: any synapse on this rank
   std::vector<ThreadState> threads_;
   std::vector<PoissonTable> poisson_;      // per population: external events per cycle
+  NormalTable normal_;
   std::vector<SpikeRecord> send_, received_;
   std::vector<std::array<double, kPhases>> timers_;
   std::vector<uint64_t> traced_ids_;

@@ -110,7 +110,7 @@ void build_thread_synapses(const EngineConfig& cfg, const ThreadNeurons& neurons
           if (d > 0xFFFF) throw std::runtime_error("a delay exceeds 65535 steps: use a coarser resolution_ms");
           max_delay = std::max(max_delay, d);
           const uint64_t pos = fill[s]++;
-          out.synapses[pos] = {uint32_t(k), int32_t(std::llround(w * scale))};
+          out.synapses[pos] = {uint32_t(k), int32_t(std::lrint(w * scale))};
           delay[pos] = uint16_t(d);
         });
       }

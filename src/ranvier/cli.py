@@ -149,15 +149,13 @@ def command_run(args, rank: int) -> int:
     out = check_target(args.out, args.force) if args.out else None
     network = models.build(cfg.model, **cfg.parameters)
     cfgmod.check_simulation(cfg, network)
+    sim = Simulation(network, **cfg.simulation_kwargs())    # its last checks (memory) come before the build
     talk = rank == 0 and not args.quiet
-    if talk:
-        print(f"ranvier: building {cfg.model}: {network.size:,} neurons, "
-              f"~{network.expected_synapses():,.0f} synapses", file=sys.stderr, flush=True)
-    sim = Simulation(network, **cfg.simulation_kwargs())
     bar = ProgressBar() if talk else None
     if talk:
-        print(f"ranvier: built in {sim.build_seconds:.2f} s on {sim.size} rank(s) x {sim.threads} thread(s); "
-              f"simulating {cfg.simulation['duration_ms'] / 1000:g} s", file=sys.stderr, flush=True)
+        print(f"ranvier: built {cfg.model} ({network.size:,} neurons) in {sim.build_seconds:.2f} s on "
+              f"{sim.size} rank(s) x {sim.threads} thread(s); simulating {cfg.simulation['duration_ms'] / 1000:g} s",
+              file=sys.stderr, flush=True)
     try:
         result = sim.run(cfg.simulation["duration_ms"], progress=bar)
     finally:
@@ -179,7 +177,7 @@ def _si(x: float) -> str:
     for unit, scale in (("G", 1e9), ("M", 1e6), ("k", 1e3)):
         if abs(x) >= scale:
             return f"{x / scale:.3g} {unit}"
-    return f"{x:.3g} "
+    return f"{x:.3g}"
 
 
 def format_summary(s: dict) -> str:
@@ -204,7 +202,7 @@ def format_summary(s: dict) -> str:
     rows.append(("spikes", f"{s['spikes_total']:,}"))
     rows.append(("synaptic events", f"recurrent {events['recurrent']:,}  external {events['external']:,}"))
     if s.get("synaptic_events_per_second"):
-        rows.append(("synaptic events / s", f"{_si(s['synaptic_events_per_second'])}per wall second"))
+        rows.append(("synaptic events / s", f"{_si(s['synaptic_events_per_second'])} events per wall second"))
     rows.append(("phases", "seconds (% of simulate), mean over ranks"))
     for phase, seconds in s["phase_seconds"].items():
         share = f" ({100 * seconds / sim_s:.1f} %)" if sim_s > 0 else ""
@@ -225,18 +223,21 @@ def command_info() -> int:
 
     info = _engine.build_info()
     yes = {True: "yes", False: "no"}
+    tidy = lambda text: " ".join(str(text).split())      # MPI version strings pad with spaces
     print(f"ranvier {__version__}")
     print(f"engine              {info.get('version', '?')}, built with {info.get('compiler', '?')}")
-    mpi = yes[bool(info.get("mpi"))] + (f" ({info['mpi_library']})" if info.get("mpi_library") else "")
+    mpi = yes[bool(info.get("mpi"))] + (f" ({tidy(info['mpi_library'])})" if info.get("mpi_library") else "")
     print(f"MPI backend         {mpi}")
     print(f"OpenMP              {yes[bool(info.get('openmp'))]}, max threads {info.get('openmp_max_threads', '?')}")
     print(f"CUDA                {yes[bool(info.get('cuda'))]}")
     print(f"native CPU tuning   {yes[bool(info.get('native'))]}")
+    if "simd" in info:
+        print(f"SIMD                {info['simd']}")
     print(f"exchanges           {', '.join(EXCHANGES)}")
     print(f"placements          {', '.join(PLACEMENTS)}")
     try:
         import mpi4py
-        print(f"mpi4py              {mpi4py.__version__}, {mpi_library_version()}")
+        print(f"mpi4py              {mpi4py.__version__}, {tidy(mpi_library_version())}")
     except ImportError:
         print("mpi4py              not installed (pip install mpich mpi4py for multi-rank runs)")
     print(f"python              {platform.python_version()} ({sys.executable})")

@@ -16,6 +16,8 @@ import numpy as np
 
 from .errors import ConfigError
 
+SONATA_SORTING = {"none": 0, "by_id": 1, "by_time": 2}
+
 
 # -- the target folder ---------------------------------------------------------------------
 def check_target(path, force: bool = False) -> Path:
@@ -74,6 +76,7 @@ def write_spikes(path, result) -> None:
     import h5py
 
     ids, times = result.spikes
+    sorting = h5py.enum_dtype(SONATA_SORTING, basetype="i1")
     with h5py.File(path, "w") as f:
         spikes = f.create_group("spikes")
         spikes.attrs["sorting"] = "by_time"
@@ -81,7 +84,8 @@ def write_spikes(path, result) -> None:
                                      result.population_sizes):
             mine = (ids >= first) & (ids < first + size)
             group = spikes.create_group(name)
-            group.attrs["sorting"] = "by_time"       # SONATA puts it on the population group
+            # SONATA (and libsonata) read the population's sorting as an HDF5 enum
+            group.attrs.create("sorting", SONATA_SORTING["by_time"], dtype=sorting)
             group.create_dataset("node_ids", data=(ids[mine] - first).astype(np.uint64))
             stamps = group.create_dataset("timestamps", data=times[mine].astype(np.float64))
             stamps.attrs["units"] = "ms"

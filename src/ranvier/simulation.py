@@ -100,8 +100,9 @@ class Simulation:
         for g in self.record_state:
             if not 0 <= g < n:
                 raise ConfigError(f"record_state: neuron id {g} is outside [0, {n})")
-        self.min_delay_ms = network.min_delay_ms()
-        self.steps_per_cycle = round(self.min_delay_ms / self.resolution_ms) if network.projections else 1
+        # The communication interval is the minimum delay; with no projections, one step.
+        self.steps_per_cycle = round(network.min_delay_ms() / self.resolution_ms) if network.projections else 1
+        self.min_delay_ms = self.steps_per_cycle * self.resolution_ms
 
         self.memory_estimate_bytes = self.estimate_memory()
         limit = max_memory_bytes if max_memory_bytes is not None else _available_memory_bytes()
