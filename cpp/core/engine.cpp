@@ -151,13 +151,14 @@ void Engine::deliver(ThreadState& ts, int64_t cycle) {
   int32_t* input = ts.input.data();
   const uint64_t n = ts.neurons.size();
   const size_t entries = due.size();
-  constexpr size_t kAhead = 8;
+  constexpr size_t kAhead = 16;   // entries: about a memory latency's worth of work ahead
   uint64_t events = 0;
   for (size_t e = 0; e < entries; ++e) {
     if (e + kAhead < entries) {
-      const Synapse* p = syn + due[e + kAhead].first;
-      __builtin_prefetch(p);
-      __builtin_prefetch(p + 8);
+      const DeliveryEntry& next = due[e + kAhead];
+      const char* p = reinterpret_cast<const char*>(syn + next.first);
+      const char* end = reinterpret_cast<const char*>(syn + next.first + next.count);
+      for (; p < end; p += 64) __builtin_prefetch(p);
     }
     const DeliveryEntry entry = due[e];
     int32_t* slot = input + entry.slot * n;

@@ -158,6 +158,9 @@ class Network:
 
     def drive(self, d: PoissonDrive) -> PoissonDrive:
         self.population(d.target)
+        if any(other.target == d.target for other in self.drives):
+            raise ConfigError(f"population '{d.target}' already has a Poisson drive; give it one drive "
+                              f"with the summed rate (n_synapses * rate_hz)")
         d.validate()
         self.drives.append(d)
         return d

@@ -377,6 +377,7 @@ class Result:
 
 
 def _merge_state(parts):
+    parts = [p for p in parts if len(p[0])]      # ranks that hold none of the recorded neurons
     ids = np.concatenate([p[0] for p in parts])
     order = np.argsort(ids)
     v = np.concatenate([p[1] for p in parts], axis=0)[order]
