@@ -7,56 +7,39 @@
 
 namespace ranvier {
 
-// Inverse of the standard normal CDF: P. J. Acklam's rational approximation
-// (relative error below 1.2e-9), one uniform per normal deviate.
-inline double inverse_normal(double p) {
-  static constexpr double a[] = {-3.969683028665376e+01, 2.209460984245205e+02, -2.759285104469687e+02,
-                                 1.383577518672690e+02, -3.066479806614716e+01, 2.506628277459239e+00};
-  static constexpr double b[] = {-5.447609879822406e+01, 1.615858368580409e+02, -1.556989798598866e+02,
-                                 6.680131188771972e+01, -1.328068155288572e+01};
-  static constexpr double c[] = {-7.784894002430293e-03, -3.223964580411365e-01, -2.400758277161838e+00,
-                                 -2.549732539343734e+00, 4.374664141464968e+00, 2.938163982698783e+00};
-  static constexpr double d[] = {7.784695709041462e-03, 3.224671290700398e-01, 2.445134137142996e+00,
-                                 3.754408661907416e+00};
-  constexpr double p_low = 0.02425;
-  if (p < p_low || p > 1.0 - p_low) {
-    const double q = std::sqrt(-2.0 * std::log(p < p_low ? p : 1.0 - p));
-    const double x = (((((c[0] * q + c[1]) * q + c[2]) * q + c[3]) * q + c[4]) * q + c[5]) /
-                     ((((d[0] * q + d[1]) * q + d[2]) * q + d[3]) * q + 1.0);
-    return p < p_low ? x : -x;
-  }
+// Inverse of the standard normal CDF: P. J. Acklam's rational approximation (relative error
+// below 1.2e-9), one uniform per normal deviate. The central region (95 % of draws) is a
+// branch-free rational function that vectorises; the tails need a logarithm.
+inline constexpr double kNormalLow = 0.02425;
+
+inline double inverse_normal_central(double p) {
+  constexpr double a[] = {-3.969683028665376e+01, 2.209460984245205e+02, -2.759285104469687e+02,
+                          1.383577518672690e+02, -3.066479806614716e+01, 2.506628277459239e+00};
+  constexpr double b[] = {-5.447609879822406e+01, 1.615858368580409e+02, -1.556989798598866e+02,
+                          6.680131188771972e+01, -1.328068155288572e+01};
   const double q = p - 0.5, r = q * q;
   return (((((a[0] * r + a[1]) * r + a[2]) * r + a[3]) * r + a[4]) * r + a[5]) * q /
          (((((b[0] * r + b[1]) * r + b[2]) * r + b[3]) * r + b[4]) * r + 1.0);
 }
 
-// Fast standard normal deviates for the hot path (external drive): inverse_normal tabulated
-// on 8192 bins and interpolated linearly in its central 95 %, exact in the tails. Error below
-// 2e-6 standard deviations, far below the fixed-point quantum of synaptic input.
-class NormalTable {
- public:
-  NormalTable() : x_(kBins + 1) {
-    for (int i = 1; i < kBins; ++i) x_[i] = inverse_normal(double(i) / kBins);
-  }
-  double operator()(double p) const {
-    if (p < kLow || p > 1.0 - kLow) return inverse_normal(p);
-    const double f = p * kBins;
-    const int i = int(f);
-    return x_[i] + (x_[i + 1] - x_[i]) * (f - i);
-  }
-
- private:
-  static constexpr int kBins = 8192;
-  static constexpr double kLow = 0.02425;
-  std::vector<double> x_;
-};
+inline double inverse_normal(double p) {
+  constexpr double c[] = {-7.784894002430293e-03, -3.223964580411365e-01, -2.400758277161838e+00,
+                          -2.549732539343734e+00, 4.374664141464968e+00, 2.938163982698783e+00};
+  constexpr double d[] = {7.784695709041462e-03, 3.224671290700398e-01, 2.445134137142996e+00,
+                          3.754408661907416e+00};
+  if (p >= kNormalLow && p <= 1.0 - kNormalLow) return inverse_normal_central(p);
+  const double q = std::sqrt(-2.0 * std::log(p < kNormalLow ? p : 1.0 - p));
+  const double x = (((((c[0] * q + c[1]) * q + c[2]) * q + c[3]) * q + c[4]) * q + c[5]) /
+                   ((((d[0] * q + d[1]) * q + d[2]) * q + d[3]) * q + 1.0);
+  return p < kNormalLow ? x : -x;
+}
 
 // Poisson counts by inversion of a tabulated CDF (one uniform per draw). A guide table gives,
 // for each of 256 equal slices of (0, 1), the smallest count whose CDF reaches the slice, so a
 // draw is a lookup and a short forward scan instead of a mispredicted binary search.
 class PoissonTable {
  public:
-  PoissonTable() = default;
+  PoissonTable() : PoissonTable(0.0) {}
   explicit PoissonTable(double mean) {
     if (mean > 0) {
       cdf_.clear();
@@ -68,6 +51,7 @@ class PoissonTable {
       }
       cdf_.back() = 1.0;
     }
+    if (cdf_.size() < kFast) cdf_.resize(kFast, 1.0);
     guide_.resize(kGuide);
     uint32_t k = 0;
     for (int i = 0; i < kGuide; ++i) {
@@ -75,7 +59,16 @@ class PoissonTable {
       guide_[i] = k;
     }
   }
+  // Counts below kFast - 1 are the number of cdf()[0 .. kFast-2] at or below u (branch-free).
+  static constexpr int kFast = 8;
+  const double* cdf() const { return cdf_.data(); }
+
   uint32_t sample(double u) const {
+    if (u < cdf_[kFast - 1]) {  // small counts, the common case at low rates: branch-free
+      uint32_t k = 0;
+      for (int j = 0; j < kFast - 1; ++j) k += u >= cdf_[j];
+      return k;
+    }
     uint32_t k = guide_[int(u * kGuide)];
     while (cdf_[k] <= u) ++k;
     return k;

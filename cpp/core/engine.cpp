@@ -11,24 +11,61 @@
 
 namespace ranvier {
 
+Propagators::Propagators(const PopulationSpec& p, double h) {
+  P22 = std::exp(-h / p.tau_m_ms);
+  Pc = std::exp(-h / p.tau_c_ms);
+  const double rate_diff = 1.0 / p.tau_m_ms - 1.0 / p.tau_c_ms;
+  const double P21 = std::abs(rate_diff) < 1e-14 ? h * P22 : (Pc - P22) / rate_diff;
+  gP21 = p.g_c * P21;
+  dc_term = p.dc * p.tau_m_ms * (1.0 - P22);
+  theta = p.theta_mV;
+  reset = p.reset_mV;
+  alpha = p.alpha_c;
+  refractory = int32_t(p.refractory_steps);
+}
+
 namespace {
-// Exact propagators of the LIFCA neuron over one step h (both equations are linear).
-struct Propagators {
-  double P22, Pc, gP21, dc_term, theta, reset, alpha;
-  int32_t refractory;
-  Propagators(const PopulationSpec& p, double h) {
-    P22 = std::exp(-h / p.tau_m_ms);
-    Pc = std::exp(-h / p.tau_c_ms);
-    const double rate_diff = 1.0 / p.tau_m_ms - 1.0 / p.tau_c_ms;
-    const double P21 = std::abs(rate_diff) < 1e-14 ? h * P22 : (Pc - P22) / rate_diff;
-    gP21 = p.g_c * P21;
-    dc_term = p.dc * p.tau_m_ms * (1.0 - P22);
-    theta = p.theta_mV;
-    reset = p.reset_mV;
-    alpha = p.alpha_c;
-    refractory = int32_t(p.refractory_steps);
+// One step of the LIFCA neuron: integrate exactly over h, add the step's input, threshold.
+// Branch-free so loops over neurons vectorise. Returns whether the neuron spiked.
+inline bool lifca_step(const Propagators& p, double input, double& V, double& c, int32_t& r) {
+  const double v = V * p.P22 + p.dc_term - p.gP21 * c + input;
+  const double cn = c * p.Pc;
+  const bool active = r == 0;
+  const bool spike = active & (v >= p.theta);
+  V = (active & !spike) ? v : p.reset;
+  c = spike ? cn + p.alpha : cn;
+  r = spike ? p.refractory : r - (r > 0);
+  return spike;
+}
+
+// The vectorised passes of the drive. An event's word w gives its efficacy through the low 32
+// bits of w * L; lanes whose uniform falls in a tail of the normal are fixed by the caller, as
+// are counts of PoissonTable::kFast - 1 and more.
+inline int32_t central_efficacy(uint32_t word, uint64_t L, double mean, double sd, double scale) {
+  const double z = inverse_normal_central(to_uniform(uint32_t(uint64_t(word) * L)));
+  return int32_t(std::rint((mean + sd * z) * scale));
+}
+
+void efficacies(const uint32_t* __restrict words, uint64_t m, uint64_t L, double mean, double sd, double scale,
+                int32_t* __restrict weight) {
+#pragma omp simd
+  for (uint64_t i = 0; i < m; ++i) weight[i] = central_efficacy(words[i], L, mean, sd, scale);
+}
+
+void counts_and_weights(const uint32_t* __restrict count_words, const uint32_t* __restrict event_words, uint64_t m,
+                        const double* __restrict cdf, uint64_t L, double mean, double sd, double scale,
+                        uint32_t* __restrict count, int32_t* __restrict weight) {
+  double head[PoissonTable::kFast - 1];
+  for (int j = 0; j < PoissonTable::kFast - 1; ++j) head[j] = cdf[j];
+#pragma omp simd
+  for (uint64_t i = 0; i < m; ++i) {
+    const double u = to_uniform(count_words[i]);
+    uint32_t c = 0;
+    for (int j = 0; j < PoissonTable::kFast - 1; ++j) c += u >= head[j];
+    count[i] = c;
+    weight[i] = central_efficacy(event_words[i], L, mean, sd, scale);
   }
-};
+}
 }  // namespace
 
 Engine::Engine(EngineConfig cfg)
@@ -59,7 +96,10 @@ void Engine::build() {
       ThreadState& ts = threads_[t];
       build_thread_neurons(cfg_, placement_, rank(), t, ts.neurons);
       build_thread_synapses(cfg_, ts.neurons, ts.store);
-      ts.input.assign(size_t(L) * ts.neurons.size(), 0);
+      // Rows padded by one cache line and never a multiple of 4 KiB apart: rows of the input
+      // buffer otherwise map to the same cache sets and evict each other.
+      ts.input_stride = (ts.neurons.size() + 15) / 16 * 16 + 16;
+      ts.input.assign(size_t(L) * ts.input_stride, 0);
       ts.fired.assign(ts.neurons.size() + 8, 0);
     } catch (const std::exception& e) {
       errors[t] = e.what();
@@ -142,16 +182,16 @@ void Engine::build_target_table() {
   }
 }
 
-// Deliver: zero the cycle's input buffer, then add every synapse segment that arrives in this
-// cycle. Segments are known in advance, so their synapses are prefetched a few entries ahead.
+// Deliver: add every synapse segment that arrives in this cycle to the input buffer (zeroed by
+// the update that consumed it). Segments are known in advance, so their synapses are prefetched.
 void Engine::deliver(ThreadState& ts, int64_t cycle) {
-  std::fill(ts.input.begin(), ts.input.end(), 0);
   auto& due = ts.queue[cycle % queue_cycles_];
   const Synapse* syn = ts.store.synapses.data();
   int32_t* input = ts.input.data();
-  const uint64_t n = ts.neurons.size();
+  const uint64_t n = ts.input_stride;
   const size_t entries = due.size();
-  constexpr size_t kAhead = 16;   // entries: about a memory latency's worth of work ahead
+  // Entries ahead to prefetch, all lines of the segment: measured best here (4..32 tried).
+  constexpr size_t kAhead = 8;
   uint64_t events = 0;
   for (size_t e = 0; e < entries; ++e) {
     if (e + kAhead < entries) {
@@ -170,39 +210,87 @@ void Engine::deliver(ThreadState& ts, int64_t cycle) {
   ts.counters.synaptic_events_recurrent += events;
 }
 
-// External Poisson drive for the cycle: the number of events of each neuron, then each event's
-// step and efficacy, all keyed by (neuron, cycle). Added to the same fixed-point input.
+// External Poisson drive for the cycle, drawn on the fly and keyed by (neuron, cycle): block 0
+// of a neuron's cycle gives its event count (word 0) and its first three events (words 1-3);
+// event j >= 3 uses word (j-3) % 4 of block 1 + (j-3) / 4. One 32-bit word w makes one event:
+// w * L splits into the step (high 32 bits, uniform over the cycle) and a uniform for the
+// efficacy (low 32 bits). Counts vary at random, so the work is laid out in passes without
+// per-neuron branches: block 0 for all neurons (AVX2), counts and first events (vectorised, rare
+// cases fixed after), then the further events from a flat list.
 void Engine::drive(ThreadState& ts, int64_t cycle) {
-  const uint64_t n = ts.neurons.size();
   const uint64_t L = uint64_t(cfg_.steps_per_cycle);
+  const uint64_t stride = ts.input_stride;
   const double scale = std::ldexp(1.0, cfg_.fraction_bits);
   const Key key = key_from_seed(cfg_.seed);
+  int32_t* input = ts.input.data();
   uint64_t events = 0;
   for (uint32_t di = 0; di < cfg_.drives.size(); ++di) {
     const auto& d = cfg_.drives[di];
-    const PoissonTable& table = poisson_[d.target];
     if (d.n_synapses == 0 || d.rate_hz <= 0) continue;
+    const PoissonTable& table = poisson_[d.target];
+    const double* cdf = table.cdf();
+    const double mean = d.weight_mean, sd = d.weight_sd;
     for (const auto& range : ts.neurons.ranges) {
       if (range.population != d.target) continue;
-      for (uint64_t k = range.begin; k < range.end; ++k) {
-        Stream s(key, ts.neurons.gid[k], Purpose::external, di, uint32_t(cycle));
-        const uint32_t count = table.sample(s.uniform());
-        for (uint32_t j = 0; j < count; ++j) {
-          const uint64_t slot = (uint64_t(s.next()) * L) >> 32;
-          const double w = d.weight_mean + d.weight_sd * normal_(s.uniform());
-          ts.input[slot * n + k] += int32_t(std::lrint(w * scale));
+      const uint64_t m = range.end - range.begin;
+      const uint64_t* gid = ts.neurons.gid.data() + range.begin;
+      int32_t* in = input + range.begin;
+      auto& words = ts.drive_words;
+      auto& count = ts.drive_count;
+      auto& weight = ts.drive_weight;
+      if (words.size() < 4 * m) { words.resize(4 * m); count.resize(m); weight.resize(m); }
+      philox4x32_10_lanes(ts.neurons.gid_lo.data() + range.begin, ts.neurons.gid_hi.data() + range.begin, m,
+                          Purpose::external, di, uint32_t(cycle), 0, key, words.data(), m);
+      auto quantise = [&](double z) { return int32_t(std::rint((mean + sd * z) * scale)); };
+      counts_and_weights(words.data(), words.data() + m, m, cdf, L, mean, sd, scale, count.data(), weight.data());
+      // Fix the rare lanes, add first events, and list further events as (neuron, word):
+      // words 2 and 3 of block 0 are written unconditionally and kept if the count needs them.
+      auto& ev_neuron = ts.extra_neuron;
+      auto& ev_word = ts.extra_word;
+      if (ev_neuron.size() < 2 * m + 2) { ev_neuron.resize(2 * m + 2); ev_word.resize(2 * m + 2); }
+      size_t more = 0;
+      for (uint64_t i = 0; i < m; ++i) {
+        const uint64_t split = uint64_t(words[m + i]) * L;
+        const double p = to_uniform(uint32_t(split));
+        if (count[i] == PoissonTable::kFast - 1) count[i] = table.sample(to_uniform(words[i]));
+        if (p < kNormalLow || p > 1.0 - kNormalLow) weight[i] = quantise(inverse_normal(p));
+        const uint32_t c = count[i];
+        events += c;
+        in[(split >> 32) * stride + i] += c ? weight[i] : 0;
+        if (ev_neuron.size() < more + c + 2) { ev_neuron.resize(2 * (more + c + 2)); ev_word.resize(ev_neuron.size()); }
+        ev_neuron[more] = uint32_t(i);
+        ev_word[more] = words[2 * m + i];
+        ev_neuron[more + 1] = uint32_t(i);
+        ev_word[more + 1] = words[3 * m + i];
+        const uint32_t further = c > 3 ? 2 : (c ? c - 1 : 0);
+        more += further;
+        for (uint32_t j = 3; j < c; ++j) {  // counts of 4 and more: rare, further blocks
+          const Counter b = philox4x32_10(make_counter(gid[i], Purpose::external, di, uint32_t(cycle), 1 + (j - 3) / 4), key);
+          ev_neuron[more] = uint32_t(i);
+          ev_word[more] = b[(j - 3) % 4];
+          ++more;
         }
-        events += count;
+      }
+      // Further events: efficacies vectorised, tails fixed, then added.
+      auto& ev_weight = ts.extra_weight;
+      if (ev_weight.size() < more) ev_weight.resize(ev_neuron.size());
+      efficacies(ev_word.data(), more, L, mean, sd, scale, ev_weight.data());
+      for (size_t e = 0; e < more; ++e) {
+        const uint64_t split = uint64_t(ev_word[e]) * L;
+        const double p = to_uniform(uint32_t(split));
+        if (p < kNormalLow || p > 1.0 - kNormalLow) ev_weight[e] = quantise(inverse_normal(p));
+        in[(split >> 32) * stride + ev_neuron[e]] += ev_weight[e];
       }
     }
   }
   ts.counters.synaptic_events_external += events;
 }
 
-// Update: exact integration of every neuron over the cycle's steps, written branch-free so the
-// compiler vectorises it; spikes are then collected from a byte mask.
+// Update: exact integration of every neuron over the cycle's steps, step by step; the loop over
+// a population's neurons is vectorised (measured faster here than keeping a block of neurons in
+// registers across the steps). Spikes are collected from a byte mask after each step.
 void Engine::update(ThreadState& ts, int64_t cycle) {
-  const uint64_t n = ts.neurons.size();
+  const uint64_t n = ts.neurons.size(), stride = ts.input_stride;
   const int64_t L = cfg_.steps_per_cycle;
   const double scale = std::ldexp(1.0, -cfg_.fraction_bits);
   double* V = ts.neurons.V.data();
@@ -210,24 +298,19 @@ void Engine::update(ThreadState& ts, int64_t cycle) {
   int32_t* R = ts.neurons.refractory.data();
   uint8_t* fired = ts.fired.data();
   ts.spikes_out.clear();
+  std::vector<Propagators>& props = ts.propagators;
+  props.clear();
+  for (const auto& range : ts.neurons.ranges) props.emplace_back(cfg_.populations[range.population], cfg_.resolution_ms);
   const size_t traced = traced_ids_.size();
   for (int64_t o = 0; o < L; ++o) {
-    const int32_t* in = ts.input.data() + o * n;
-    for (const auto& range : ts.neurons.ranges) {
-      const Propagators p(cfg_.populations[range.population], cfg_.resolution_ms);
+    int32_t* in = ts.input.data() + o * stride;
+    for (size_t ri = 0; ri < ts.neurons.ranges.size(); ++ri) {
+      const auto& range = ts.neurons.ranges[ri];
+      const Propagators& p = props[ri];
 #pragma omp simd
-      for (uint64_t k = range.begin; k < range.end; ++k) {
-        const int32_t r = R[k];
-        const double v = V[k] * p.P22 + p.dc_term - p.gP21 * C[k] + double(in[k]) * scale;
-        const double c = C[k] * p.Pc;
-        const bool active = r == 0;
-        const bool spike = active & (v >= p.theta);
-        V[k] = (active & !spike) ? v : p.reset;
-        C[k] = spike ? c + p.alpha : c;
-        R[k] = spike ? p.refractory : r - (r > 0);
-        fired[k] = spike;
-      }
+      for (uint64_t k = range.begin; k < range.end; ++k) fired[k] = lifca_step(p, double(in[k]) * scale, V[k], C[k], R[k]);
     }
+    std::fill(in, in + n, 0);  // consumed: ready for the next cycle while the row is in cache
     const int64_t step = cycle * L + o + 1;
     for (uint64_t k = 0; k < n; k += 8) {
       uint64_t word;
@@ -239,12 +322,10 @@ void Engine::update(ThreadState& ts, int64_t cycle) {
         if (cfg_.record_spikes) { ts.rec_gid.push_back(ts.neurons.gid[i]); ts.rec_step.push_back(step); }
       }
     }
-    if (!ts.traced.empty()) {
-      const size_t row0 = size_t(cycle * L + o - (run_first_cycle_ * L)) * traced + trace_base_;
-      for (const auto& [k, row] : ts.traced) {
-        trace_V_[row0 + row] = V[k];
-        trace_c_[row0 + row] = C[k];
-      }
+    for (const auto& [k, row] : ts.traced) {
+      const size_t at = size_t((cycle - run_first_cycle_) * L + o) * traced + trace_base_ + row;
+      trace_V_[at] = V[k];
+      trace_c_[at] = C[k];
     }
   }
 }

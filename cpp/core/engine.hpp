@@ -19,6 +19,13 @@ enum Phase { kDeliver, kUpdate, kCollocate, kCommunicate, kSynchronize, kPhases 
 inline constexpr std::array<const char*, kPhases> kPhaseNames = {"deliver", "update", "collocate", "communicate",
                                                                  "synchronize"};
 
+// Exact propagators of the LIFCA neuron over one step h (both equations are linear).
+struct Propagators {
+  double P22, Pc, gP21, dc_term, theta, reset, alpha;
+  int32_t refractory;
+  Propagators(const PopulationSpec& p, double h);
+};
+
 struct Counters {
   uint64_t spikes_emitted = 0;
   uint64_t spikes_delivered = 0;           // received spikes with at least one synapse on this rank
@@ -40,10 +47,17 @@ struct ThreadState {
   std::vector<int32_t> input;                        // [slot][neuron], fixed point
   std::vector<std::vector<DeliveryEntry>> queue;     // ring over cycles
   std::vector<uint8_t> fired;                        // scratch: neurons that fired this step
+  std::vector<uint32_t> extra_neuron, extra_word;    // scratch: further drive events (neuron, word)
+  std::vector<int32_t> extra_weight;                 // scratch: their efficacies
+  std::vector<uint32_t> drive_words;                 // scratch: block 0 of the drive, 4 words per neuron
+  std::vector<uint32_t> drive_count;                 // scratch: events per neuron this cycle
+  std::vector<int32_t> drive_weight;                 // scratch: first event's efficacy, fixed point
+  uint64_t input_stride = 0;                         // neurons per input row, padded against cache aliasing
   std::vector<SpikeRecord> spikes_out;               // this cycle's spikes
   std::vector<uint64_t> rec_gid;                     // spike recorder
   std::vector<int64_t> rec_step;
   std::vector<std::pair<uint64_t, uint64_t>> traced; // (local index, trace row)
+  std::vector<Propagators> propagators;              // per population range, for the cycle
   Counters counters;
 };
 
@@ -85,7 +99,6 @@ class Engine {
   std::vector<uint8_t> has_targets_;       // per global source: any synapse on this rank
   std::vector<ThreadState> threads_;
   std::vector<PoissonTable> poisson_;      // per population: external events per cycle
-  NormalTable normal_;
   std::vector<SpikeRecord> send_, received_;
   std::vector<std::array<double, kPhases>> timers_;
   std::vector<uint64_t> traced_ids_;

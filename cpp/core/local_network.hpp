@@ -38,6 +38,7 @@ struct PopulationRange {
 
 struct ThreadNeurons {
   std::vector<uint64_t> gid;            // thread-local index -> global id
+  std::vector<uint32_t> gid_lo, gid_hi; // the same split in 32-bit words, for vectorised draws
   std::vector<double> V, c;
   std::vector<int32_t> refractory;      // steps left
   std::vector<PopulationRange> ranges;

@@ -12,7 +12,13 @@ void build_thread_neurons(const EngineConfig& cfg, const Placement& placement, i
                           ThreadNeurons& out) {
   const uint64_t n = placement.thread_count(rank, thread);
   out.gid.resize(n);
-  for (uint64_t k = 0; k < n; ++k) out.gid[k] = placement.gid(rank, thread, k);
+  out.gid_lo.resize(n);
+  out.gid_hi.resize(n);
+  for (uint64_t k = 0; k < n; ++k) {
+    out.gid[k] = placement.gid(rank, thread, k);
+    out.gid_lo[k] = uint32_t(out.gid[k]);
+    out.gid_hi[k] = uint32_t(out.gid[k] >> 32);
+  }
   out.V.assign(n, 0.0);
   out.c.assign(n, 0.0);
   out.refractory.assign(n, 0);
@@ -110,7 +116,7 @@ void build_thread_synapses(const EngineConfig& cfg, const ThreadNeurons& neurons
           if (d > 0xFFFF) throw std::runtime_error("a delay exceeds 65535 steps: use a coarser resolution_ms");
           max_delay = std::max(max_delay, d);
           const uint64_t pos = fill[s]++;
-          out.synapses[pos] = {uint32_t(k), int32_t(std::lrint(w * scale))};
+          out.synapses[pos] = {uint32_t(k), int32_t(std::rint(w * scale))};
           delay[pos] = uint16_t(d);
         });
       }

@@ -6,6 +6,17 @@ try:
 except PackageNotFoundError:  # pragma: no cover - running from a source tree
     __version__ = "0.0.0+local"
 
+import os as _os
+
+from .parallel import launched_with_mpi as _launched_with_mpi
+
+# Pin OpenMP threads to cores (measured here: real-time factor 0.79 -> 0.62 on 2 threads).
+# libgomp reads these when the engine loads, so they are set before the import below. Under
+# mpiexec every rank would pin to the same first cores: there the launcher binds (-bind-to core).
+if not _launched_with_mpi():
+    _os.environ.setdefault("OMP_PROC_BIND", "close")
+    _os.environ.setdefault("OMP_PLACES", "cores")
+
 from . import models
 from .errors import ConfigError
 from .network import Network, PoissonDrive, Population, Projection
