@@ -113,7 +113,7 @@ void Engine::build() {
   for (const auto& ts : threads_)
     for (uint16_t d : ts.store.seg_delay) max_delay = std::max<uint64_t>(max_delay, d);
   queue_cycles_ = int64_t((L - 1 + max_delay) / L + 1);
-  for (auto& ts : threads_) ts.queue.assign(queue_cycles_, {});
+  for (auto& ts : threads_) ts.queue.assign(queue_cycles_ * L, {});
 
   poisson_.clear();
   for (const auto& pop : cfg_.populations) {
@@ -183,30 +183,33 @@ void Engine::build_target_table() {
 }
 
 // Deliver: add every synapse segment that arrives in this cycle to the input buffer (zeroed by
-// the update that consumed it). Segments are known in advance, so their synapses are prefetched.
+// the update that consumed it), one step offset at a time so the writes stay in one row of the
+// buffer (measured: 5.5 -> 3 ns per event at 20480 neurons when the rows no longer compete for
+// L2). Segments are known in advance, so their synapses are prefetched a few entries ahead.
 void Engine::deliver(ThreadState& ts, int64_t cycle) {
-  auto& due = ts.queue[cycle % queue_cycles_];
   const Synapse* syn = ts.store.synapses.data();
-  int32_t* input = ts.input.data();
-  const uint64_t n = ts.input_stride;
-  const size_t entries = due.size();
+  const int64_t L = cfg_.steps_per_cycle;
   // Entries ahead to prefetch, all lines of the segment: measured best here (4..32 tried).
   constexpr size_t kAhead = 8;
   uint64_t events = 0;
-  for (size_t e = 0; e < entries; ++e) {
-    if (e + kAhead < entries) {
-      const DeliveryEntry& next = due[e + kAhead];
-      const char* p = reinterpret_cast<const char*>(syn + next.first);
-      const char* end = reinterpret_cast<const char*>(syn + next.first + next.count);
-      for (; p < end; p += 64) __builtin_prefetch(p);
+  for (int64_t o = 0; o < L; ++o) {
+    auto& due = ts.queue[(cycle % queue_cycles_) * L + o];
+    int32_t* row = ts.input.data() + o * ts.input_stride;
+    const size_t entries = due.size();
+    for (size_t e = 0; e < entries; ++e) {
+      if (e + kAhead < entries) {
+        const DeliveryEntry& next = due[e + kAhead];
+        const char* p = reinterpret_cast<const char*>(syn + next.first);
+        const char* end = reinterpret_cast<const char*>(syn + next.first + next.count);
+        for (; p < end; p += 64) __builtin_prefetch(p);
+      }
+      const DeliveryEntry entry = due[e];
+      const Synapse* s = syn + entry.first;
+      for (uint32_t i = 0; i < entry.count; ++i) row[s[i].target] += s[i].weight;
+      events += entry.count;
     }
-    const DeliveryEntry entry = due[e];
-    int32_t* slot = input + entry.slot * n;
-    const Synapse* s = syn + entry.first;
-    for (uint32_t i = 0; i < entry.count; ++i) slot[s[i].target] += s[i].weight;
-    events += entry.count;
+    due.clear();
   }
-  due.clear();
   ts.counters.synaptic_events_recurrent += events;
 }
 
@@ -232,54 +235,58 @@ void Engine::drive(ThreadState& ts, int64_t cycle) {
     const double mean = d.weight_mean, sd = d.weight_sd;
     for (const auto& range : ts.neurons.ranges) {
       if (range.population != d.target) continue;
-      const uint64_t m = range.end - range.begin;
-      const uint64_t* gid = ts.neurons.gid.data() + range.begin;
-      int32_t* in = input + range.begin;
-      auto& words = ts.drive_words;
-      auto& count = ts.drive_count;
-      auto& weight = ts.drive_weight;
-      if (words.size() < 4 * m) { words.resize(4 * m); count.resize(m); weight.resize(m); }
-      philox4x32_10_lanes(ts.neurons.gid_lo.data() + range.begin, ts.neurons.gid_hi.data() + range.begin, m,
-                          Purpose::external, di, uint32_t(cycle), 0, key, words.data(), m);
-      auto quantise = [&](double z) { return int32_t(std::rint((mean + sd * z) * scale)); };
-      counts_and_weights(words.data(), words.data() + m, m, cdf, L, mean, sd, scale, count.data(), weight.data());
-      // Fix the rare lanes, add first events, and list further events as (neuron, word):
-      // words 2 and 3 of block 0 are written unconditionally and kept if the count needs them.
-      auto& ev_neuron = ts.extra_neuron;
-      auto& ev_word = ts.extra_word;
-      if (ev_neuron.size() < 2 * m + 2) { ev_neuron.resize(2 * m + 2); ev_word.resize(2 * m + 2); }
-      size_t more = 0;
-      for (uint64_t i = 0; i < m; ++i) {
-        const uint64_t split = uint64_t(words[m + i]) * L;
-        const double p = to_uniform(uint32_t(split));
-        if (count[i] == PoissonTable::kFast - 1) count[i] = table.sample(to_uniform(words[i]));
-        if (p < kNormalLow || p > 1.0 - kNormalLow) weight[i] = quantise(inverse_normal(p));
-        const uint32_t c = count[i];
-        events += c;
-        in[(split >> 32) * stride + i] += c ? weight[i] : 0;
-        if (ev_neuron.size() < more + c + 2) { ev_neuron.resize(2 * (more + c + 2)); ev_word.resize(ev_neuron.size()); }
-        ev_neuron[more] = uint32_t(i);
-        ev_word[more] = words[2 * m + i];
-        ev_neuron[more + 1] = uint32_t(i);
-        ev_word[more + 1] = words[3 * m + i];
-        const uint32_t further = c > 3 ? 2 : (c ? c - 1 : 0);
-        more += further;
-        for (uint32_t j = 3; j < c; ++j) {  // counts of 4 and more: rare, further blocks
-          const Counter b = philox4x32_10(make_counter(gid[i], Purpose::external, di, uint32_t(cycle), 1 + (j - 3) / 4), key);
+      // In chunks, so the scratch arrays below stay in L1 next to the input buffer.
+      constexpr uint64_t kChunk = 512;
+      for (uint64_t begin = range.begin; begin < range.end; begin += kChunk) {
+        const uint64_t m = std::min(kChunk, range.end - begin);
+        const uint64_t* gid = ts.neurons.gid.data() + begin;
+        int32_t* in = input + begin;
+        auto& words = ts.drive_words;
+        auto& count = ts.drive_count;
+        auto& weight = ts.drive_weight;
+        if (words.size() < 4 * m) { words.resize(4 * m); count.resize(m); weight.resize(m); }
+        philox4x32_10_lanes(ts.neurons.gid_lo.data() + begin, ts.neurons.gid_hi.data() + begin, m,
+                            Purpose::external, di, uint32_t(cycle), 0, key, words.data(), m);
+        auto quantise = [&](double z) { return int32_t(std::rint((mean + sd * z) * scale)); };
+        counts_and_weights(words.data(), words.data() + m, m, cdf, L, mean, sd, scale, count.data(), weight.data());
+        // Fix the rare lanes, add first events, and list further events as (neuron, word):
+        // words 2 and 3 of block 0 are written unconditionally and kept if the count needs them.
+        auto& ev_neuron = ts.extra_neuron;
+        auto& ev_word = ts.extra_word;
+        if (ev_neuron.size() < 2 * m + 2) { ev_neuron.resize(2 * m + 2); ev_word.resize(2 * m + 2); }
+        size_t more = 0;
+        for (uint64_t i = 0; i < m; ++i) {
+          const uint64_t split = uint64_t(words[m + i]) * L;
+          const double p = to_uniform(uint32_t(split));
+          if (count[i] == PoissonTable::kFast - 1) count[i] = table.sample(to_uniform(words[i]));
+          if (p < kNormalLow || p > 1.0 - kNormalLow) weight[i] = quantise(inverse_normal(p));
+          const uint32_t c = count[i];
+          events += c;
+          in[(split >> 32) * stride + i] += c ? weight[i] : 0;
+          if (ev_neuron.size() < more + c + 2) { ev_neuron.resize(2 * (more + c + 2)); ev_word.resize(ev_neuron.size()); }
           ev_neuron[more] = uint32_t(i);
-          ev_word[more] = b[(j - 3) % 4];
-          ++more;
+          ev_word[more] = words[2 * m + i];
+          ev_neuron[more + 1] = uint32_t(i);
+          ev_word[more + 1] = words[3 * m + i];
+          const uint32_t further = c > 3 ? 2 : (c ? c - 1 : 0);
+          more += further;
+          for (uint32_t j = 3; j < c; ++j) {  // counts of 4 and more: rare, further blocks
+            const Counter b = philox4x32_10(make_counter(gid[i], Purpose::external, di, uint32_t(cycle), 1 + (j - 3) / 4), key);
+            ev_neuron[more] = uint32_t(i);
+            ev_word[more] = b[(j - 3) % 4];
+            ++more;
+          }
         }
-      }
-      // Further events: efficacies vectorised, tails fixed, then added.
-      auto& ev_weight = ts.extra_weight;
-      if (ev_weight.size() < more) ev_weight.resize(ev_neuron.size());
-      efficacies(ev_word.data(), more, L, mean, sd, scale, ev_weight.data());
-      for (size_t e = 0; e < more; ++e) {
-        const uint64_t split = uint64_t(ev_word[e]) * L;
-        const double p = to_uniform(uint32_t(split));
-        if (p < kNormalLow || p > 1.0 - kNormalLow) ev_weight[e] = quantise(inverse_normal(p));
-        in[(split >> 32) * stride + ev_neuron[e]] += ev_weight[e];
+        // Further events: efficacies vectorised, tails fixed, then added.
+        auto& ev_weight = ts.extra_weight;
+        if (ev_weight.size() < more) ev_weight.resize(ev_neuron.size());
+        efficacies(ev_word.data(), more, L, mean, sd, scale, ev_weight.data());
+        for (size_t e = 0; e < more; ++e) {
+          const uint64_t split = uint64_t(ev_word[e]) * L;
+          const double p = to_uniform(uint32_t(split));
+          if (p < kNormalLow || p > 1.0 - kNormalLow) ev_weight[e] = quantise(inverse_normal(p));
+          in[(split >> 32) * stride + ev_neuron[e]] += ev_weight[e];
+        }
       }
     }
   }
@@ -342,7 +349,7 @@ void Engine::schedule(ThreadState& ts, int64_t cycle) {
     for (uint32_t h = st.row_head[g]; h < st.row_head[g + 1]; ++h) {
       const uint32_t a = o + st.seg_delay[h];
       const uint32_t first = st.seg_first[h], count = st.seg_first[h + 1] - first;
-      ts.queue[(cycle + a / L) % queue_cycles_].push_back({first, count, a % L});
+      ts.queue[((cycle + a / L) % queue_cycles_) * L + a % L].push_back({first, count});
       scheduled += count;
     }
   }

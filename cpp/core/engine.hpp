@@ -36,16 +36,16 @@ struct Counters {
   ExchangeCounters exchange;
 };
 
-// A segment of synapses to deliver in a given cycle, into input slot `slot` (step offset).
+// A segment of synapses to deliver; its queue says in which cycle and step offset.
 struct DeliveryEntry {
-  uint32_t first, count, slot;
+  uint32_t first, count;
 };
 
 struct ThreadState {
   ThreadNeurons neurons;
   SynapseStore store;
   std::vector<int32_t> input;                        // [slot][neuron], fixed point
-  std::vector<std::vector<DeliveryEntry>> queue;     // ring over cycles
+  std::vector<std::vector<DeliveryEntry>> queue;     // [cycle % ring][step offset]: one queue each
   std::vector<uint8_t> fired;                        // scratch: neurons that fired this step
   std::vector<uint32_t> extra_neuron, extra_word;    // scratch: further drive events (neuron, word)
   std::vector<int32_t> extra_weight;                 // scratch: their efficacies

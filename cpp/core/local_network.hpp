@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "core/huge_pages.hpp"
 #include "core/placement.hpp"
 #include "core/spec.hpp"
 
@@ -22,7 +23,7 @@ struct SynapseStore {
   std::vector<uint32_t> row_head;    // global neurons + 1
   std::vector<uint32_t> seg_first;   // segments + 1 (sentinel: total synapses)
   std::vector<uint16_t> seg_delay;   // segments
-  std::vector<Synapse> synapses;
+  std::vector<Synapse, HugePageAllocator<Synapse>> synapses;
 
   uint64_t segments(uint64_t source) const { return row_head[source + 1] - row_head[source]; }
   uint64_t bytes() const {
