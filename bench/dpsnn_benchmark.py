@@ -42,7 +42,8 @@ def run_once(neurons: int, duration_ms: float, ranks: int, threads: int, seed: i
                    "--duration-ms", str(duration_ms), "--threads", str(threads), "--seed", str(seed),
                    "--quiet", "--out", str(out)]
         if ranks > 1:
-            command = [mpiexec(), "-n", str(ranks)] + command
+            # Bind each rank to its own core (single-process runs pin their threads themselves).
+            command = [mpiexec(), "-n", str(ranks), "-bind-to", "core"] + command
         done = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         if done.returncode != 0:
             sys.exit(f"dpsnn_benchmark: {' '.join(command)} failed ({done.returncode}):\n{done.stderr}")
@@ -56,13 +57,15 @@ def row(label: str, runs: list[dict]) -> list[str]:
     peak_rank = max(max(r["peak_rss_bytes"]) for r in runs)
     per_synapse = max(sum(r["peak_rss_bytes"]) / r["synapses"] for r in runs)
     rates = runs[0]["rates_steady_hz"]
+    by_type = runs[0]["rates_steady_by_type_hz"]
     return [label,
             f"{statistics.median(r['build_seconds'] for r in runs):.2f}",
             f"{min(rtf):.3f}", f"{statistics.median(rtf):.3f}",
             f"{statistics.median(events) / 1e6:.1f} M",
             f"{peak_rank / 1e6:.0f}",
             f"{per_synapse:.1f}",
-            " / ".join(f"{rates[p]:.2f}" for p in ("F", "B", "I") if p in rates)]
+            " / ".join(f"{rates[p]:.2f}" for p in ("F", "B", "I") if p in rates),
+            f"{by_type['excitatory']:.2f} / {by_type['inhibitory']:.2f}"]
 
 
 def cpu_model() -> str:
@@ -80,14 +83,14 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--neurons", type=int, default=20480)
     parser.add_argument("--duration-ms", type=float, default=10000.0)
-    parser.add_argument("--repeats", type=int, default=1)
+    parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--write", metavar="FILE", help="also save the table here")
     args = parser.parse_args(argv)
 
     header = ["configuration", "build s", "real-time factor (min)", "real-time factor (median)",
               "synaptic events / s", "peak memory per rank (MB)", "bytes per synapse",
-              "steady rates F / B / I (Hz)"]
+              "steady rates F / B / I (Hz)", "steady rates E / I (Hz)"]
     rows = []
     first = None
     for label, ranks, threads in CONFIGURATIONS:

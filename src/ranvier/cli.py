@@ -199,6 +199,9 @@ def format_summary(s: dict) -> str:
     lo, hi = s["rates_window_ms"]
     rates = "  ".join(f"{name} {hz:.2f}" for name, hz in s["rates_steady_hz"].items())
     rows.append((f"rates {lo / 1000:g}-{hi / 1000:g} s (Hz)", rates))
+    by_type = s.get("rates_steady_by_type_hz") or {}
+    if by_type:
+        rows.append(("", "  ".join(f"{kind} {hz:.2f}" for kind, hz in by_type.items())))
     rows.append(("spikes", f"{s['spikes_total']:,}"))
     rows.append(("synaptic events", f"recurrent {events['recurrent']:,}  external {events['external']:,}"))
     if s.get("synaptic_events_per_second"):

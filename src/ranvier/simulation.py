@@ -266,7 +266,7 @@ class Result:
             local["state"] = eng.state_trace()
         gathered = comm.gather(local)
         self.spike_ids = self.spike_steps = self.cycle_timers = None
-        self.counters = self.counters_per_rank = self.peak_rss_bytes = self.state = None
+        self.counters = self.counters_per_rank = self.peak_rss_bytes = self.state = self.synapses = None
         if comm.rank == 0:
             ids = np.concatenate([g["ids"] for g in gathered]).astype(np.int64)
             steps = np.concatenate([g["steps"] for g in gathered]).astype(np.int64)
@@ -304,6 +304,19 @@ class Result:
         for name, first, size in zip(self.population_names, self.population_first_ids, self.population_sizes):
             count = np.count_nonzero((ids >= first) & (ids < first + size))
             out[name] = count / size / span_s
+        return out
+
+    def rates_by_type(self, start_ms: float = 0.0, stop_ms: float | None = None) -> dict:
+        """Mean rate of all excitatory and of all inhibitory neurons (Hz) over [start_ms, stop_ms)."""
+        per_pop = self.rates(start_ms, stop_ms)
+        if per_pop is None:
+            return None
+        out = {}
+        for kind, excitatory in (("excitatory", True), ("inhibitory", False)):
+            pops = [p for p in self.network.populations if p.excitatory == excitatory]
+            size = sum(p.size for p in pops)
+            if size:
+                out[kind] = sum(per_pop[p.name] * p.size for p in pops) / size
         return out
 
     # -- timing -------------------------------------------------------------------------
@@ -358,6 +371,7 @@ class Result:
             "rates_hz": self.rates(),
             "rates_window_ms": [steady, self.duration_ms],
             "rates_steady_hz": self.rates(start_ms=steady),
+            "rates_steady_by_type_hz": self.rates_by_type(start_ms=steady),
             "spikes_total": int(self.spike_ids.size),
             "synaptic_events": self.synaptic_events,
             "synaptic_events_per_second": (self.counters["synaptic_events_recurrent"]
