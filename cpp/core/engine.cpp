@@ -79,6 +79,10 @@ Engine::Engine(EngineConfig cfg)
   for (const auto& pr : cfg_.projections)
     if (pr.delay_offset_steps < cfg_.steps_per_cycle)
       throw std::invalid_argument("a projection's minimum delay is shorter than the communication interval");
+  std::vector<int> drives(cfg_.populations.size(), 0);
+  for (const auto& d : cfg_.drives)
+    if (d.target >= drives.size() || ++drives[d.target] > 1)
+      throw std::invalid_argument("each population takes at most one Poisson drive");
 }
 
 Engine::~Engine() = default;
@@ -115,19 +119,10 @@ void Engine::build() {
   queue_cycles_ = int64_t((L - 1 + max_delay) / L + 1);
   for (auto& ts : threads_) ts.queue.assign(queue_cycles_ * L, {});
 
-  poisson_.clear();
-  for (const auto& pop : cfg_.populations) {
-    double mean = 0;
-    for (const auto& d : cfg_.drives)
-      if (&cfg_.populations[d.target] == &pop) mean += double(d.n_synapses) * d.rate_hz * 1e-3 * cfg_.resolution_ms * L;
-    poisson_.emplace_back(mean);
-  }
-  if (cfg_.drives.size() > 1) {
-    // One table per population assumes one drive per population.
-    std::vector<int> per_pop(cfg_.populations.size(), 0);
-    for (const auto& d : cfg_.drives)
-      if (++per_pop[d.target] > 1) throw std::invalid_argument("at most one Poisson drive per population");
-  }
+  // External events per neuron and cycle: one table per population (one drive each).
+  poisson_.assign(cfg_.populations.size(), PoissonTable());
+  for (const auto& d : cfg_.drives)
+    poisson_[d.target] = PoissonTable(double(d.n_synapses) * d.rate_hz * 1e-3 * cfg_.resolution_ms * L);
 
   // State recorder: which thread holds each traced neuron.
   traced_ids_.clear();
@@ -367,6 +362,11 @@ void Engine::run_cycles(int64_t cycles) {
   timers_.reserve(timers_.size() + cycles);
   const int64_t first = cycle_;
   run_first_cycle_ = first;
+  // One cycle: deliver (segments due now) -> drive and update (each thread its own neurons) ->
+  // collocate and exchange (the master thread alone talks to the communicator) -> schedule (each
+  // thread files the received spikes' segments under their arrival cycle and step). Barriers
+  // make every phase time the slowest thread's, and make `received_` complete before any thread
+  // schedules from it; it is not written again until the next cycle's exchange.
 #pragma omp parallel num_threads(T)
   {
     ThreadState& ts = threads_[omp_get_thread_num()];
