@@ -30,9 +30,10 @@ class Communicator {
 };
 
 std::unique_ptr<Communicator> make_local_communicator();
-// fortran_handle < 0: a single process. Otherwise an MPI communicator (from mpi4py's py2f()),
-// which the engine duplicates so its traffic never mixes with the caller's.
-std::unique_ptr<Communicator> make_communicator(int64_t fortran_handle);
+// use_mpi false: a single process. Otherwise the MPI communicator with this Fortran handle (from
+// mpi4py's py2f(); MPICH's handles of derived communicators are negative as integers), which the
+// engine duplicates so its traffic never mixes with the caller's.
+std::unique_ptr<Communicator> make_communicator(bool use_mpi, int64_t fortran_handle);
 bool have_mpi();
 std::string mpi_library_name();
 

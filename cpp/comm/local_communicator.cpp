@@ -30,8 +30,8 @@ class LocalCommunicator final : public Communicator {
 std::unique_ptr<Communicator> make_local_communicator() { return std::make_unique<LocalCommunicator>(); }
 
 #ifndef RANVIER_HAVE_MPI
-std::unique_ptr<Communicator> make_communicator(int64_t fortran_handle) {
-  if (fortran_handle >= 0)
+std::unique_ptr<Communicator> make_communicator(bool use_mpi, int64_t) {
+  if (use_mpi)
     throw std::runtime_error("this ranvier was built without MPI; install an MPI (pip install mpich mpi4py) "
                              "and reinstall ranvier to run on several ranks");
   return make_local_communicator();

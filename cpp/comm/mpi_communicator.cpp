@@ -72,8 +72,8 @@ class MpiCommunicator final : public Communicator {
 
 }  // namespace
 
-std::unique_ptr<Communicator> make_communicator(int64_t fortran_handle) {
-  if (fortran_handle < 0) return make_local_communicator();
+std::unique_ptr<Communicator> make_communicator(bool use_mpi, int64_t fortran_handle) {
+  if (!use_mpi) return make_local_communicator();
   int initialized = 0;
   MPI_Initialized(&initialized);
   if (!initialized) throw std::runtime_error("MPI is not initialised (import mpi4py.MPI first)");

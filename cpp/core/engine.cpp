@@ -70,7 +70,7 @@ void counts_and_weights(const uint32_t* __restrict count_words, const uint32_t* 
 
 Engine::Engine(EngineConfig cfg)
     : cfg_(std::move(cfg)),
-      comm_(make_communicator(cfg_.comm_handle)),
+      comm_(make_communicator(cfg_.use_mpi, cfg_.comm_handle)),
       placement_(cfg_.placement, cfg_.neuron_count(), comm_->size(), cfg_.threads),
       exchange_(make_exchange(cfg_.exchange)) {
   if (cfg_.threads < 1) throw std::invalid_argument("threads must be at least 1");

@@ -43,7 +43,8 @@ struct EngineConfig {
   bool record_spikes = true;
   std::vector<uint64_t> record_state;     // global ids whose V and c are recorded every step
   int fraction_bits = 16;                 // synaptic input in fixed point, units of 2^-bits mV
-  int64_t comm_handle = -1;               // Fortran MPI handle, or -1 for a single process
+  bool use_mpi = false;                   // false: a single process, no MPI
+  int64_t comm_handle = 0;                // with use_mpi: the communicator's Fortran handle (any sign)
 
   uint64_t neuron_count() const {
     return populations.empty() ? 0 : populations.back().first + populations.back().size;

@@ -26,7 +26,7 @@ class SerialComm:
     """Stands in for a communicator of one rank."""
     rank = 0
     size = 1
-    handle = -1            # tells the engine: no MPI
+    handle = None          # no MPI
     ranks_on_node = 1
 
     def gather(self, obj):

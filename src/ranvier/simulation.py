@@ -170,7 +170,8 @@ class Simulation:
         cfg.threads, cfg.exchange, cfg.placement = self.threads, self.exchange, self.placement
         cfg.seed, cfg.barrier, cfg.record_spikes = self.seed, self.barrier, record_spikes
         cfg.record_state = self.record_state
-        cfg.comm_handle = self.comm.handle
+        cfg.use_mpi = self.comm.handle is not None
+        cfg.comm_handle = self.comm.handle or 0
         cfg.fraction_bits = self._fraction_bits(max_weight)
         return cfg
 
