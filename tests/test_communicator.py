@@ -43,7 +43,8 @@ SCRIPT = textwrap.dedent("""
         world.Abort(1)          # fail at once instead of leaving the other rank waiting
     others = world.allgather(mine.tobytes())
     assert others[0] == others[1]
-    print("ok", world.rank)
+    if world.rank == 0:
+        print("all ranks agree")
 """)
 
 
@@ -54,4 +55,4 @@ def test_communicator_from_mpi4py_is_used():
     done = subprocess.run([mpiexec, "-n", "2", sys.executable, "-c", SCRIPT], capture_output=True, text=True,
                           timeout=MPI_TIMEOUT_S, env=subprocess_env())
     assert done.returncode == 0, done.stdout + done.stderr
-    assert sorted(done.stdout.split()) == sorted(["ok", "0", "ok", "1"]), done.stdout
+    assert "all ranks agree" in done.stdout, done.stdout
