@@ -213,7 +213,8 @@ def format_summary(s: dict) -> str:
     rss = s["peak_rss_bytes"]
     rows.append(("peak RSS per rank", f"{max(rss) / 2**20:.0f} MiB (max over {len(rss)} rank(s))"))
     if s["synapses"]:
-        rows.append(("bytes per synapse", f"{sum(rss) / s['synapses']:.1f} (peak RSS of all ranks / synapses)"))
+        rows.append(("bytes per synapse", f"{sum(rss) / s['synapses']:.1f} (peak RSS of all ranks / synapses); "
+                                          f"synapse store {s['synapse_store_bytes'] / s['synapses']:.1f}"))
     width = max(len(k) for k, _ in rows)
     return "\n".join(f"{k:<{width}}  {v}" for k, v in rows)
 

@@ -262,12 +262,12 @@ class Result:
         timers = eng.cycle_timers()
         counters = eng.counters()
         local = dict(ids=ids, steps=steps, timers=timers, counters=counters, rss=_peak_rss_bytes(),
-                     synapses=eng.synapse_count())
+                     synapses=eng.synapse_count(), store_bytes=eng.synapse_bytes())
         if sim.record_state:
             local["state"] = eng.state_trace()
         gathered = comm.gather(local)
         self.spike_ids = self.spike_steps = self.cycle_timers = None
-        self.counters = self.counters_per_rank = self.peak_rss_bytes = self.state = self.synapses = None
+        self.counters = self.counters_per_rank = self.peak_rss_bytes = self.state = self.synapses = self.synapse_store_bytes = None
         if comm.rank == 0:
             ids = np.concatenate([g["ids"] for g in gathered]).astype(np.int64)
             steps = np.concatenate([g["steps"] for g in gathered]).astype(np.int64)
@@ -279,6 +279,7 @@ class Result:
             self.counters = {k: int(v.sum()) for k, v in self.counters_per_rank.items()}
             self.peak_rss_bytes = [int(g["rss"]) for g in gathered]
             self.synapses = int(sum(g["synapses"] for g in gathered))
+            self.synapse_store_bytes = int(sum(g["store_bytes"] for g in gathered))
             if sim.record_state:
                 self.state = _merge_state([g["state"] for g in gathered])
             self.check_conservation()
@@ -383,6 +384,7 @@ class Result:
             "counters": self.counters,
             "peak_rss_bytes": self.peak_rss_bytes,
             "memory_estimate_bytes": self.memory_estimate_bytes,
+            "synapse_store_bytes": self.synapse_store_bytes,   # synapses, segment headers, row index
             "ranks": self.ranks,
             "threads": self.threads,
             "exchange": self.exchange,
