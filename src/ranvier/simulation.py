@@ -9,7 +9,6 @@ from __future__ import annotations
 import math
 import os
 import resource
-import sys
 import time
 
 import numpy as np
@@ -107,7 +106,9 @@ class Simulation:
         self.memory_estimate_bytes = self.estimate_memory()
         limit = max_memory_bytes if max_memory_bytes is not None else _available_memory_bytes()
         on_node = self.memory_estimate_bytes * self.comm.ranks_on_node
-        if on_node > limit:
+        # Decided together: available memory is read per rank, and a rank that refused alone
+        # would leave the others waiting in the build.
+        if self.comm.allreduce_max(on_node / max(limit, 1)) > 1.0:
             raise ConfigError(
                 f"the network will not fit in memory: estimated {on_node / 2**30:.1f} GiB on this node "
                 f"({network.expected_synapses():.3g} synapses at {BYTES_PER_SYNAPSE_PEAK} B each, "
