@@ -117,6 +117,9 @@ void Engine::build() {
   for (const auto& ts : threads_)
     for (uint16_t d : ts.store.seg_delay) max_delay = std::max<uint64_t>(max_delay, d);
   queue_cycles_ = int64_t((L - 1 + max_delay) / L + 1);
+  // Cycles ahead and step offset of arrival for every (offset + delay): no division per segment.
+  arrival_.resize(L + max_delay);
+  for (uint64_t a = 0; a < arrival_.size(); ++a) arrival_[a] = {uint32_t(a / L), uint32_t(a % L)};
   for (auto& ts : threads_) ts.queue.assign(queue_cycles_ * L, {});
 
   // External events per neuron and cycle: one table per population (one drive each).
@@ -336,15 +339,16 @@ void Engine::update(ThreadState& ts, int64_t cycle) {
 // they arrive, with the step offset of arrival.
 void Engine::schedule(ThreadState& ts, int64_t cycle) {
   const auto& st = ts.store;
-  const uint32_t L = uint32_t(cfg_.steps_per_cycle);
+  const int64_t L = cfg_.steps_per_cycle;
+  const Arrival* arrival = arrival_.data();
   uint64_t scheduled = 0;
   for (SpikeRecord rec : received_) {
     const uint64_t g = record_gid(rec);
     const uint32_t o = record_offset(rec);
     for (uint32_t h = st.row_head[g]; h < st.row_head[g + 1]; ++h) {
-      const uint32_t a = o + st.seg_delay[h];
+      const Arrival at = arrival[o + st.seg_delay[h]];
       const uint32_t first = st.seg_first[h], count = st.seg_first[h + 1] - first;
-      ts.queue[((cycle + a / L) % queue_cycles_) * L + a % L].push_back({first, count});
+      ts.queue[((cycle + at.cycles) % queue_cycles_) * L + at.offset].push_back({first, count});
       scheduled += count;
     }
   }

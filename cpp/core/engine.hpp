@@ -36,6 +36,11 @@ struct Counters {
   ExchangeCounters exchange;
 };
 
+// When a segment arrives, counted from the start of the cycle its spike was emitted in.
+struct Arrival {
+  uint32_t cycles, offset;
+};
+
 // A segment of synapses to deliver; its queue says in which cycle and step offset.
 struct DeliveryEntry {
   uint32_t first, count;
@@ -107,6 +112,7 @@ class Engine {
   int64_t run_first_cycle_ = 0;
   int64_t cycle_ = 0;
   int64_t queue_cycles_ = 1;
+  std::vector<Arrival> arrival_;           // indexed by step offset + delay
   Counters rank_counters_;                 // exchange and rank-level counts (master thread)
 };
 
