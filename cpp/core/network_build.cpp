@@ -94,13 +94,18 @@ void build_thread_synapses(const EngineConfig& cfg, const ThreadNeurons& neurons
   std::vector<uint64_t> row_start(fill.begin(), fill.end());
 
   // Pass 2: regenerate, draw weight and delay, place each synapse in its source row. Targets
-  // are visited in increasing order, so every row comes out sorted by target.
+  // are visited in increasing order, so every row comes out sorted by target. A target's
+  // synapses are drawn first and then stored while the destinations (random rows across the
+  // whole array) are prefetched a few ahead: the stores then overlap instead of stalling.
   out.synapses.resize(total);
   std::vector<uint16_t> delay(total);
   uint64_t max_delay = 0;
+  struct Drawn { uint64_t source; int32_t weight; uint16_t delay; };
+  std::vector<Drawn> drawn;
   for (const auto& range : neurons.ranges) {
     for (uint64_t k = range.begin; k < range.end; ++k) {
       const uint64_t t = neurons.gid[k];
+      drawn.clear();
       for (uint32_t j : into[range.population]) {
         const auto& pr = cfg.projections[j];
         for_each_source(cfg, key, j, t, [&](uint64_t s, uint32_t index) {
@@ -115,10 +120,19 @@ void build_thread_synapses(const EngineConfig& cfg, const ThreadNeurons& neurons
           const uint64_t d = uint64_t(pr.delay_offset_steps) + uint64_t(std::floor(x / pr.delay_step_ms)) * uint64_t(pr.delay_step_steps);
           if (d > 0xFFFF) throw std::runtime_error("a delay exceeds 65535 steps: use a coarser resolution_ms");
           max_delay = std::max(max_delay, d);
-          const uint64_t pos = fill[s]++;
-          out.synapses[pos] = {uint32_t(k), int32_t(std::rint(w * scale))};
-          delay[pos] = uint16_t(d);
+          drawn.push_back({s, int32_t(std::rint(w * scale)), uint16_t(d)});
         });
+      }
+      constexpr size_t kAhead = 16;
+      for (size_t i = 0; i < drawn.size(); ++i) {
+        if (i + kAhead < drawn.size()) {
+          const uint64_t ahead = fill[drawn[i + kAhead].source];
+          __builtin_prefetch(&out.synapses[ahead], 1);
+          __builtin_prefetch(&delay[ahead], 1);
+        }
+        const uint64_t pos = fill[drawn[i].source]++;
+        out.synapses[pos] = {uint32_t(k), drawn[i].weight};
+        delay[pos] = drawn[i].delay;
       }
     }
   }
