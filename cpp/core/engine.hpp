@@ -62,7 +62,7 @@ struct ThreadState {
   std::vector<uint64_t> rec_gid;                     // spike recorder
   std::vector<int64_t> rec_step;
   std::vector<std::pair<uint64_t, uint64_t>> traced; // (local index, trace row)
-  std::vector<Propagators> propagators;              // per population range, for the cycle
+  std::vector<Propagators> propagators;              // per population range (constants)
   Counters counters;
 };
 
