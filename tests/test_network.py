@@ -36,7 +36,15 @@ def test_unknown_model_parameter_lists_known_ones():
 
 def test_delay_below_resolution_is_refused_before_build():
     net = rv.models.dpsnn(neurons=200, synapses_per_neuron=20, delay_min_ms=0.05)
-    with pytest.raises(rv.ConfigError, match="delay_offset_ms"):
+    with pytest.raises(rv.ConfigError, match="'delay_min_ms' = 0.05 ms is not a multiple"):
+        rv.Simulation(net, threads=1)
+
+
+def test_projection_without_a_model_names_its_own_field():
+    net = rv.Network()
+    net.add_population(rv.Population("A", 10, dict(LIF)))
+    net.connect(rv.Projection("A", "A", 0.5, 0.1, 0.0, delay_offset_ms=0.25, delay_scale_ms=1.0, delay_cut_ms=2.0))
+    with pytest.raises(rv.ConfigError, match="projection A->A: 'delay_offset_ms' = 0.25 ms"):
         rv.Simulation(net, threads=1)
 
 

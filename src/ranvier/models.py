@@ -92,7 +92,8 @@ def dpsnn(**overrides) -> Network:
 
     net = Network(name="dpsnn", parameters=p)
     for name, size, kind in (("F", n_f, "exc"), ("B", n_b, "exc"), ("I", n_i, "inh")):
-        net.add_population(Population(name, size, neuron(kind), initial=p["initial"], excitatory=kind == "exc"))
+        net.add_population(Population(name, size, neuron(kind), initial=p["initial"], excitatory=kind == "exc",
+                                      origin={"tau_arp_ms": f"tau_arp_{kind}_ms"}))
     prob = k / n   # the spec's p = K / N
     for src in ("F", "B", "I"):
         dmax = p["delay_max_inh_ms"] if src == "I" else p["delay_max_exc_ms"]
@@ -100,7 +101,8 @@ def dpsnn(**overrides) -> Network:
             j = p[f"J_{src}{tgt}"]
             net.connect(Projection(src, tgt, prob, j, p["weight_relative_sd"] * abs(j),
                                    delay_offset_ms=p["delay_min_ms"], delay_scale_ms=dmax / math.log(20.0),
-                                   delay_cut_ms=dmax, delay_step_ms=1.0))
+                                   delay_cut_ms=dmax, delay_step_ms=1.0,
+                                   origin={"delay_offset_ms": "delay_min_ms"}))
     for tgt, kind in (("F", "exc"), ("B", "exc"), ("I", "inh")):
         w = p[f"external_weight_{kind}_mV"]
         net.drive(PoissonDrive(tgt, p["external_synapses"], p[f"external_rate_{kind}_hz"], w,

@@ -44,6 +44,7 @@ class Population:
     initial: str = "reset"          # "reset": V = H, c = 0; "uniform": V ~ U[H, theta)
     excitatory: bool = True
     first_id: int = 0               # assigned by Network.add_population
+    origin: dict = field(default_factory=dict)   # parameter -> the model parameter that set it
 
     def validate(self) -> None:
         where = f"population '{self.name}'"
@@ -84,6 +85,7 @@ class Projection:
     delay_scale_ms: float
     delay_cut_ms: float
     delay_step_ms: float = 1.0
+    origin: dict = field(default_factory=dict)   # field -> the model parameter that set it, for errors
 
     def validate(self) -> None:
         where = f"projection {self.source}->{self.target}"
@@ -181,19 +183,21 @@ class Network:
         if not self.populations:
             raise ConfigError("the network has no populations")
 
-        def steps(where, name, value, minimum=0):
+        def steps(where, name, value, origin, minimum=0):
+            # Name the model parameter the user set, where a model says which one it was.
+            label = f"'{origin[name]}'" if name in origin else f"{where}: '{name}'"
             n = value / resolution_ms
             if abs(n - round(n)) > 1e-9 * max(1.0, abs(n)):
-                raise ConfigError(f"{where}: '{name}' = {value} ms is not a multiple of the resolution "
+                raise ConfigError(f"{label} = {value} ms is not a multiple of the resolution "
                                   f"{resolution_ms} ms; choose a multiple or a finer resolution_ms")
             if round(n) < minimum:
-                raise ConfigError(f"{where}: '{name}' = {value} ms is below the resolution {resolution_ms} ms; "
+                raise ConfigError(f"{label} = {value} ms is below the resolution {resolution_ms} ms; "
                                   f"delays must be at least one step")
             return round(n)
 
         for pr in self.projections:
             where = f"projection {pr.source}->{pr.target}"
-            steps(where, "delay_offset_ms", pr.delay_offset_ms, minimum=1)
-            steps(where, "delay_step_ms", pr.delay_step_ms, minimum=1)
+            steps(where, "delay_offset_ms", pr.delay_offset_ms, pr.origin, minimum=1)
+            steps(where, "delay_step_ms", pr.delay_step_ms, pr.origin, minimum=1)
         for p in self.populations:
-            steps(f"population '{p.name}'", "tau_arp_ms", p.params["tau_arp_ms"])
+            steps(f"population '{p.name}'", "tau_arp_ms", p.params["tau_arp_ms"], p.origin)
