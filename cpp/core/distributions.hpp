@@ -59,16 +59,12 @@ class PoissonTable {
       guide_[i] = k;
     }
   }
-  // Counts below kFast - 1 are the number of cdf()[0 .. kFast-2] at or below u (branch-free).
+  // Counts below kFast - 1 are also the number of cdf()[0 .. kFast-2] at or below u, which the
+  // drive computes branch-free for many neurons at once; sample() serves the rest.
   static constexpr int kFast = 8;
   const double* cdf() const { return cdf_.data(); }
 
   uint32_t sample(double u) const {
-    if (u < cdf_[kFast - 1]) {  // small counts, the common case at low rates: branch-free
-      uint32_t k = 0;
-      for (int j = 0; j < kFast - 1; ++j) k += u >= cdf_[j];
-      return k;
-    }
     uint32_t k = guide_[int(u * kGuide)];
     while (cdf_[k] <= u) ++k;
     return k;

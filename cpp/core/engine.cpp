@@ -38,12 +38,22 @@ inline bool lifca_step(const Propagators& p, double input, double& V, double& c,
   return spike;
 }
 
-// The vectorised passes of the drive. An event's word w gives its efficacy through the low 32
-// bits of w * L; lanes whose uniform falls in a tail of the normal are fixed by the caller, as
-// are counts of PoissonTable::kFast - 1 and more.
+// One external event from one 32-bit word w: w * L splits into the step offset within the cycle
+// (high 32 bits) and a uniform for the Gaussian efficacy (low 32 bits).
+inline uint64_t event_offset(uint32_t word, uint64_t L) { return (uint64_t(word) * L) >> 32; }
+inline double event_uniform(uint32_t word, uint64_t L) { return to_uniform(uint32_t(uint64_t(word) * L)); }
+inline bool in_normal_tail(double p) { return p < kNormalLow || p > 1.0 - kNormalLow; }
+inline int32_t to_fixed(double mean, double sd, double z, double scale) { return int32_t(std::rint((mean + sd * z) * scale)); }
+
+// The vectorised passes of the drive: efficacies from the central normal (lanes in a tail are
+// fixed by the caller, with fixed_tail) and counts below PoissonTable::kFast - 1.
 inline int32_t central_efficacy(uint32_t word, uint64_t L, double mean, double sd, double scale) {
-  const double z = inverse_normal_central(to_uniform(uint32_t(uint64_t(word) * L)));
-  return int32_t(std::rint((mean + sd * z) * scale));
+  return to_fixed(mean, sd, inverse_normal_central(event_uniform(word, L)), scale);
+}
+
+inline void fix_tail(uint32_t word, uint64_t L, double mean, double sd, double scale, int32_t& weight) {
+  const double p = event_uniform(word, L);
+  if (in_normal_tail(p)) weight = to_fixed(mean, sd, inverse_normal(p), scale);
 }
 
 void efficacies(const uint32_t* __restrict words, uint64_t m, uint64_t L, double mean, double sd, double scale,
@@ -247,7 +257,6 @@ void Engine::drive(ThreadState& ts, int64_t cycle) {
         if (words.size() < 4 * m) { words.resize(4 * m); count.resize(m); weight.resize(m); }
         philox4x32_10_lanes(ts.neurons.gid_lo.data() + begin, ts.neurons.gid_hi.data() + begin, m,
                             Purpose::external, di, uint32_t(cycle), 0, key, words.data(), m);
-        auto quantise = [&](double z) { return int32_t(std::rint((mean + sd * z) * scale)); };
         counts_and_weights(words.data(), words.data() + m, m, cdf, L, mean, sd, scale, count.data(), weight.data());
         // Fix the rare lanes, add first events, and list further events as (neuron, word):
         // words 2 and 3 of block 0 are written unconditionally and kept if the count needs them.
@@ -256,13 +265,11 @@ void Engine::drive(ThreadState& ts, int64_t cycle) {
         if (ev_neuron.size() < 2 * m + 2) { ev_neuron.resize(2 * m + 2); ev_word.resize(2 * m + 2); }
         size_t more = 0;
         for (uint64_t i = 0; i < m; ++i) {
-          const uint64_t split = uint64_t(words[m + i]) * L;
-          const double p = to_uniform(uint32_t(split));
           if (count[i] == PoissonTable::kFast - 1) count[i] = table.sample(to_uniform(words[i]));
-          if (p < kNormalLow || p > 1.0 - kNormalLow) weight[i] = quantise(inverse_normal(p));
+          fix_tail(words[m + i], L, mean, sd, scale, weight[i]);
           const uint32_t c = count[i];
           events += c;
-          in[(split >> 32) * stride + i] += c ? weight[i] : 0;
+          in[event_offset(words[m + i], L) * stride + i] += c ? weight[i] : 0;
           if (ev_neuron.size() < more + c + 2) { ev_neuron.resize(2 * (more + c + 2)); ev_word.resize(ev_neuron.size()); }
           ev_neuron[more] = uint32_t(i);
           ev_word[more] = words[2 * m + i];
@@ -282,10 +289,8 @@ void Engine::drive(ThreadState& ts, int64_t cycle) {
         if (ev_weight.size() < more) ev_weight.resize(ev_neuron.size());
         efficacies(ev_word.data(), more, L, mean, sd, scale, ev_weight.data());
         for (size_t e = 0; e < more; ++e) {
-          const uint64_t split = uint64_t(ev_word[e]) * L;
-          const double p = to_uniform(uint32_t(split));
-          if (p < kNormalLow || p > 1.0 - kNormalLow) ev_weight[e] = quantise(inverse_normal(p));
-          in[(split >> 32) * stride + ev_neuron[e]] += ev_weight[e];
+          fix_tail(ev_word[e], L, mean, sd, scale, ev_weight[e]);
+          in[event_offset(ev_word[e], L) * stride + ev_neuron[e]] += ev_weight[e];
         }
       }
     }
