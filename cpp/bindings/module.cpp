@@ -6,6 +6,7 @@
 #include <nanobind/stl/vector.h>
 #include <omp.h>
 
+#include "comm/primitive_bench.hpp"
 #include "core/distributions.hpp"
 #include "core/engine.hpp"
 #include "core/philox.hpp"
@@ -32,7 +33,8 @@ nb::ndarray<nb::numpy, T, nb::ndim<2>> to_numpy_2d(std::vector<T>&& v, size_t ro
 
 const char* kCounterNames[] = {"spikes_emitted", "spikes_sent", "spikes_received", "spikes_delivered",
                                "synaptic_events_recurrent", "synaptic_events_external", "events_scheduled",
-                               "events_expected", "events_pending", "bytes_sent", "messages_sent"};
+                               "events_expected", "events_pending", "bytes_sent", "messages_sent",
+                               "overflow_rounds", "exchange_resizes"};
 
 }  // namespace
 
@@ -48,6 +50,12 @@ NB_MODULE(_engine, m) {
   m.attr("COUNTERS") = counters;
   m.attr("PLACEMENTS") = placements;
   m.attr("EXCHANGES") = exchange_names();
+  m.attr("MPI_PRIMITIVES") = primitive_names();
+  m.def("mpi_bench", [](bool use_mpi, int64_t comm_handle, const std::string& primitive, size_t words, int repeats) {
+    auto comm = make_communicator(use_mpi, comm_handle);
+    nb::gil_scoped_release release;
+    return time_primitive(*comm, primitive, words, repeats);
+  }, "use_mpi"_a, "comm_handle"_a, "primitive"_a, "words"_a, "repeats"_a);
 
   m.def("philox4x32_10", [](std::vector<uint32_t> ctr, std::vector<uint32_t> key) {
     if (ctr.size() != 4 || key.size() != 2) throw nb::value_error("counter needs 4 words and key 2");
@@ -82,7 +90,9 @@ NB_MODULE(_engine, m) {
       .def_rw("theta_mV", &PopulationSpec::theta_mV).def_rw("reset_mV", &PopulationSpec::reset_mV)
       .def_rw("refractory_steps", &PopulationSpec::refractory_steps).def_rw("alpha_c", &PopulationSpec::alpha_c)
       .def_rw("tau_c_ms", &PopulationSpec::tau_c_ms).def_rw("g_c", &PopulationSpec::g_c)
-      .def_rw("dc", &PopulationSpec::dc).def_rw("initial_uniform", &PopulationSpec::initial_uniform);
+      .def_rw("dc", &PopulationSpec::dc).def_rw("initial_uniform", &PopulationSpec::initial_uniform)
+      .def_rw("artificial", &PopulationSpec::artificial).def_rw("isi_min_steps", &PopulationSpec::isi_min_steps)
+      .def_rw("isi_max_steps", &PopulationSpec::isi_max_steps);
   nb::class_<ProjectionSpec>(m, "ProjectionSpec")
       .def(nb::init<>())
       .def_rw("source", &ProjectionSpec::source).def_rw("target", &ProjectionSpec::target)
@@ -106,7 +116,8 @@ NB_MODULE(_engine, m) {
       .def_rw("seed", &EngineConfig::seed).def_rw("barrier", &EngineConfig::barrier)
       .def_rw("record_spikes", &EngineConfig::record_spikes).def_rw("record_state", &EngineConfig::record_state)
       .def_rw("fraction_bits", &EngineConfig::fraction_bits).def_rw("use_mpi", &EngineConfig::use_mpi)
-      .def_rw("comm_handle", &EngineConfig::comm_handle);
+      .def_rw("comm_handle", &EngineConfig::comm_handle).def_rw("overlap", &EngineConfig::overlap)
+      .def_rw("drive_steps", &EngineConfig::drive_steps);
 
   nb::class_<Engine>(m, "Engine")
       .def(nb::init<EngineConfig>(), "config"_a)
@@ -144,6 +155,8 @@ NB_MODULE(_engine, m) {
         d["events_pending"] = e.events_pending();
         d["bytes_sent"] = c.exchange.bytes_sent;
         d["messages_sent"] = c.exchange.messages_sent;
+        d["overflow_rounds"] = c.exchange.overflow_rounds;
+        d["exchange_resizes"] = c.exchange.exchange_resizes;
         return d;
       })
       .def("connections", [](const Engine& e) {

@@ -10,6 +10,28 @@
 
 namespace ranvier {
 
+// A pending non-blocking operation: an index into its communicator's table. Released by test()
+// when it reports completion, or by wait(). Buffers it uses must stay valid until then.
+using Request = int;
+
+// A window of 64-bit words exposed for one-sided access by every rank of its communicator.
+// fetch_add's result and put's source are valid only once the access epoch is closed (fence or
+// complete). The local words may be read and written between epochs only.
+class Window {
+ public:
+  virtual ~Window() = default;
+  virtual uint64_t* data() = 0;
+  virtual size_t words() const = 0;
+  virtual void fence() = 0;
+  // Post-start-complete-wait: expose to `origins`, access `targets` (ranks of the communicator).
+  virtual void post(const std::vector<int>& origins) = 0;
+  virtual void start(const std::vector<int>& targets) = 0;
+  virtual void complete() = 0;
+  virtual void wait() = 0;
+  virtual void fetch_add(int rank, size_t offset, uint64_t value, uint64_t* result) = 0;
+  virtual void put(const uint64_t* data, size_t count, int rank, size_t offset) = 0;
+};
+
 class Communicator {
  public:
   virtual ~Communicator() = default;
@@ -27,6 +49,46 @@ class Communicator {
                          const std::vector<size_t>& send_displs, uint64_t* recv,
                          const std::vector<size_t>& recv_counts, const std::vector<size_t>& recv_displs) = 0;
   virtual void allreduce_sum(uint64_t* data, size_t count) = 0;
+  virtual void allreduce_max(uint64_t* data, size_t count) = 0;
+  virtual void bcast(uint64_t* data, size_t count, int root) = 0;
+
+  // Non-blocking forms. Fixed-size collectives: `count` words from (or to) every rank.
+  virtual Request iallgather(const uint64_t* send, size_t count, uint64_t* recv) = 0;
+  virtual Request ialltoall(const uint64_t* send, size_t count, uint64_t* recv) = 0;
+  virtual Request iallgatherv(const uint64_t* send, size_t count, uint64_t* recv, const std::vector<size_t>& counts,
+                              const std::vector<size_t>& displs) = 0;
+  virtual Request ialltoallv(const uint64_t* send, const std::vector<size_t>& send_counts,
+                             const std::vector<size_t>& send_displs, uint64_t* recv,
+                             const std::vector<size_t>& recv_counts, const std::vector<size_t>& recv_displs) = 0;
+  virtual Request ibarrier() = 0;
+  // Point to point. synchronous: completes only once the receiver has started to receive.
+  virtual Request isend(const uint64_t* data, size_t count, int dest, int tag, bool synchronous) = 0;
+  virtual Request irecv(uint64_t* data, size_t count, int source, int tag) = 0;
+  // A message with this tag from any rank, if one has arrived: its source and length in words.
+  virtual bool iprobe(int tag, int& source, size_t& count) = 0;
+  virtual void recv(uint64_t* data, size_t count, int source, int tag) = 0;
+  virtual bool test(Request r) = 0;
+  virtual void wait(Request r) = 0;
+  void wait_all(std::vector<Request>& requests) {
+    for (Request r : requests) wait(r);
+    requests.clear();
+  }
+
+  // Topologies. graph(): a communicator whose neighbourhood collectives reach exactly these
+  // ranks (ranks of this communicator); the result keeps this rank numbering.
+  virtual std::unique_ptr<Communicator> graph(const std::vector<int>& sources, const std::vector<int>& destinations) = 0;
+  // On a graph communicator: one word to every destination, one from every source (in order).
+  virtual void neighbor_alltoall_word(const uint64_t* send, uint64_t* recv) = 0;
+  virtual Request ineighbor_alltoallv(const uint64_t* send, const std::vector<size_t>& send_counts,
+                                      const std::vector<size_t>& send_displs, uint64_t* recv,
+                                      const std::vector<size_t>& recv_counts,
+                                      const std::vector<size_t>& recv_displs) = 0;
+  // The ranks of this node (shared memory), or consecutive groups of ranks_per_node ranks when
+  // it is positive (to emulate several nodes on one).
+  virtual std::unique_ptr<Communicator> split_node(int ranks_per_node) = 0;
+  virtual std::unique_ptr<Communicator> split(int color, int key) = 0;
+  // Collective: every rank exposes `words` words, zeroed.
+  virtual std::unique_ptr<Window> window(size_t words) = 0;
 };
 
 std::unique_ptr<Communicator> make_local_communicator();

@@ -1,6 +1,7 @@
 // The only file that includes mpi.h.
 #include <mpi.h>
 
+#include <algorithm>
 #include <climits>
 #include <stdexcept>
 
@@ -13,30 +14,80 @@ void check(int err, const char* what) {
   if (err != MPI_SUCCESS) throw std::runtime_error(std::string("MPI error in ") + what);
 }
 
+int to_int(size_t v) {
+  if (v > size_t(INT_MAX)) throw std::runtime_error("MPI message above 2^31 words");
+  return int(v);
+}
+
 std::vector<int> to_int(const std::vector<size_t>& v) {
   std::vector<int> out(v.size());
-  for (size_t i = 0; i < v.size(); ++i) {
-    if (v[i] > size_t(INT_MAX)) throw std::runtime_error("MPI message above 2^31 words");
-    out[i] = int(v[i]);
-  }
+  for (size_t i = 0; i < v.size(); ++i) out[i] = to_int(v[i]);
   return out;
 }
 
+class MpiWindow final : public Window {
+ public:
+  MpiWindow(MPI_Comm comm, size_t words) : words_(words) {
+    check(MPI_Comm_group(comm, &group_), "MPI_Comm_group");
+    check(MPI_Win_allocate(MPI_Aint(std::max<size_t>(words, 1) * 8), 8, MPI_INFO_NULL, comm, &base_, &win_),
+          "MPI_Win_allocate");
+    std::fill(base_, base_ + words, 0);
+    check(MPI_Win_fence(0, win_), "MPI_Win_fence");  // zeroes visible before any access
+  }
+  ~MpiWindow() override {
+    int finalized = 0;
+    MPI_Finalized(&finalized);
+    if (finalized) return;
+    MPI_Win_free(&win_);
+    MPI_Group_free(&group_);
+  }
+  uint64_t* data() override { return base_; }
+  size_t words() const override { return words_; }
+  void fence() override { check(MPI_Win_fence(0, win_), "MPI_Win_fence"); }
+  void post(const std::vector<int>& origins) override {
+    MPI_Group g = subgroup(origins);
+    check(MPI_Win_post(g, 0, win_), "MPI_Win_post");
+    MPI_Group_free(&g);
+  }
+  void start(const std::vector<int>& targets) override {
+    MPI_Group g = subgroup(targets);
+    check(MPI_Win_start(g, 0, win_), "MPI_Win_start");
+    MPI_Group_free(&g);
+  }
+  void complete() override { check(MPI_Win_complete(win_), "MPI_Win_complete"); }
+  void wait() override { check(MPI_Win_wait(win_), "MPI_Win_wait"); }
+  void fetch_add(int rank, size_t offset, uint64_t value, uint64_t* result) override {
+    check(MPI_Fetch_and_op(&value, result, MPI_UINT64_T, rank, MPI_Aint(offset), MPI_SUM, win_), "MPI_Fetch_and_op");
+  }
+  void put(const uint64_t* data, size_t count, int rank, size_t offset) override {
+    check(MPI_Put(data, to_int(count), MPI_UINT64_T, rank, MPI_Aint(offset), to_int(count), MPI_UINT64_T, win_),
+          "MPI_Put");
+  }
+
+ private:
+  MPI_Group subgroup(const std::vector<int>& ranks) {
+    MPI_Group g;
+    check(MPI_Group_incl(group_, int(ranks.size()), ranks.data(), &g), "MPI_Group_incl");
+    return g;
+  }
+  size_t words_;
+  uint64_t* base_ = nullptr;
+  MPI_Win win_ = MPI_WIN_NULL;
+  MPI_Group group_ = MPI_GROUP_NULL;
+};
+
 class MpiCommunicator final : public Communicator {
  public:
-  explicit MpiCommunicator(MPI_Comm parent) {
-    int provided = 0;
-    MPI_Query_thread(&provided);
-    if (provided < MPI_THREAD_FUNNELED)
-      throw std::runtime_error("MPI must be initialised with at least MPI_THREAD_FUNNELED");
-    check(MPI_Comm_dup(parent, &comm_), "MPI_Comm_dup");
+  // Takes ownership of `comm` (a duplicate or a derived communicator).
+  explicit MpiCommunicator(MPI_Comm comm) : comm_(comm) {
     MPI_Comm_rank(comm_, &rank_);
     MPI_Comm_size(comm_, &size_);
   }
   ~MpiCommunicator() override {
     int finalized = 0;
     MPI_Finalized(&finalized);
-    if (!finalized) MPI_Comm_free(&comm_);
+    if (finalized) return;
+    MPI_Comm_free(&comm_);
   }
   int rank() const override { return rank_; }
   int size() const override { return size_; }
@@ -48,7 +99,7 @@ class MpiCommunicator final : public Communicator {
   void allgatherv(const uint64_t* send, size_t count, uint64_t* recv, const std::vector<size_t>& counts,
                   const std::vector<size_t>& displs) override {
     const auto c = to_int(counts), d = to_int(displs);
-    check(MPI_Allgatherv(send, int(count), MPI_UINT64_T, recv, c.data(), d.data(), MPI_UINT64_T, comm_),
+    check(MPI_Allgatherv(send, to_int(count), MPI_UINT64_T, recv, c.data(), d.data(), MPI_UINT64_T, comm_),
           "MPI_Allgatherv");
   }
   void alltoall_word(const uint64_t* send, uint64_t* recv) override {
@@ -62,12 +113,155 @@ class MpiCommunicator final : public Communicator {
           "MPI_Alltoallv");
   }
   void allreduce_sum(uint64_t* data, size_t count) override {
-    check(MPI_Allreduce(MPI_IN_PLACE, data, int(count), MPI_UINT64_T, MPI_SUM, comm_), "MPI_Allreduce");
+    check(MPI_Allreduce(MPI_IN_PLACE, data, to_int(count), MPI_UINT64_T, MPI_SUM, comm_), "MPI_Allreduce");
+  }
+  void allreduce_max(uint64_t* data, size_t count) override {
+    check(MPI_Allreduce(MPI_IN_PLACE, data, to_int(count), MPI_UINT64_T, MPI_MAX, comm_), "MPI_Allreduce");
+  }
+  void bcast(uint64_t* data, size_t count, int root) override {
+    check(MPI_Bcast(data, to_int(count), MPI_UINT64_T, root, comm_), "MPI_Bcast");
   }
 
+  Request iallgather(const uint64_t* send, size_t count, uint64_t* recv) override {
+    const Request r = open();
+    check(MPI_Iallgather(send, to_int(count), MPI_UINT64_T, recv, to_int(count), MPI_UINT64_T, comm_, &requests_[r]),
+          "MPI_Iallgather");
+    return r;
+  }
+  Request ialltoall(const uint64_t* send, size_t count, uint64_t* recv) override {
+    const Request r = open();
+    check(MPI_Ialltoall(send, to_int(count), MPI_UINT64_T, recv, to_int(count), MPI_UINT64_T, comm_, &requests_[r]),
+          "MPI_Ialltoall");
+    return r;
+  }
+  Request iallgatherv(const uint64_t* send, size_t count, uint64_t* recv, const std::vector<size_t>& counts,
+                      const std::vector<size_t>& displs) override {
+    const Request r = open();
+    const Counts& k = keep(r, counts, displs, {}, {});
+    check(MPI_Iallgatherv(send, to_int(count), MPI_UINT64_T, recv, k.a.data(), k.b.data(), MPI_UINT64_T, comm_,
+                          &requests_[r]),
+          "MPI_Iallgatherv");
+    return r;
+  }
+  Request ialltoallv(const uint64_t* send, const std::vector<size_t>& send_counts,
+                     const std::vector<size_t>& send_displs, uint64_t* recv, const std::vector<size_t>& recv_counts,
+                     const std::vector<size_t>& recv_displs) override {
+    const Request r = open();
+    const Counts& k = keep(r, send_counts, send_displs, recv_counts, recv_displs);
+    check(MPI_Ialltoallv(send, k.a.data(), k.b.data(), MPI_UINT64_T, recv, k.c.data(), k.d.data(), MPI_UINT64_T,
+                         comm_, &requests_[r]),
+          "MPI_Ialltoallv");
+    return r;
+  }
+  Request ibarrier() override {
+    const Request r = open();
+    check(MPI_Ibarrier(comm_, &requests_[r]), "MPI_Ibarrier");
+    return r;
+  }
+  Request isend(const uint64_t* data, size_t count, int dest, int tag, bool synchronous) override {
+    const Request r = open();
+    if (synchronous)
+      check(MPI_Issend(data, to_int(count), MPI_UINT64_T, dest, tag, comm_, &requests_[r]), "MPI_Issend");
+    else
+      check(MPI_Isend(data, to_int(count), MPI_UINT64_T, dest, tag, comm_, &requests_[r]), "MPI_Isend");
+    return r;
+  }
+  Request irecv(uint64_t* data, size_t count, int source, int tag) override {
+    const Request r = open();
+    check(MPI_Irecv(data, to_int(count), MPI_UINT64_T, source, tag, comm_, &requests_[r]), "MPI_Irecv");
+    return r;
+  }
+  bool iprobe(int tag, int& source, size_t& count) override {
+    int flag = 0;
+    MPI_Status st;
+    check(MPI_Iprobe(MPI_ANY_SOURCE, tag, comm_, &flag, &st), "MPI_Iprobe");
+    if (!flag) return false;
+    int n = 0;
+    MPI_Get_count(&st, MPI_UINT64_T, &n);
+    source = st.MPI_SOURCE;
+    count = size_t(n);
+    return true;
+  }
+  void recv(uint64_t* data, size_t count, int source, int tag) override {
+    check(MPI_Recv(data, to_int(count), MPI_UINT64_T, source, tag, comm_, MPI_STATUS_IGNORE), "MPI_Recv");
+  }
+  bool test(Request r) override {
+    int flag = 0;
+    check(MPI_Test(&requests_.at(r), &flag, MPI_STATUS_IGNORE), "MPI_Test");
+    if (flag) release(r);
+    return flag;
+  }
+  void wait(Request r) override {
+    check(MPI_Wait(&requests_.at(r), MPI_STATUS_IGNORE), "MPI_Wait");
+    release(r);
+  }
+
+  std::unique_ptr<Communicator> graph(const std::vector<int>& sources, const std::vector<int>& destinations) override {
+    MPI_Comm g;
+    const int none = 0;  // a valid pointer for an empty list
+    check(MPI_Dist_graph_create_adjacent(comm_, int(sources.size()), sources.empty() ? &none : sources.data(),
+                                         MPI_UNWEIGHTED, int(destinations.size()),
+                                         destinations.empty() ? &none : destinations.data(), MPI_UNWEIGHTED,
+                                         MPI_INFO_NULL, 0, &g),
+          "MPI_Dist_graph_create_adjacent");
+    return std::make_unique<MpiCommunicator>(g);
+  }
+  void neighbor_alltoall_word(const uint64_t* send, uint64_t* recv) override {
+    check(MPI_Neighbor_alltoall(send, 1, MPI_UINT64_T, recv, 1, MPI_UINT64_T, comm_), "MPI_Neighbor_alltoall");
+  }
+  Request ineighbor_alltoallv(const uint64_t* send, const std::vector<size_t>& send_counts,
+                              const std::vector<size_t>& send_displs, uint64_t* recv,
+                              const std::vector<size_t>& recv_counts, const std::vector<size_t>& recv_displs) override {
+    const Request r = open();
+    const Counts& k = keep(r, send_counts, send_displs, recv_counts, recv_displs);
+    check(MPI_Ineighbor_alltoallv(send, k.a.data(), k.b.data(), MPI_UINT64_T, recv, k.c.data(), k.d.data(),
+                                  MPI_UINT64_T, comm_, &requests_[r]),
+          "MPI_Ineighbor_alltoallv");
+    return r;
+  }
+  std::unique_ptr<Communicator> split_node(int ranks_per_node) override {
+    MPI_Comm node;
+    if (ranks_per_node > 0)
+      check(MPI_Comm_split(comm_, rank_ / ranks_per_node, rank_, &node), "MPI_Comm_split");
+    else
+      check(MPI_Comm_split_type(comm_, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &node), "MPI_Comm_split_type");
+    return std::make_unique<MpiCommunicator>(node);
+  }
+  std::unique_ptr<Communicator> split(int color, int key) override {
+    MPI_Comm sub;
+    check(MPI_Comm_split(comm_, color < 0 ? MPI_UNDEFINED : color, key, &sub), "MPI_Comm_split");
+    if (sub == MPI_COMM_NULL) return nullptr;
+    return std::make_unique<MpiCommunicator>(sub);
+  }
+  std::unique_ptr<Window> window(size_t words) override { return std::make_unique<MpiWindow>(comm_, words); }
+
  private:
+  // Count arrays of a pending v-collective: MPI reads them until the operation completes.
+  struct Counts { std::vector<int> a, b, c, d; };
+  // A free entry of the request table.
+  Request open() {
+    for (size_t i = 0; i < requests_.size(); ++i)
+      if (!in_use_[i]) { in_use_[i] = 1; return Request(i); }
+    requests_.push_back(MPI_REQUEST_NULL);
+    in_use_.push_back(1);
+    counts_.emplace_back();
+    return Request(requests_.size() - 1);
+  }
+  Counts& keep(Request r, const std::vector<size_t>& a, const std::vector<size_t>& b, const std::vector<size_t>& c,
+               const std::vector<size_t>& d) {
+    Counts& k = counts_[r];
+    k.a = to_int(a); k.b = to_int(b); k.c = to_int(c); k.d = to_int(d);
+    return k;
+  }
+  void release(Request r) {
+    requests_[r] = MPI_REQUEST_NULL;
+    in_use_[r] = 0;
+  }
   MPI_Comm comm_ = MPI_COMM_NULL;
   int rank_ = 0, size_ = 1;
+  std::vector<MPI_Request> requests_;
+  std::vector<uint8_t> in_use_;
+  std::vector<Counts> counts_;
 };
 
 }  // namespace
@@ -77,7 +271,13 @@ std::unique_ptr<Communicator> make_communicator(bool use_mpi, int64_t fortran_ha
   int initialized = 0;
   MPI_Initialized(&initialized);
   if (!initialized) throw std::runtime_error("MPI is not initialised (import mpi4py.MPI first)");
-  return std::make_unique<MpiCommunicator>(MPI_Comm_f2c(MPI_Fint(fortran_handle)));
+  int provided = 0;
+  MPI_Query_thread(&provided);
+  if (provided < MPI_THREAD_FUNNELED)
+    throw std::runtime_error("MPI must be initialised with at least MPI_THREAD_FUNNELED");
+  MPI_Comm dup;
+  check(MPI_Comm_dup(MPI_Comm_f2c(MPI_Fint(fortran_handle)), &dup), "MPI_Comm_dup");
+  return std::make_unique<MpiCommunicator>(dup);
 }
 
 bool have_mpi() { return true; }

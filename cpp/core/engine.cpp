@@ -86,9 +86,17 @@ Engine::Engine(EngineConfig cfg)
   if (cfg_.threads < 1) throw std::invalid_argument("threads must be at least 1");
   if (cfg_.steps_per_cycle < 1 || cfg_.steps_per_cycle > 0xFFFF)
     throw std::invalid_argument("steps_per_cycle must lie in [1, 65535]");
+  if (cfg_.drive_steps == 0) cfg_.drive_steps = cfg_.steps_per_cycle;
+  if (cfg_.drive_steps < 1 || cfg_.drive_steps % cfg_.steps_per_cycle)
+    throw std::invalid_argument("drive_steps must be a positive multiple of steps_per_cycle");
+  const int64_t reach = cfg_.overlap ? 2 * cfg_.steps_per_cycle : cfg_.steps_per_cycle;
   for (const auto& pr : cfg_.projections)
-    if (pr.delay_offset_steps < cfg_.steps_per_cycle)
-      throw std::invalid_argument("a projection's minimum delay is shorter than the communication interval");
+    if (pr.delay_offset_steps < reach)
+      throw std::invalid_argument(cfg_.overlap ? "with overlap, the communication interval must be at most half the minimum delay"
+                                               : "a projection's minimum delay is shorter than the communication interval");
+  for (const auto& p : cfg_.populations)
+    if (p.artificial && (p.isi_min_steps < 1 || p.isi_max_steps < p.isi_min_steps))
+      throw std::invalid_argument("artificial cells need 1 <= isi_min_steps <= isi_max_steps");
   std::vector<int> drives(cfg_.populations.size(), 0);
   for (const auto& d : cfg_.drives)
     if (d.target >= drives.size() || ++drives[d.target] > 1)
@@ -113,7 +121,7 @@ void Engine::build() {
       // Rows padded by one cache line and never a multiple of 4 KiB apart: rows of the input
       // buffer otherwise map to the same cache sets and evict each other.
       ts.input_stride = (ts.neurons.size() + 15) / 16 * 16 + 16;
-      ts.input.assign(size_t(L) * ts.input_stride, 0);
+      ts.input.assign(size_t(cfg_.drive_steps) * ts.input_stride, 0);
       ts.fired.assign(ts.neurons.size() + 8, 0);
       for (const auto& range : ts.neurons.ranges)
         ts.propagators.emplace_back(cfg_.populations[range.population], cfg_.resolution_ms);
@@ -137,7 +145,7 @@ void Engine::build() {
   // External events per neuron and cycle: one table per population (one drive each).
   poisson_.assign(cfg_.populations.size(), PoissonTable());
   for (const auto& d : cfg_.drives)
-    poisson_[d.target] = PoissonTable(double(d.n_synapses) * d.rate_hz * 1e-3 * cfg_.resolution_ms * L);
+    poisson_[d.target] = PoissonTable(double(d.n_synapses) * d.rate_hz * 1e-3 * cfg_.resolution_ms * cfg_.drive_steps);
 
   // State recorder: which thread holds each traced neuron.
   traced_ids_.clear();
@@ -149,7 +157,7 @@ void Engine::build() {
   }
 
   build_target_table();
-  exchange_->configure(*comm_, placement_, targets_);
+  exchange_->configure(*comm_, placement_, targets_, uint32_t(L));
 }
 
 void Engine::build_target_table() {
@@ -204,7 +212,7 @@ void Engine::deliver(ThreadState& ts, int64_t cycle) {
   uint64_t events = 0;
   for (int64_t o = 0; o < L; ++o) {
     auto& due = ts.queue[(cycle % queue_cycles_) * L + o];
-    int32_t* row = ts.input.data() + o * ts.input_stride;
+    int32_t* row = ts.input.data() + input_row(cycle, o) * ts.input_stride;
     const size_t entries = due.size();
     for (size_t e = 0; e < entries; ++e) {
       if (e + kAhead < entries) {
@@ -223,15 +231,19 @@ void Engine::deliver(ThreadState& ts, int64_t cycle) {
   ts.counters.synaptic_events_recurrent += events;
 }
 
-// External Poisson drive for the cycle, drawn on the fly and keyed by (neuron, cycle): block 0
-// of a neuron's cycle gives its event count (word 0) and its first three events (words 1-3);
+// External Poisson drive, drawn on the fly per window of drive_steps steps (the minimum delay:
+// a cycle, or two with overlap) and keyed by (neuron, window): block 0 of a neuron's window
+// gives its event count (word 0) and its first three events (words 1-3);
 // event j >= 3 uses word (j-3) % 4 of block 1 + (j-3) / 4. One 32-bit word w makes one event:
-// w * L splits into the step (high 32 bits, uniform over the cycle) and a uniform for the
+// w * L splits into the step (high 32 bits, uniform over the window) and a uniform for the
 // efficacy (low 32 bits). Counts vary at random, so the work is laid out in passes without
 // per-neuron branches: block 0 for all neurons (AVX2), counts and first events (vectorised, rare
 // cases fixed after), then the further events from a flat list.
 void Engine::drive(ThreadState& ts, int64_t cycle) {
-  const uint64_t L = uint64_t(cfg_.steps_per_cycle);
+  // Drawn at the window's first cycle for all its steps, into the rows of those steps.
+  if ((cycle * cfg_.steps_per_cycle) % cfg_.drive_steps) return;
+  const uint64_t L = uint64_t(cfg_.drive_steps);
+  const uint32_t window = uint32_t(cycle * cfg_.steps_per_cycle / cfg_.drive_steps);
   const uint64_t stride = ts.input_stride;
   const double scale = std::ldexp(1.0, cfg_.fraction_bits);
   const Key key = key_from_seed(cfg_.seed);
@@ -256,7 +268,7 @@ void Engine::drive(ThreadState& ts, int64_t cycle) {
         auto& weight = ts.drive_weight;
         if (words.size() < 4 * m) { words.resize(4 * m); count.resize(m); weight.resize(m); }
         philox4x32_10_lanes(ts.neurons.gid_lo.data() + begin, ts.neurons.gid_hi.data() + begin, m,
-                            Purpose::external, di, uint32_t(cycle), 0, key, words.data(), m);
+                            Purpose::external, di, window, 0, key, words.data(), m);
         counts_and_weights(words.data(), words.data() + m, m, cdf, L, mean, sd, scale, count.data(), weight.data());
         // Fix the rare lanes, add first events, and list further events as (neuron, word):
         // words 2 and 3 of block 0 are written unconditionally and kept if the count needs them.
@@ -278,7 +290,7 @@ void Engine::drive(ThreadState& ts, int64_t cycle) {
           const uint32_t further = c > 3 ? 2 : (c ? c - 1 : 0);
           more += further;
           for (uint32_t j = 3; j < c; ++j) {  // counts of 4 and more: rare, further blocks
-            const Counter b = philox4x32_10(make_counter(gid[i], Purpose::external, di, uint32_t(cycle), 1 + (j - 3) / 4), key);
+            const Counter b = philox4x32_10(make_counter(gid[i], Purpose::external, di, window, 1 + (j - 3) / 4), key);
             ev_neuron[more] = uint32_t(i);
             ev_word[more] = b[(j - 3) % 4];
             ++more;
@@ -298,6 +310,21 @@ void Engine::drive(ThreadState& ts, int64_t cycle) {
   ts.counters.synaptic_events_external += events;
 }
 
+// Artificial cells fire on their own schedule, ignoring input: the next interval is drawn when
+// a cell fires, keyed by (cell, spike number), so it does not depend on where the cell lives.
+void Engine::fire_artificial(ThreadState& ts, const PopulationRange& range, const PopulationSpec& pop, int64_t step) {
+  const Key key = key_from_seed(cfg_.seed);
+  const uint64_t span = uint64_t(pop.isi_max_steps - pop.isi_min_steps + 1);
+  auto& next = ts.neurons.next_spike;
+  for (uint64_t k = range.begin; k < range.end; ++k) {
+    ts.fired[k] = next[k] == step;
+    if (!ts.fired[k]) continue;
+    const uint32_t count = ++ts.neurons.spikes_fired[k];
+    const Counter r = philox4x32_10(make_counter(ts.neurons.gid[k], Purpose::firing, 0, count, 0), key);
+    next[k] = step + pop.isi_min_steps + int64_t((uint64_t(r[0]) * span) >> 32);
+  }
+}
+
 // Update: exact integration of every neuron over the cycle's steps, step by step; the loop over
 // a population's neurons is vectorised (measured faster here than keeping a block of neurons in
 // registers across the steps). Spikes are collected from a byte mask after each step.
@@ -313,9 +340,14 @@ void Engine::update(ThreadState& ts, int64_t cycle) {
   const std::vector<Propagators>& props = ts.propagators;
   const size_t traced = traced_ids_.size();
   for (int64_t o = 0; o < L; ++o) {
-    int32_t* in = ts.input.data() + o * stride;
+    int32_t* in = ts.input.data() + input_row(cycle, o) * stride;
     for (size_t ri = 0; ri < ts.neurons.ranges.size(); ++ri) {
       const auto& range = ts.neurons.ranges[ri];
+      const PopulationSpec& pop = cfg_.populations[range.population];
+      if (pop.artificial) {
+        fire_artificial(ts, range, pop, cycle * L + o);
+        continue;
+      }
       const Propagators& p = props[ri];
 #pragma omp simd
       for (uint64_t k = range.begin; k < range.end; ++k) fired[k] = lifca_step(p, double(in[k]) * scale, V[k], C[k], R[k]);
@@ -376,6 +408,15 @@ void Engine::run_cycles(int64_t cycles) {
   // thread files the received spikes' segments under their arrival cycle and step). Barriers
   // make every phase time the slowest thread's, and make `received_` complete before any thread
   // schedules from it; it is not written again until the next cycle's exchange.
+  //
+  // Overlapped schedule (cfg_.overlap): the exchange of cycle c starts after its collocate and
+  // finishes after the update of cycle c + 1, so it moves while c + 1 is computed. Correct
+  // because (1) a cycle is at most half the minimum delay, so a spike of cycle c arrives in
+  // cycle c + 2 or later, and its segments are queued at the end of c + 1, before c + 2
+  // delivers; (2) two send buffers alternate, so collocating c + 1 never touches the records of
+  // c still in flight; (3) at most one exchange is in flight: c finishes before c + 1 starts.
+  // The exchange still in flight at the end of a call is finished there, so every call leaves
+  // all spikes queued and the counters whole.
 #pragma omp parallel num_threads(T)
   {
     ThreadState& ts = threads_[omp_get_thread_num()];
@@ -384,6 +425,8 @@ void Engine::run_cycles(int64_t cycles) {
 #pragma omp master
       t0 = omp_get_wtime();
       deliver(ts, cycle);
+#pragma omp master
+      if (in_flight_cycle_ >= 0) exchange_->progress();
 #pragma omp barrier
 #pragma omp master
       t1 = omp_get_wtime();
@@ -393,34 +436,60 @@ void Engine::run_cycles(int64_t cycles) {
 #pragma omp master
       {
         t2 = omp_get_wtime();
-        collocate();
+        collocate(cycle);
         t3 = omp_get_wtime();
         if (cfg_.barrier) comm_->barrier();
         t4 = omp_get_wtime();
-        exchange_->exchange(send_, received_, rank_counters_.exchange);
-        for (SpikeRecord rec : received_) rank_counters_.spikes_delivered += has_targets_[record_gid(rec)];
+        if (in_flight_cycle_ >= 0) finish_exchange();
+        exchange_->start(send_[cycle & 1], rank_counters_.exchange);
+        in_flight_cycle_ = cycle;
+        if (!cfg_.overlap) finish_exchange();
         t5 = omp_get_wtime();
       }
 #pragma omp barrier
-      schedule(ts, cycle);
+      if (received_cycle_ >= 0) schedule(ts, received_cycle_);
 #pragma omp barrier
 #pragma omp master
       {
         const double t6 = omp_get_wtime();
         timers_.push_back({(t1 - t0) + (t6 - t5), t2 - t1, t3 - t2, t5 - t4, t4 - t3});
         cycle_ = cycle + 1;
+        received_cycle_ = -1;
       }
+    }
+    if (in_flight_cycle_ >= 0) {  // only with overlap; every thread sees it after the barrier above
+#pragma omp barrier
+#pragma omp master
+      {
+        const double t7 = omp_get_wtime();
+        finish_exchange();
+        timers_.back()[kCommunicate] += omp_get_wtime() - t7;
+      }
+#pragma omp barrier
+      schedule(ts, received_cycle_);
+#pragma omp barrier
+#pragma omp master
+      received_cycle_ = -1;
     }
   }
 }
 
-// Collocate: gather the threads' spikes into this rank's send buffer.
-void Engine::collocate() {
-  send_.clear();
+// Completes the exchange in flight: `received_` holds the spikes of cycle received_cycle_.
+void Engine::finish_exchange() {
+  exchange_->finish(received_, rank_counters_.exchange);
+  received_cycle_ = in_flight_cycle_;
+  in_flight_cycle_ = -1;
+  for (SpikeRecord rec : received_) rank_counters_.spikes_delivered += has_targets_[record_gid(rec)];
+}
+
+// Collocate: gather the threads' spikes into this cycle's send buffer.
+void Engine::collocate(int64_t cycle) {
+  auto& send = send_[cycle & 1];
+  send.clear();
   for (auto& ts : threads_) {
     for (SpikeRecord rec : ts.spikes_out) rank_counters_.events_expected += out_degree_[placement_.rank_index(record_gid(rec))];
     rank_counters_.spikes_emitted += ts.spikes_out.size();
-    send_.insert(send_.end(), ts.spikes_out.begin(), ts.spikes_out.end());
+    send.insert(send.end(), ts.spikes_out.begin(), ts.spikes_out.end());
   }
 }
 

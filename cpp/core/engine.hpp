@@ -91,9 +91,15 @@ class Engine {
   void deliver(ThreadState& ts, int64_t cycle);
   void drive(ThreadState& ts, int64_t cycle);
   void update(ThreadState& ts, int64_t cycle);
+  void fire_artificial(ThreadState& ts, const PopulationRange& range, const PopulationSpec& pop, int64_t step);
   void schedule(ThreadState& ts, int64_t cycle);
   void build_target_table();
-  void collocate();
+  // Rows of the input buffer follow the step modulo the drive block.
+  int64_t input_row(int64_t cycle, int64_t offset) const {
+    return (cycle * cfg_.steps_per_cycle + offset) % cfg_.drive_steps;
+  }
+  void collocate(int64_t cycle);
+  void finish_exchange();
 
   EngineConfig cfg_;
   std::unique_ptr<Communicator> comm_;
@@ -104,7 +110,10 @@ class Engine {
   std::vector<uint8_t> has_targets_;       // per global source: any synapse on this rank
   std::vector<ThreadState> threads_;
   std::vector<PoissonTable> poisson_;      // per population: external events per cycle
-  std::vector<SpikeRecord> send_, received_;
+  std::array<std::vector<SpikeRecord>, 2> send_;  // alternate cycles: one may be in flight
+  std::vector<SpikeRecord> received_;
+  int64_t in_flight_cycle_ = -1;           // the cycle whose exchange has started, not finished
+  int64_t received_cycle_ = -1;            // the cycle whose spikes are in received_, to schedule
   std::vector<std::array<double, kPhases>> timers_;
   std::vector<uint64_t> traced_ids_;
   std::vector<double> trace_V_, trace_c_;  // [step][row], grown per run

@@ -42,6 +42,8 @@ struct ThreadNeurons {
   std::vector<uint32_t> gid_lo, gid_hi; // the same split in 32-bit words, for vectorised draws
   std::vector<double> V, c;
   std::vector<int32_t> refractory;      // steps left
+  std::vector<int64_t> next_spike;      // artificial cells: the step of the next spike
+  std::vector<uint32_t> spikes_fired;   // artificial cells: spikes so far (keys the next interval)
   std::vector<PopulationRange> ranges;
   uint64_t size() const { return gid.size(); }
 };

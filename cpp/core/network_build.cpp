@@ -22,6 +22,8 @@ void build_thread_neurons(const EngineConfig& cfg, const Placement& placement, i
   out.V.assign(n, 0.0);
   out.c.assign(n, 0.0);
   out.refractory.assign(n, 0);
+  out.next_spike.assign(n, 0);
+  out.spikes_fired.assign(n, 0);
   out.ranges.clear();
   const Key key = key_from_seed(cfg.seed);
   uint64_t k = 0;
@@ -29,7 +31,10 @@ void build_thread_neurons(const EngineConfig& cfg, const Placement& placement, i
     const auto& pop = cfg.populations[p];
     const uint64_t begin = k;
     while (k < n && out.gid[k] < pop.first + pop.size) {
-      if (pop.initial_uniform) {
+      if (pop.artificial) {
+        Stream s(key, out.gid[k], Purpose::firing, 0, 0);
+        out.next_spike[k] = int64_t(double(s.next()) * 0x1p-32 * double(pop.isi_max_steps));
+      } else if (pop.initial_uniform) {
         Stream s(key, out.gid[k], Purpose::initial, 0, 0);
         out.V[k] = pop.reset_mV + (pop.theta_mV - pop.reset_mV) * (double(s.next()) * 0x1p-32);
       } else {

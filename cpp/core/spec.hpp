@@ -13,6 +13,11 @@ struct PopulationSpec {
   int64_t refractory_steps = 0;
   double alpha_c = 0, tau_c_ms = 1000, g_c = 0, dc = 0;
   bool initial_uniform = false;   // V ~ U[H, theta) instead of V = H
+  // Artificial cells (the spike-exchange benchmark): no membrane, input ignored; each cell fires
+  // after intervals drawn uniformly from [isi_min_steps, isi_max_steps], the first spike at a
+  // uniform phase in [0, isi_max_steps).
+  bool artificial = false;
+  int64_t isi_min_steps = 100, isi_max_steps = 200;
 };
 
 // Every ordered pair (s in source, t in target, s != t) is a synapse with this probability.
@@ -40,6 +45,13 @@ struct EngineConfig {
   std::string exchange = "allgather", placement = "round-robin";
   uint64_t seed = 1;
   bool barrier = true;                    // time a barrier before each exchange as 'synchronize'
+  // Overlapped schedule: each interval's exchange proceeds while the next is computed; the
+  // interval (steps_per_cycle) must then be at most half the minimum delay.
+  bool overlap = false;
+  // The external drive is drawn per block of this many steps (0: steps_per_cycle), a multiple
+  // of steps_per_cycle. Set to the minimum delay, it makes the drive, and so every spike, the
+  // same whether the schedule is overlapped or not.
+  int64_t drive_steps = 0;
   bool record_spikes = true;
   std::vector<uint64_t> record_state;     // global ids whose V and c are recorded every step
   int fraction_bits = 16;                 // synaptic input in fixed point, units of 2^-bits mV

@@ -1,5 +1,7 @@
-// allgather: every rank receives every spike (the DPSNN and NEST default). Two collectives
-// per cycle: the counts, then the records. Cost per rank and cycle: receives all S spikes.
+// allgather: every rank receives every spike (the DPSNN and NEST default). Per interval, one
+// all-gather of counts, then an all-gather-v of the records (non-blocking, so the overlapped
+// schedule can compute while it moves). Cost per rank: sends its s records to P - 1 ranks,
+// receives all S.
 #include "exchange/exchange.hpp"
 
 namespace ranvier {
@@ -7,31 +9,42 @@ namespace {
 
 class AllgatherExchange final : public Exchange {
  public:
-  void configure(Communicator& comm, const Placement&, const TargetTable&) override {
+  void configure(Communicator& comm, const Placement&, const TargetTable&, uint32_t) override {
     comm_ = &comm;
     counts_.resize(comm.size());
     displs_.resize(comm.size());
     words_.resize(comm.size());
   }
 
-  void exchange(std::span<const SpikeRecord> local, std::vector<SpikeRecord>& received,
-                ExchangeCounters& c) override {
+  void start(std::span<const SpikeRecord> local, ExchangeCounters& c) override {
     const int P = comm_->size();
     comm_->allgather_word(local.size(), words_.data());
     size_t total = 0;
     for (int r = 0; r < P; ++r) { counts_[r] = words_[r]; displs_[r] = total; total += counts_[r]; }
-    received.resize(total);
-    comm_->allgatherv(local.data(), local.size(), received.data(), counts_, displs_);
+    buffer_.resize(total);
+    request_ = comm_->iallgatherv(local.data(), local.size(), buffer_.data(), counts_, displs_);
     c.spikes_sent += local.size() * P;
     c.spikes_received += total;
     c.bytes_sent += (P - 1) * (sizeof(uint64_t) * (local.size() + 1));
     c.messages_sent += (P - 1) * (local.empty() ? 1 : 2);
   }
 
+  void progress() override {
+    if (request_ >= 0 && comm_->test(request_)) request_ = -1;
+  }
+
+  void finish(std::vector<SpikeRecord>& received, ExchangeCounters&) override {
+    if (request_ >= 0) comm_->wait(request_);
+    request_ = -1;
+    received.swap(buffer_);
+  }
+
  private:
   Communicator* comm_ = nullptr;
   std::vector<size_t> counts_, displs_;
   std::vector<uint64_t> words_;
+  std::vector<SpikeRecord> buffer_;
+  Request request_ = -1;
 };
 
 }  // namespace

@@ -1,5 +1,6 @@
-// alltoallv: each spike goes only to the ranks that hold at least one of its targets
-// (the target table). Two collectives per cycle: an all-to-all of counts, then the records.
+// alltoallv: each spike goes only to the ranks that hold at least one of its targets (the
+// target table). Per interval, an all-to-all of counts, then an all-to-all-v of the records
+// (non-blocking). Cost per rank: P - 1 count words, plus its records once per destination rank.
 #include "exchange/exchange.hpp"
 
 namespace ranvier {
@@ -7,55 +8,52 @@ namespace {
 
 class AlltoallvExchange final : public Exchange {
  public:
-  void configure(Communicator& comm, const Placement& placement, const TargetTable& targets) override {
+  void configure(Communicator& comm, const Placement& placement, const TargetTable& targets, uint32_t) override {
     comm_ = &comm;
     placement_ = &placement;
     targets_ = &targets;
     const int P = comm.size();
-    send_counts_.resize(P); send_displs_.resize(P); recv_counts_.resize(P); recv_displs_.resize(P);
-    words_out_.resize(P); words_in_.resize(P); cursor_.resize(P);
+    recv_counts_.resize(P); recv_displs_.resize(P); words_out_.resize(P); words_in_.resize(P);
   }
 
-  void exchange(std::span<const SpikeRecord> local, std::vector<SpikeRecord>& received,
-                ExchangeCounters& c) override {
+  void start(std::span<const SpikeRecord> local, ExchangeCounters& c) override {
     const int P = comm_->size(), me = comm_->rank();
-    const auto& begin = targets_->dest_begin;
-    const auto& ranks = targets_->dest_ranks;
-    std::fill(send_counts_.begin(), send_counts_.end(), 0);
-    for (SpikeRecord rec : local) {
-      const uint64_t j = placement_->rank_index(record_gid(rec));
-      for (uint64_t i = begin[j]; i < begin[j + 1]; ++i) ++send_counts_[ranks[i]];
-    }
-    size_t total_out = 0;
-    for (int r = 0; r < P; ++r) { send_displs_[r] = total_out; cursor_[r] = total_out; total_out += send_counts_[r]; }
-    send_.resize(total_out);
-    for (SpikeRecord rec : local) {
-      const uint64_t j = placement_->rank_index(record_gid(rec));
-      for (uint64_t i = begin[j]; i < begin[j + 1]; ++i) send_[cursor_[ranks[i]]++] = rec;
-    }
-    for (int r = 0; r < P; ++r) words_out_[r] = send_counts_[r];
+    out_.fill(local, *placement_, *targets_, P);
+    for (int r = 0; r < P; ++r) words_out_[r] = out_.counts[r];
     comm_->alltoall_word(words_out_.data(), words_in_.data());
     size_t total_in = 0;
     for (int r = 0; r < P; ++r) { recv_counts_[r] = words_in_[r]; recv_displs_[r] = total_in; total_in += recv_counts_[r]; }
-    received.resize(total_in);
-    comm_->alltoallv(send_.data(), send_counts_, send_displs_, received.data(), recv_counts_, recv_displs_);
-
-    c.spikes_sent += total_out;
+    buffer_.resize(total_in);
+    request_ = comm_->ialltoallv(out_.records.data(), out_.counts, out_.displs, buffer_.data(), recv_counts_,
+                                 recv_displs_);
+    c.spikes_sent += out_.records.size();
     c.spikes_received += total_in;
     for (int r = 0; r < P; ++r) {
       if (r == me) continue;
-      c.bytes_sent += sizeof(uint64_t) * (send_counts_[r] + 1);
-      c.messages_sent += send_counts_[r] ? 2 : 1;
+      c.bytes_sent += sizeof(uint64_t) * (out_.counts[r] + 1);
+      c.messages_sent += out_.counts[r] ? 2 : 1;
     }
+  }
+
+  void progress() override {
+    if (request_ >= 0 && comm_->test(request_)) request_ = -1;
+  }
+
+  void finish(std::vector<SpikeRecord>& received, ExchangeCounters&) override {
+    if (request_ >= 0) comm_->wait(request_);
+    request_ = -1;
+    received.swap(buffer_);
   }
 
  private:
   Communicator* comm_ = nullptr;
   const Placement* placement_ = nullptr;
   const TargetTable* targets_ = nullptr;
-  std::vector<size_t> send_counts_, send_displs_, recv_counts_, recv_displs_, cursor_;
+  Buckets out_;
+  std::vector<size_t> recv_counts_, recv_displs_;
   std::vector<uint64_t> words_out_, words_in_;
-  std::vector<SpikeRecord> send_;
+  std::vector<SpikeRecord> buffer_;
+  Request request_ = -1;
 };
 
 }  // namespace

@@ -1,4 +1,6 @@
-// One interface for every spike-exchange strategy: configure once, exchange once per cycle.
+// One interface for every spike-exchange strategy: configure once, then per interval start the
+// exchange of this rank's spikes and finish it. The engine calls finish right after start, or,
+// with the overlapped schedule, one interval later (the next interval is computed meanwhile).
 // A strategy is one .cpp file registered in registry.cpp; adding one touches no other.
 #pragma once
 #include <cstdint>
@@ -25,24 +27,48 @@ struct TargetTable {
   std::vector<uint32_t> dest_ranks;
 };
 
+// Data traffic to other ranks: spike records and the counts that announce them, as the
+// point-to-point transfers they amount to (a collective over P ranks counts P - 1 transfers per
+// rank). Synchronisation without data (barriers, fences, conservation sums) is not counted here;
+// its cost shows in the 'communicate' timer.
 struct ExchangeCounters {
   uint64_t spikes_sent = 0;      // records addressed to ranks, one per destination (self included)
   uint64_t spikes_received = 0;  // records received (self included)
   uint64_t bytes_sent = 0;       // payload and counts sent to other ranks
   uint64_t messages_sent = 0;    // non-empty transfers to other ranks
+  uint64_t overflow_rounds = 0;  // second rounds for records that did not fit a fixed buffer
+  uint64_t exchange_resizes = 0; // fixed buffers grown or shrunk
 };
 
 class Exchange {
  public:
   virtual ~Exchange() = default;
-  virtual void configure(Communicator& comm, const Placement& placement, const TargetTable& targets) = 0;
-  // Sends this rank's spikes of the cycle; fills `received` with every record this rank must
-  // deliver (its own included). Grows buffers as needed: nothing is ever dropped.
-  virtual void exchange(std::span<const SpikeRecord> local, std::vector<SpikeRecord>& received,
-                        ExchangeCounters& counters) = 0;
+  // steps: the interval's length in steps (every record's offset is below it).
+  virtual void configure(Communicator& comm, const Placement& placement, const TargetTable& targets,
+                         uint32_t steps) = 0;
+  // Begins sending this rank's spikes of one interval. `local` stays valid until finish().
+  virtual void start(std::span<const SpikeRecord> local, ExchangeCounters& counters) = 0;
+  // Completes it: `received` gets every record this rank must deliver (its own included).
+  // Grows buffers as needed: nothing is ever dropped.
+  virtual void finish(std::vector<SpikeRecord>& received, ExchangeCounters& counters) = 0;
+  // Called while the next interval is computed, so a library without a progress thread moves data.
+  virtual void progress() {}
 };
 
 std::unique_ptr<Exchange> make_exchange(const std::string& name);
 std::vector<std::string> exchange_names();
+
+// Shared by the strategies that send each spike only where it has targets.
+// Records of `local` grouped by destination rank: records[displs[r] .. displs[r] + counts[r]).
+struct Buckets {
+  std::vector<size_t> counts, displs;
+  std::vector<SpikeRecord> records;
+  void fill(std::span<const SpikeRecord> local, const Placement& placement, const TargetTable& targets, int ranks);
+};
+
+// The ranks this rank sends to (some neuron has a target there) and receives from, self excluded.
+// Collective: one all-to-all of flags.
+void neighbour_ranks(Communicator& comm, const TargetTable& targets, std::vector<int>& destinations,
+                     std::vector<int>& sources);
 
 }  // namespace ranvier

@@ -6,13 +6,29 @@
 namespace ranvier {
 
 std::unique_ptr<Exchange> make_allgather_exchange();
+std::unique_ptr<Exchange> make_allgather_compressed_exchange();
 std::unique_ptr<Exchange> make_alltoallv_exchange();
+std::unique_ptr<Exchange> make_alltoall_fixed_exchange();
+std::unique_ptr<Exchange> make_p2p_exchange();
+std::unique_ptr<Exchange> make_p2p_nbx_exchange();
+std::unique_ptr<Exchange> make_neighbor_exchange();
+std::unique_ptr<Exchange> make_rma_fence_exchange();
+std::unique_ptr<Exchange> make_rma_pscw_exchange();
+std::unique_ptr<Exchange> make_hierarchical_exchange();
 
 namespace {
 struct Entry { const char* name; std::unique_ptr<Exchange> (*make)(); };
 constexpr Entry kStrategies[] = {
     {"allgather", make_allgather_exchange},
+    {"allgather-compressed", make_allgather_compressed_exchange},
     {"alltoallv", make_alltoallv_exchange},
+    {"alltoall-fixed", make_alltoall_fixed_exchange},
+    {"p2p", make_p2p_exchange},
+    {"p2p-nbx", make_p2p_nbx_exchange},
+    {"neighbor", make_neighbor_exchange},
+    {"rma", make_rma_fence_exchange},
+    {"rma-pscw", make_rma_pscw_exchange},
+    {"hierarchical", make_hierarchical_exchange},
 };
 }  // namespace
 

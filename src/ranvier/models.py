@@ -110,7 +110,39 @@ def dpsnn(**overrides) -> Network:
     return net
 
 
-REGISTRY = {"dpsnn": (dpsnn, DPSNN_DEFAULTS)}
+# artificial-cells: the Blue Gene/P spike-exchange study's communication benchmark (DESIGN.md).
+ARTIFICIAL_CELLS_DEFAULTS = {
+    "cells": 32768,
+    "targets_per_cell": 1000,      # 1K or 10K in the study; p = targets_per_cell / cells per ordered pair
+    "isi_min_ms": 10.0,            # each cell fires after a uniform random interval in [isi_min, isi_max]
+    "isi_max_ms": 20.0,
+    "delay_ms": 1.0,               # every synapse: the minimum delay, so the exchange interval
+    "weight_mV": 0.1,              # delivered into the input buffers, which the cells ignore
+}
+
+
+def artificial_cells(**overrides) -> Network:
+    """A pure communication load: cells that fire every 10-20 ms at random, each with about
+    targets_per_cell random targets, one fixed delay. Input is delivered but ignored, so the
+    spike traffic does not depend on the network's dynamics.
+    """
+    p = _check_overrides("artificial-cells", ARTIFICIAL_CELLS_DEFAULTS, overrides)
+    n, k = p["cells"], p["targets_per_cell"]
+    if n < 2:
+        raise ConfigError(f"artificial-cells: 'cells' must be an integer of at least 2, got {n!r}")
+    if not (0 <= k < n):
+        raise ConfigError(f"artificial-cells: 'targets_per_cell' must lie in [0, cells), got {k!r}")
+    net = Network(name="artificial-cells", parameters=p)
+    net.add_population(Population("cells", n, {"isi_min_ms": p["isi_min_ms"], "isi_max_ms": p["isi_max_ms"]},
+                                  model="artificial"))
+    d = p["delay_ms"]
+    net.connect(Projection("cells", "cells", k / n, p["weight_mV"], 0.0, delay_offset_ms=d, delay_scale_ms=d,
+                           delay_cut_ms=d, delay_step_ms=d, origin={"delay_offset_ms": "delay_ms",
+                                                                   "delay_step_ms": "delay_ms"}))
+    return net
+
+
+REGISTRY = {"dpsnn": (dpsnn, DPSNN_DEFAULTS), "artificial-cells": (artificial_cells, ARTIFICIAL_CELLS_DEFAULTS)}
 
 
 def build(name: str, **params) -> Network:

@@ -22,6 +22,13 @@ LIFCA_PARAMETERS = {
     "g_c_mV_per_ms": "strength of adaptation (dV/dt gets -g_c * c)",
     "dc_mV_per_ms": "constant drive added to dV/dt",
 }
+# Artificial cells: no membrane, input ignored; each fires after intervals drawn uniformly
+# from [isi_min_ms, isi_max_ms], the first spike at a uniform phase in [0, isi_max_ms).
+ARTIFICIAL_PARAMETERS = {
+    "isi_min_ms": "shortest interval between two spikes of a cell",
+    "isi_max_ms": "longest interval between two spikes of a cell",
+}
+NEURON_MODELS = {"lifca": LIFCA_PARAMETERS, "artificial": ARTIFICIAL_PARAMETERS}
 INITIAL_STATES = ("reset", "uniform")
 
 
@@ -45,18 +52,28 @@ class Population:
     excitatory: bool = True
     first_id: int = 0               # assigned by Network.add_population
     origin: dict = field(default_factory=dict)   # parameter -> the model parameter that set it
+    model: str = "lifca"            # "lifca" or "artificial"
 
     def validate(self) -> None:
         where = f"population '{self.name}'"
         if not isinstance(self.size, int) or isinstance(self.size, bool) or self.size <= 0:
             raise ConfigError(f"{where}: 'size' must be a positive integer, got {self.size!r}")
-        unknown = set(self.params) - set(LIFCA_PARAMETERS)
+        if self.model not in NEURON_MODELS:
+            raise ConfigError(f"{where}: 'model' must be one of {sorted(NEURON_MODELS)}, got {self.model!r}")
+        known = NEURON_MODELS[self.model]
+        unknown = set(self.params) - set(known)
         if unknown:
-            raise ConfigError(f"{where}: unknown neuron parameter(s) {sorted(unknown)}; "
-                              f"known: {sorted(LIFCA_PARAMETERS)}")
-        missing = set(LIFCA_PARAMETERS) - set(self.params)
+            raise ConfigError(f"{where}: unknown {self.model} parameter(s) {sorted(unknown)}; "
+                              f"known: {sorted(known)}")
+        missing = set(known) - set(self.params)
         if missing:
-            raise ConfigError(f"{where}: missing neuron parameter(s) {sorted(missing)}")
+            raise ConfigError(f"{where}: missing {self.model} parameter(s) {sorted(missing)}")
+        if self.model == "artificial":
+            lo = _positive(where, "isi_min_ms", self.params["isi_min_ms"])
+            hi = _positive(where, "isi_max_ms", self.params["isi_max_ms"])
+            if hi < lo:
+                raise ConfigError(f"{where}: 'isi_max_ms' ({hi}) must not be below 'isi_min_ms' ({lo})")
+            return
         for key in ("tau_m_ms", "tau_c_ms"):
             _positive(where, key, self.params[key])
         for key in ("tau_arp_ms", "alpha_c", "g_c_mV_per_ms"):
@@ -200,4 +217,8 @@ class Network:
             steps(where, "delay_offset_ms", pr.delay_offset_ms, pr.origin, minimum=1)
             steps(where, "delay_step_ms", pr.delay_step_ms, pr.origin, minimum=1)
         for p in self.populations:
-            steps(f"population '{p.name}'", "tau_arp_ms", p.params["tau_arp_ms"], p.origin)
+            if p.model == "artificial":
+                for key in ARTIFICIAL_PARAMETERS:
+                    steps(f"population '{p.name}'", key, p.params[key], p.origin, minimum=1)
+            else:
+                steps(f"population '{p.name}'", "tau_arp_ms", p.params["tau_arp_ms"], p.origin)

@@ -66,7 +66,7 @@ class Simulation:
 
     def __init__(self, network: Network, *, threads: int | None = None, exchange: str = "allgather",
                  placement: str = "round-robin", seed: int = 1, resolution_ms: float = 0.1,
-                 comm=None, barrier: bool = True, record_spikes: bool = True,
+                 comm=None, barrier: bool = True, overlap: bool = False, record_spikes: bool = True,
                  record_state: list[int] | None = None, max_memory_bytes: int | None = None):
         if not isinstance(network, Network):
             raise ConfigError(f"Simulation needs a ranvier Network, got {type(network).__name__}")
@@ -100,9 +100,22 @@ class Simulation:
         for g in self.record_state:
             if not 0 <= g < n:
                 raise ConfigError(f"record_state: neuron id {g} is outside [0, {n})")
-        # The communication interval is the minimum delay; with no projections, one step.
-        self.steps_per_cycle = round(network.min_delay_ms() / self.resolution_ms) if network.projections else 1
-        self.min_delay_ms = self.steps_per_cycle * self.resolution_ms
+        # The communication interval is the minimum delay (half of it, rounded down, with
+        # overlap: each interval's exchange runs while the next is computed); with no
+        # projections, one step.
+        if not isinstance(overlap, bool):
+            raise ConfigError(f"overlap must be true or false, got {overlap!r}")
+        self.overlap = overlap
+        min_delay_steps = round(network.min_delay_ms() / self.resolution_ms) if network.projections else 1
+        self.min_delay_ms = min_delay_steps * self.resolution_ms
+        if overlap and min_delay_steps % 2:
+            raise ConfigError(f"overlap needs a minimum delay of an even number of steps (it runs intervals of "
+                              f"half of it); it is {self.min_delay_ms:g} ms = {min_delay_steps} step(s) at "
+                              f"resolution {self.resolution_ms:g} ms: use a resolution_ms that divides half the "
+                              f"minimum delay, or overlap = false")
+        self.drive_steps = min_delay_steps
+        self.steps_per_cycle = min_delay_steps // 2 if overlap else min_delay_steps
+        self.cycle_ms = self.steps_per_cycle * self.resolution_ms
 
         self.memory_estimate_bytes = self.estimate_memory()
         limit = max_memory_bytes if max_memory_bytes is not None else _available_memory_bytes()
@@ -130,7 +143,7 @@ class Simulation:
         net = self.network
         synapses = net.expected_synapses() / self.comm.size
         neurons = net.size / self.comm.size
-        per_thread = net.size * 4 * 2 + self.steps_per_cycle * neurons / self.threads * 4
+        per_thread = net.size * 4 * 2 + self.drive_steps * neurons / self.threads * 4
         return int(BASE_BYTES_PER_RANK + synapses * BYTES_PER_SYNAPSE_PEAK + neurons * 64
                    + per_thread * self.threads)
 
@@ -142,6 +155,12 @@ class Simulation:
         for p in net.populations:
             s = _engine.PopulationSpec()
             s.name, s.first, s.size = p.name, p.first_id, p.size
+            if p.model == "artificial":
+                s.artificial = True
+                s.isi_min_steps = round(p.params["isi_min_ms"] / h)
+                s.isi_max_steps = round(p.params["isi_max_ms"] / h)
+                pops.append(s)
+                continue
             s.tau_m_ms, s.theta_mV, s.reset_mV = p.params["tau_m_ms"], p.params["theta_mV"], p.params["reset_mV"]
             s.refractory_steps = round(p.params["tau_arp_ms"] / h)
             s.alpha_c, s.tau_c_ms = p.params["alpha_c"], p.params["tau_c_ms"]
@@ -171,6 +190,7 @@ class Simulation:
         cfg.steps_per_cycle = self.steps_per_cycle
         cfg.threads, cfg.exchange, cfg.placement = self.threads, self.exchange, self.placement
         cfg.seed, cfg.barrier, cfg.record_spikes = self.seed, self.barrier, record_spikes
+        cfg.overlap, cfg.drive_steps = self.overlap, self.drive_steps
         cfg.record_state = self.record_state
         cfg.use_mpi = self.comm.handle is not None
         cfg.comm_handle = self.comm.handle or 0
@@ -216,8 +236,9 @@ class Simulation:
                               f"{self.resolution_ms} ms")
         steps = round(steps)
         if steps % self.steps_per_cycle:
+            what = "half the minimum delay, with overlap" if self.overlap else "the minimum delay"
             raise ConfigError(f"duration_ms = {duration_ms} is not a multiple of the communication interval "
-                              f"{self.min_delay_ms} ms (the minimum delay)")
+                              f"{self.cycle_ms:g} ms ({what})")
         cycles = steps // self.steps_per_cycle
         cycle_ms = self.steps_per_cycle * self.resolution_ms
         if chunk_ms is None:
