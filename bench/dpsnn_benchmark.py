@@ -13,12 +13,13 @@ import argparse
 import json
 import os
 import platform
-import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
+
+from ranvier import ConfigError
+from ranvier.bench import launch
 
 CONFIGURATIONS = [          # (label, ranks, threads per rank)
     ("1 rank x 1 thread", 1, 1),
@@ -27,26 +28,19 @@ CONFIGURATIONS = [          # (label, ranks, threads per rank)
 ]
 
 
-def mpiexec() -> str:
-    beside = Path(sys.executable).parent / "mpiexec"      # the venv's MPICH from PyPI
-    found = str(beside) if beside.exists() else shutil.which("mpiexec")
-    if not found:
-        sys.exit("dpsnn_benchmark: mpiexec not found; install it with: pip install mpich mpi4py")
-    return found
-
-
 def run_once(neurons: int, duration_ms: float, ranks: int, threads: int, seed: int) -> dict:
     with tempfile.TemporaryDirectory(prefix="ranvier-bench-") as tmp:
         out = Path(tmp) / "run"
         command = [sys.executable, "-m", "ranvier", "run", "--model", "dpsnn", "--neurons", str(neurons),
                    "--duration-ms", str(duration_ms), "--threads", str(threads), "--seed", str(seed),
                    "--quiet", "--out", str(out)]
-        if ranks > 1:
-            # Bind each rank to its own core (single-process runs pin their threads themselves).
-            command = [mpiexec(), "-n", str(ranks), "-bind-to", "core"] + command
-        done = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            # under mpiexec for several ranks, each bound to its own cores
+            done = launch(ranks, threads, command)
+        except ConfigError as e:
+            sys.exit(f"dpsnn_benchmark: {e}")
         if done.returncode != 0:
-            sys.exit(f"dpsnn_benchmark: {' '.join(command)} failed ({done.returncode}):\n{done.stderr}")
+            sys.exit(f"dpsnn_benchmark: {' '.join(done.args)} failed ({done.returncode}):\n{done.stderr}")
         return json.loads((out / "summary.json").read_text())
 
 

@@ -44,44 +44,73 @@ def subprocess_env() -> dict:
     env = dict(os.environ)
     env["OMP_WAIT_POLICY"] = "passive"
     env.setdefault("PYTHONUNBUFFERED", "1")
+    # Set by importing ranvier in this process; ranks sharing two cores must not all pin their
+    # threads to the same first ones.
+    env.pop("OMP_PROC_BIND", None)
+    env.pop("OMP_PLACES", None)
     return env
+
+
+def all_cpus() -> None:
+    """In the child, before exec: the CPU mask this process had before the OpenMP runtime of
+    the in-process runs pinned its main thread to one core (which children would inherit)."""
+    import ranvier
+    if ranvier._cpus_at_import is not None:
+        os.sched_setaffinity(0, ranvier._cpus_at_import)
 
 
 def describe(ranks: int, kw: dict) -> str:
     return (f"{kw.get('model', 'dpsnn')}: ranks={ranks} threads={kw.get('threads', 1)} "
-            f"exchange={kw.get('exchange', 'allgather')} placement={kw.get('placement', 'round-robin')} "
-            f"seed={kw.get('seed', 1)}")
+            f"exchange={kw.get('exchange', 'allgather')} overlap={kw.get('overlap', False)} "
+            f"placement={kw.get('placement', 'round-robin')} seed={kw.get('seed', 1)}")
 
 
 def run_workload(ranks: int, tmp_dir: Path, **kw) -> dict:
     """Run one configuration of tests/mpi_runner.py on `ranks` ranks; the dict rank 0 wrote."""
+    exchange = kw.pop("exchange", "allgather")
+    overlap = kw.pop("overlap", False)
+    return run_sweep(ranks, tmp_dir, [exchange], [overlap], **kw)[(exchange, overlap)]
+
+
+def run_sweep(ranks: int, tmp_dir: Path, exchanges, overlaps, **kw) -> dict:
+    """Every exchange x overlap setting of one workload in one launch: {(exchange, overlap): run}."""
     t0 = time.perf_counter()
     if ranks == 1:
-        out = mpi_runner.run_config(**kw)
-        out["wall_seconds"] = time.perf_counter() - t0
-        return out
+        runs = {}
+        for exchange in exchanges:
+            for overlap in overlaps:
+                out = mpi_runner.run_config(exchange=exchange, overlap=overlap, **kw)
+                out["wall_seconds"] = time.perf_counter() - t0
+                runs[(exchange, overlap)] = out
+        return runs
     mpiexec = mpiexec_path()
     if mpiexec is None:
         pytest.skip("no mpiexec found (pip install mpich mpi4py)")
-    path = Path(tmp_dir) / ("run_%d_%s.npz" % (ranks, "_".join(f"{k}-{v}" for k, v in sorted(kw.items()))))
-    cmd = [mpiexec, "-n", str(ranks), sys.executable, str(TESTS / "mpi_runner.py"), "--out", str(path)]
+    base = Path(tmp_dir) / ("run_%d_%s" % (ranks, "_".join(f"{k}-{v}" for k, v in sorted(kw.items()))))
+    cmd = [mpiexec, "-n", str(ranks), sys.executable, str(TESTS / "mpi_runner.py"), "--out", str(base),
+           "--exchange", ",".join(exchanges), "--overlap", ",".join(str(int(o)) for o in overlaps)]
     for key, value in kw.items():
-        cmd += [f"--{key}", str(value)]
+        cmd += [f"--{key.replace('_', '-')}", str(value)]
+    kw = dict(kw, exchange=",".join(exchanges), overlap=",".join(str(int(o)) for o in overlaps))
     try:
         proc = subprocess.run(cmd, cwd=ROOT, env=subprocess_env(), capture_output=True, text=True,
-                              timeout=MPI_TIMEOUT_S)
+                              timeout=MPI_TIMEOUT_S, preexec_fn=all_cpus)
     except subprocess.TimeoutExpired as e:
         pytest.fail(f"{describe(ranks, kw)} did not finish in {MPI_TIMEOUT_S} s (deadlock?)\n"
                     f"stdout: {e.stdout}\nstderr: {e.stderr}")
-    if proc.returncode != 0 or not path.exists():
+    paths = {(e, o): Path(f"{base}-{e}-{int(o)}.npz") for e in exchanges for o in overlaps}
+    if proc.returncode != 0 or not all(p.exists() for p in paths.values()):
         pytest.fail(f"{describe(ranks, kw)} failed with status {proc.returncode}\n"
                     f"command: {' '.join(cmd)}\nstdout:\n{proc.stdout[-4000:]}\nstderr:\n{proc.stderr[-4000:]}")
-    with np.load(path) as f:
-        out = {k: (f[k].item() if f[k].ndim == 0 and k != "digest" else f[k]) for k in f.files}
-    out["digest"] = np.uint64(out["digest"])
-    out["wall_seconds"] = time.perf_counter() - t0
-    path.unlink()
-    return out
+    runs = {}
+    for key, path in paths.items():
+        with np.load(path) as f:
+            out = {k: (f[k].item() if f[k].ndim == 0 and k != "digest" else f[k]) for k in f.files}
+        out["digest"] = np.uint64(out["digest"])
+        out["wall_seconds"] = time.perf_counter() - t0
+        path.unlink()
+        runs[key] = out
+    return runs
 
 
 def counters(run: dict) -> dict:
@@ -98,12 +127,29 @@ class WorkloadCache:
         self.tmp_dir = tmp_dir
         self.runs = {}
 
+    @staticmethod
+    def _key(ranks, kw):
+        # defaults left out, so a run asked for with or without them is the same run
+        kw = {k: v for k, v in kw.items() if not (k == "overlap" and not v) and not (k == "ranks_per_node" and not v)}
+        kw.setdefault("exchange", "allgather")
+        return (ranks, tuple(sorted(kw.items())))
+
     def __call__(self, ranks: int = 1, **kw) -> dict:
-        kw = {k: v for k, v in kw.items()}
-        key = (ranks, tuple(sorted(kw.items())))
+        key = self._key(ranks, kw)
         if key not in self.runs:
             self.runs[key] = run_workload(ranks, self.tmp_dir, **kw)
         return self.runs[key]
+
+    def sweep(self, ranks: int, exchanges, overlaps=(False, True), **kw) -> dict:
+        """{(exchange, overlap): run}; the missing ones run together in one launch."""
+        want = {(e, o): self._key(ranks, dict(kw, exchange=e, overlap=o)) for e in exchanges for o in overlaps}
+        missing = [eo for eo, key in want.items() if key not in self.runs]
+        if missing:
+            ex = sorted({e for e, _ in missing}, key=list(exchanges).index)
+            ov = sorted({o for _, o in missing})
+            for eo, run in run_sweep(ranks, self.tmp_dir, ex, ov, **kw).items():
+                self.runs[self._key(ranks, dict(kw, exchange=eo[0], overlap=eo[1]))] = run
+        return {eo: self.runs[key] for eo, key in want.items()}
 
     def dpsnn(self, ranks=1, threads=1, exchange="allgather", placement="round-robin", seed=1) -> dict:
         return self(ranks, threads=threads, exchange=exchange, placement=placement, seed=seed, **DPSNN_SMALL)

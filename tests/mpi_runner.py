@@ -3,7 +3,12 @@
 Run under MPI by the tests:
 
     mpiexec -n 3 python tests/mpi_runner.py --model dpsnn --neurons 2048 --ms 300 \
-        --threads 2 --exchange alltoallv --placement block --seed 1 --out run.npz
+        --threads 2 --exchange alltoallv --placement block --seed 1 --out run
+
+writes run-alltoallv-0.npz. Several exchanges and overlap settings run in one launch, one file
+each (run-<exchange>-<0|1>.npz):
+
+    mpiexec -n 3 python tests/mpi_runner.py ... --exchange allgather,p2p --overlap 0,1 --out run
 
 or imported and called in-process (`run_config(...)`) for single-rank runs. Rank 0 writes:
 spike ids and steps (canonical order), every counter per rank, the V and c traces of the
@@ -23,7 +28,7 @@ import traceback
 
 import numpy as np
 
-MODELS = ("dpsnn", "burst")
+MODELS = ("dpsnn", "burst", "artificial-cells")
 
 # The burst network (tests/test_conservation.py): every neuron starts at V = H with the same
 # constant drive, so all of them cross threshold in the same step, BURST_STEP. Recurrent
@@ -104,8 +109,13 @@ def recorded_ids(net, record: str | None = None) -> list[int]:
 
 
 def run_config(model="dpsnn", neurons=2048, synapses=1125, ms=300.0, threads=1, exchange="allgather",
-               placement="round-robin", seed=1, probability=0.02, record=None, comm=None):
-    """Build and run one configuration; return a dict of plain arrays on rank 0, None elsewhere."""
+               placement="round-robin", seed=1, probability=0.02, record=None, comm=None, overlap=False,
+               ranks_per_node=0):
+    """Build and run one configuration; return a dict of plain arrays on rank 0, None elsewhere.
+    artificial-cells: `neurons` cells with `synapses` targets each. ranks_per_node > 0 groups
+    consecutive ranks into nodes for the hierarchical exchange (RANVIER_RANKS_PER_NODE)."""
+    import os
+
     import ranvier as rv
     from ranvier import _engine
 
@@ -114,10 +124,20 @@ def run_config(model="dpsnn", neurons=2048, synapses=1125, ms=300.0, threads=1, 
         net = rv.models.dpsnn(neurons=neurons, synapses_per_neuron=synapses)
     elif model == "burst":
         net = burst_network(neurons, probability)
+    elif model == "artificial-cells":
+        net = rv.models.build("artificial-cells", cells=neurons, targets_per_cell=synapses)
     else:
         raise ValueError(f"unknown model {model!r}")
-    sim = rv.Simulation(net, threads=threads, exchange=exchange, placement=placement, seed=seed, comm=comm,
-                        record_state=recorded_ids(net, record))
+    saved = os.environ.pop("RANVIER_RANKS_PER_NODE", None)
+    if ranks_per_node:
+        os.environ["RANVIER_RANKS_PER_NODE"] = str(ranks_per_node)
+    try:
+        sim = rv.Simulation(net, threads=threads, exchange=exchange, placement=placement, seed=seed, comm=comm,
+                            record_state=recorded_ids(net, record), overlap=bool(overlap))
+    finally:
+        os.environ.pop("RANVIER_RANKS_PER_NODE", None)
+        if saved is not None:
+            os.environ["RANVIER_RANKS_PER_NODE"] = saved
     t_build = time.perf_counter() - t0
     summary = connection_summary(sim)
     t1 = time.perf_counter()
@@ -144,6 +164,7 @@ def run_config(model="dpsnn", neurons=2048, synapses=1125, ms=300.0, threads=1, 
         "state_V": np.asarray(res.state["V"], dtype=np.float64),
         "state_c": np.asarray(res.state["c"], dtype=np.float64),
         "ranks": res.ranks, "threads": threads, "exchange": exchange, "placement": placement,
+        "overlap": bool(overlap),
         "seed": seed, "duration_ms": res.duration_ms, "steps_per_cycle": res.steps_per_cycle,
         "population_first_ids": np.array(res.population_first_ids, dtype=np.int64),
         "population_sizes": np.array(res.population_sizes, dtype=np.int64),
@@ -160,16 +181,25 @@ def main(argv=None):
     ap.add_argument("--probability", type=float, default=0.02, help="burst connection probability")
     ap.add_argument("--ms", type=float, default=300.0)
     ap.add_argument("--threads", type=int, default=1)
-    ap.add_argument("--exchange", default="allgather")
+    ap.add_argument("--exchange", default="allgather", help="one strategy, or several separated by commas")
+    ap.add_argument("--overlap", default="0", help="0, 1, or both as 0,1")
+    ap.add_argument("--ranks-per-node", type=int, default=0)
     ap.add_argument("--placement", default="round-robin")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--record", default=None, help="comma-separated neuron ids to record V and c of")
     ap.add_argument("--out", required=True)
     a = ap.parse_args(argv)
+    exchanges = a.exchange.split(",")
+    overlaps = [bool(int(x)) for x in a.overlap.split(",")]
     try:
-        out = run_config(model=a.model, neurons=a.neurons, synapses=a.synapses, ms=a.ms, threads=a.threads,
-                         exchange=a.exchange, placement=a.placement, seed=a.seed, probability=a.probability,
-                         record=a.record)
+        for exchange in exchanges:
+            for overlap in overlaps:
+                out = run_config(model=a.model, neurons=a.neurons, synapses=a.synapses, ms=a.ms,
+                                 threads=a.threads, exchange=exchange, placement=a.placement, seed=a.seed,
+                                 probability=a.probability, record=a.record, overlap=overlap,
+                                 ranks_per_node=a.ranks_per_node)
+                if out is not None:
+                    np.savez(f"{a.out}-{exchange}-{int(overlap)}.npz", **out)
     except BaseException:
         traceback.print_exc()
         sys.stderr.flush()
@@ -179,8 +209,6 @@ def main(argv=None):
         except ImportError:
             pass
         raise
-    if out is not None:
-        np.savez(a.out, **out)
 
 
 if __name__ == "__main__":

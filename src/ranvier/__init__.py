@@ -10,6 +10,10 @@ import os as _os
 
 from .parallel import launched_with_mpi as _launched_with_mpi
 
+# The CPUs this process may use, read before the OpenMP runtime (loaded below) pins this thread
+# to the first of them: the processes that `ranvier bench` starts get them all back.
+_cpus_at_import = _os.sched_getaffinity(0) if hasattr(_os, "sched_getaffinity") else None
+
 # Pin OpenMP threads to cores (measured here: real-time factor 0.79 -> 0.62 on 2 threads).
 # libgomp reads these when the engine loads, so they are set before the import below. Under
 # mpiexec every rank would pin to the same first cores: there the launcher binds (-bind-to core).

@@ -3,6 +3,8 @@
     ranvier run [CONFIG.toml] [--neurons N] [--threads K] [--out DIR] ...
     mpiexec -n 4 ranvier run examples/dpsnn.toml --exchange alltoallv
     ranvier info
+    ranvier bench exchange dpsnn --ranks 1,2 [--strategies allgather,alltoallv] [--overlap both]
+    ranvier bench mpi --ranks 2 [--primitives allgather,alltoallv] [--sizes 1,64,4096]
 
 Bad input exits with status 2 and one line `ranvier: error: ...` on stderr, before
 anything is built or written. Under mpiexec only rank 0 prints and writes.
@@ -44,7 +46,8 @@ class Parser(argparse.ArgumentParser):
     def parse_args(self, args=None, namespace=None):
         parsed, extra = self.parse_known_args(args, namespace)
         if extra:         # name the subcommand whose help lists the valid flags
-            where = f"{self.prog} {parsed.command}" if getattr(parsed, "command", None) else self.prog
+            words = [getattr(parsed, name, None) for name in ("command", "bench_command")]
+            where = " ".join([self.prog, *(word for word in words if word)])
             raise UsageError(f"unrecognized arguments: {' '.join(extra)} (see '{where} --help')")
         return parsed
 
@@ -80,6 +83,25 @@ def _positive_float(text: str) -> float:
     return value
 
 
+def _positive_int_list(text: str) -> list[int]:
+    """'1,2,4' -> [1, 2, 4], each once, in the order given."""
+    values = []
+    for item in text.split(","):
+        try:
+            values.append(_positive_int(item.strip()))
+        except argparse.ArgumentTypeError:
+            raise argparse.ArgumentTypeError(f"must be a comma-separated list of positive integers "
+                                             f"such as 1,2,4, got {text!r}") from None
+    return list(dict.fromkeys(values))
+
+
+def _name_list(text: str) -> list[str]:
+    names = [item.strip() for item in text.split(",")]
+    if not all(names):
+        raise argparse.ArgumentTypeError(f"must be a comma-separated list of names, got {text!r}")
+    return names
+
+
 def _assignment(text: str):
     try:
         return cfgmod.parse_assignment(text)
@@ -113,7 +135,53 @@ def make_parser(exchanges, placements) -> Parser:
     run.add_argument("--out", metavar="DIR", help="write config.toml, summary.json, spikes.h5, timers.h5 here")
     run.add_argument("--force", action="store_true", help="replace a non-empty --out folder")
     commands.add_parser("info", allow_abbrev=False, help="version, build features, MPI, cores")
+    add_bench_parser(commands, exchanges)
     return parser
+
+
+def add_bench_parser(commands, exchanges) -> None:
+    from .bench import DEFAULT_MPI_SIZES
+
+    bench = commands.add_parser("bench", allow_abbrev=False, help="benchmarks of the spike exchange",
+                                description="Benchmarks of the spike exchange. Each configuration runs as its "
+                                            "own process (under mpiexec for several ranks), one at a time.")
+    benches = bench.add_subparsers(dest="bench_command", metavar="BENCHMARK")
+    exchange = benches.add_parser(
+        "exchange", allow_abbrev=False, help="exchange strategies against rank counts: table, CSV, plot",
+        description="Run a workload with each exchange strategy (and overlap setting) on each rank count, "
+                    "several times; print one table per rank count and write exchange_bench.csv (one row "
+                    "per run) and exchange_bench.png.")
+    exchange.add_argument("workload", metavar="WORKLOAD", help="a model name (dpsnn, ...) or a config .toml")
+    exchange.add_argument("--ranks", type=_positive_int_list, required=True, metavar="R1,R2,...",
+                          help="rank counts to run, for example 1,2,4")
+    exchange.add_argument("--strategies", type=_name_list, metavar="S1,S2,...",
+                          help=f"exchange strategies (default: all: {','.join(exchanges)})")
+    exchange.add_argument("--overlap", choices=("off", "on", "both"), default="off",
+                          help="exchange overlapped with computation, or not, or both (default: off)")
+    exchange.add_argument("--duration-ms", type=_positive_float, metavar="T",
+                          help="simulated time per run (default: the config's, or 1000 ms for a model name)")
+    exchange.add_argument("--threads", type=_positive_int, metavar="K",
+                          help="threads per rank (default: the config's, else 1)")
+    exchange.add_argument("--repeats", type=_positive_int, default=3, metavar="N",
+                          help="runs of each configuration; tables give min and median (default: 3)")
+    exchange.add_argument("--set", type=_assignment, action="append", default=[], metavar="KEY=VALUE",
+                          help="any model parameter, value read as TOML (repeat for several)")
+    exchange.add_argument("--neurons", type=_positive_int, metavar="N", help="network size")
+    exchange.add_argument("--out", metavar="DIR", help="folder for the CSV and the plot "
+                                                       "(default: bench-results/exchange-<timestamp>)")
+    mpi = benches.add_parser(
+        "mpi", allow_abbrev=False, help="MPI primitives against message size: latency and bandwidth fits",
+        description="Time the MPI primitives the exchange strategies use, through the engine's own "
+                    "communicator layer, against message size; fit t = latency + bytes / bandwidth per "
+                    "primitive; write mpi_bench.csv, mpi_fit.json and mpi_bench.png.")
+    mpi.add_argument("--ranks", type=_positive_int, default=2, metavar="R", help="ranks (default: 2)")
+    mpi.add_argument("--primitives", type=_name_list, metavar="P1,P2,...", help="primitives (default: all)")
+    mpi.add_argument("--sizes", type=_positive_int_list, default=list(DEFAULT_MPI_SIZES), metavar="W1,W2,...",
+                     help=f"message sizes in 64-bit words per rank or rank pair "
+                          f"(default: {','.join(map(str, DEFAULT_MPI_SIZES))})")
+    mpi.add_argument("--repeats", type=_positive_int, default=200, metavar="N",
+                     help="timed calls per primitive and size, after a warm-up (default: 200)")
+    mpi.add_argument("--out", metavar="DIR", help="folder for the results (default: bench-results/mpi-<timestamp>)")
 
 
 # -- ranvier run ---------------------------------------------------------------------------
@@ -219,6 +287,29 @@ def format_summary(s: dict) -> str:
     return "\n".join(f"{k:<{width}}  {v}" for k, v in rows)
 
 
+# -- ranvier bench -------------------------------------------------------------------------
+def command_bench(args) -> int:
+    from . import bench
+
+    try:
+        if args.bench_command == "exchange":
+            parameters = dict(args.set)
+            if args.neurons is not None:
+                parameters["neurons"] = args.neurons
+            bench.exchange_bench(args.workload, args.ranks, strategies=args.strategies, overlap=args.overlap,
+                                 duration_ms=args.duration_ms, threads=args.threads, repeats=args.repeats,
+                                 parameters=parameters, out=args.out)
+        elif args.bench_command == "mpi":
+            bench.mpi_bench(args.ranks, primitives=args.primitives, sizes=args.sizes, repeats=args.repeats,
+                            out=args.out)
+        else:
+            raise UsageError("a benchmark is required: 'exchange' or 'mpi' (see 'ranvier bench --help')")
+    except bench.WorkerFailed as e:           # not bad input: the run itself failed
+        print(f"ranvier: error: {e}", file=sys.stderr)
+        return 1
+    return 0
+
+
 # -- ranvier info --------------------------------------------------------------------------
 def command_info() -> int:
     from . import __version__, _engine
@@ -259,7 +350,9 @@ def main(argv=None) -> int:
             return command_run(args, rank)
         if args.command == "info":
             return command_info()
-        raise UsageError("a command is required: 'run' or 'info' (see 'ranvier --help')")
+        if args.command == "bench":
+            return command_bench(args)
+        raise UsageError("a command is required: 'run', 'bench' or 'info' (see 'ranvier --help')")
     except (UsageError, ConfigError) as e:
         if rank == 0:
             message = " ".join(str(e).split())       # one line, whatever the message holds

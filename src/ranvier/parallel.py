@@ -89,3 +89,11 @@ def mpi_library_version() -> str | None:
     except ImportError:
         return None
     return MPI.Get_library_version().splitlines()[0].strip()
+
+
+def abort_world(code: int = 1) -> None:
+    """Ends every rank of the job after a failure on this one (under mpiexec); does nothing in a
+    single process. Not collective: the other ranks may be waiting anywhere."""
+    if launched_with_mpi():
+        from mpi4py import MPI
+        MPI.COMM_WORLD.Abort(code)
