@@ -131,6 +131,9 @@ def make_parser(exchanges, placements) -> Parser:
                      help="any model parameter, value read as TOML (repeat for several)")
     run.add_argument("--no-barrier", action="store_true",
                      help="do not time a barrier before each exchange as 'synchronize'")
+    run.add_argument("--overlap", action="store_true",
+                     help="exchange each interval's spikes while the next is computed (intervals of half the "
+                          "minimum delay)")
     run.add_argument("--quiet", action="store_true", help="print nothing but errors")
     run.add_argument("--out", metavar="DIR", help="write config.toml, summary.json, spikes.h5, timers.h5 here")
     run.add_argument("--force", action="store_true", help="replace a non-empty --out folder")
@@ -192,7 +195,7 @@ def resolve_config(args) -> cfgmod.RunConfig:
         parameters["neurons"] = args.neurons
     simulation = {"duration_ms": args.duration_ms, "threads": args.threads, "exchange": args.exchange,
                   "placement": args.placement, "seed": args.seed, "resolution_ms": args.resolution_ms,
-                  "barrier": False if args.no_barrier else None}
+                  "barrier": False if args.no_barrier else None, "overlap": True if args.overlap else None}
     return cfgmod.override(base, model=args.model, parameters=parameters, simulation=simulation)
 
 
@@ -203,7 +206,8 @@ def resolved_dict(cfg: cfgmod.RunConfig, network, sim) -> dict:
     parameters = dict(network.parameters) or {**models.defaults(cfg.model), **cfg.parameters}
     simulation = {**cfg.simulation, "duration_ms": float(cfg.simulation["duration_ms"]),
                   "threads": sim.threads, "exchange": sim.exchange, "placement": sim.placement,
-                  "seed": sim.seed, "resolution_ms": sim.resolution_ms, "barrier": sim.barrier}
+                  "seed": sim.seed, "resolution_ms": sim.resolution_ms, "barrier": sim.barrier,
+                  "overlap": sim.overlap}
     return {"model": cfg.model, "parameters": parameters, "simulation": simulation}
 
 
@@ -257,7 +261,8 @@ def format_summary(s: dict) -> str:
         ("neurons", f"{s['neurons']:,}"),
         ("synapses", f"{s['synapses']:,}"),
         ("ranks x threads", f"{s['ranks']} x {s['threads']}"),
-        ("exchange", s["exchange"]),
+        ("exchange", f"{s['exchange']}, {'overlapped, ' if s.get('overlap') else ''}every "
+                     f"{s['communication_interval_ms']:g} ms"),
         ("placement", s["placement"]),
         ("simulated", f"{s['duration_ms'] / 1000:g} s at {s['resolution_ms']:g} ms steps"),
         ("build", f"{s['build_seconds']:.2f} s"),
@@ -274,6 +279,13 @@ def format_summary(s: dict) -> str:
     rows.append(("synaptic events", f"recurrent {events['recurrent']:,}  external {events['external']:,}"))
     if s.get("synaptic_events_per_second"):
         rows.append(("synaptic events / s", f"{_si(s['synaptic_events_per_second'])} events per wall second"))
+    c = s["counters"]
+    cycles = s["duration_ms"] / s["communication_interval_ms"]
+    traffic = (f"{_si(c['bytes_sent'] / cycles)} bytes and {c['messages_sent'] / cycles:.1f} messages per interval "
+               f"(all ranks)")
+    if c.get("overflow_rounds") or c.get("exchange_resizes"):
+        traffic += f"; {c['overflow_rounds']} overflow rounds, {c['exchange_resizes']} resizes"
+    rows.append(("exchange traffic", traffic))
     rows.append(("phases", "seconds (% of simulate), mean over ranks"))
     for phase, seconds in s["phase_seconds"].items():
         share = f" ({100 * seconds / sim_s:.1f} %)" if sim_s > 0 else ""

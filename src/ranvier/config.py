@@ -11,6 +11,7 @@
     seed = 1
     resolution_ms = 0.1
     barrier = true
+    overlap = false       # exchange each interval while the next is computed (intervals of half the minimum delay)
 """
 from __future__ import annotations
 
@@ -36,6 +37,7 @@ SIMULATION_DEFAULTS = {
     "seed": 1,
     "resolution_ms": 0.1,
     "barrier": True,
+    "overlap": False,
 }
 
 
@@ -122,11 +124,17 @@ def check_simulation(cfg: RunConfig, network) -> None:
     if resolution <= 0:
         raise ConfigError(f"[simulation] 'resolution_ms' must be positive, got {s['resolution_ms']!r}")
     network.validate(resolution)                  # every delay a whole number of steps, at least one
+    if not isinstance(s["overlap"], bool):
+        raise ConfigError(f"[simulation] 'overlap' must be true or false, got {s['overlap']!r}")
     min_delay_ms = network.min_delay_ms()
+    interval = "communication interval (the minimum delay)"
+    if s["overlap"]:
+        min_delay_ms /= 2
+        interval = "communication interval (half the minimum delay, with overlap)"
     duration = _number("duration_ms", s["duration_ms"])
     if duration <= 0:
         raise ConfigError(f"[simulation] 'duration_ms' must be positive, got {s['duration_ms']!r}")
-    for name, unit in (("resolution", resolution), ("communication interval (the minimum delay)", min_delay_ms)):
+    for name, unit in (("resolution", resolution), (interval, min_delay_ms)):
         if not math.isfinite(unit):
             continue
         n = duration / unit

@@ -270,6 +270,7 @@ class Result:
         eng, comm = sim._engine, sim.comm
         self.rank, self.ranks, self.threads = comm.rank, comm.size, sim.threads
         self.exchange, self.placement, self.seed = sim.exchange, sim.placement, sim.seed
+        self.overlap = sim.overlap
         self.resolution_ms = sim.resolution_ms
         self.duration_ms = sim.steps_done * sim.resolution_ms
         self.build_seconds, self.simulate_seconds = sim.build_seconds, sim.simulate_seconds
@@ -411,6 +412,8 @@ class Result:
             "ranks": self.ranks,
             "threads": self.threads,
             "exchange": self.exchange,
+            "overlap": self.overlap,
+            "communication_interval_ms": self.steps_per_cycle * self.resolution_ms,
             "placement": self.placement,
             "seed": self.seed,
         }
