@@ -162,3 +162,22 @@ def test_mpi_bench_writes_times_fits_and_a_plot(tmp_path):
         assert math.isfinite(entry["latency_us"])
         assert entry["bytes"] == [8, 4096]
     assert (out / bench.MPI_PNG).read_bytes()[:8] == PNG_MAGIC
+
+
+# -- the communication model (theory.md, section 3) -------------------------------------------
+def test_exchange_model_adds_latencies_and_charges_the_records_bytes():
+    from ranvier import theory
+
+    fit = {"ranks": 3, "primitives": {
+        "allgather": {"latency_s": 2e-6, "bandwidth_bytes_per_s": 1e9},
+        "alltoall": {"latency_s": 3e-6, "bandwidth_bytes_per_s": 2e9},
+        "alltoallv": {"latency_s": 4e-6, "bandwidth_bytes_per_s": 1e9},
+        "ibarrier": {"latency_s": 1e-6, "bandwidth_bytes_per_s": None},
+        "isend_irecv": {"latency_s": 5e-6, "bandwidth_bytes_per_s": 4e9}}}
+    # 2000 bytes per rank to 2 other ranks: 1000 per peer
+    assert theory.exchange_seconds("allgather", 3, 2000, fit) == pytest.approx(2e-6 + 2e-6 + 1000 / 1e9)
+    assert theory.exchange_seconds("alltoallv", 3, 2000, fit) == pytest.approx(3e-6 + 4e-6 + 1000 / 1e9)
+    assert theory.exchange_seconds("p2p-nbx", 3, 2000, fit) == pytest.approx(5e-6 + 1000 / 4e9 + 1e-6)
+    assert theory.exchange_seconds("allgather", 2, 2000, fit) is None      # fitted on another rank count
+    assert theory.exchange_seconds("neighbor", 3, 2000, fit) is None       # primitive not measured
+    assert set(theory.EXCHANGE_CALLS) == set(_engine.EXCHANGES)

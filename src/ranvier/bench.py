@@ -11,7 +11,6 @@ as JSON, which the command gathers into tables, a CSV and a plot.
 from __future__ import annotations
 
 import csv
-import inspect
 import json
 import math
 import os
@@ -28,6 +27,7 @@ from pathlib import Path
 import numpy as np
 
 from . import config as cfgmod
+from . import theory
 from .errors import ConfigError
 
 OVERLAP_SETTINGS = {"off": (False,), "on": (True,), "both": (False, True)}
@@ -200,14 +200,9 @@ def exchange_measurements(result) -> dict:
     }
 
 
-def _overlap_supported() -> bool:
-    from .simulation import Simulation
-    return "overlap" in inspect.signature(Simulation).parameters
-
-
 def exchange_bench(workload: str, ranks: list[int], strategies: list[str] | None = None, overlap: str = "off",
                    duration_ms: float | None = None, threads: int | None = None, repeats: int = 3,
-                   parameters: dict | None = None, out=None) -> Path:
+                   parameters: dict | None = None, out=None, mpi_fit=None) -> Path:
     """Runs every (ranks, strategy, overlap) `repeats` times; prints tables; writes CSV and plot into out."""
     from . import models
     from .simulation import EXCHANGES
@@ -215,8 +210,7 @@ def exchange_bench(workload: str, ranks: list[int], strategies: list[str] | None
     strategies = _check_names("--strategies", "strategy", strategies or EXCHANGES, EXCHANGES)
     if overlap not in OVERLAP_SETTINGS:
         raise ConfigError(f"--overlap must be one of {list(OVERLAP_SETTINGS)}, got {overlap!r}")
-    if overlap != "off" and not _overlap_supported():
-        raise ConfigError(f"--overlap {overlap}: this engine build has no overlapped exchange; use --overlap off")
+    fit = theory.load_mpi_fit(mpi_fit) if mpi_fit else None
     cfg = resolve_workload(workload, parameters)
     # Threads are fixed for the whole benchmark (the flag, else the config's, else 1) so that
     # rank counts compare like with like.
@@ -258,6 +252,10 @@ def exchange_bench(workload: str, ranks: list[int], strategies: list[str] | None
                 _say(f"bench: {label}: real-time factor {run['real_time_factor']:.3f}")
 
     summary = summarize_exchange(runs)
+    if fit is not None:          # theory.md section 3: predicted next to measured
+        for s in summary:
+            seconds = theory.exchange_seconds(s["strategy"], s["ranks"], s["bytes"] / s["ranks"], fit)
+            s["model_us"] = seconds * 1e6 if seconds is not None else None
     print(f"{cfg.model}, {network.size:,} neurons, {threads} thread(s) per rank, {duration:g} ms simulated, "
           f"{repeats} repeat(s); exchange times are medians over repeats, per cycle, mean over ranks")
     for r in ranks:
@@ -292,9 +290,16 @@ def summarize_exchange(runs: list[dict]) -> list[dict]:
 def format_exchange_table(summary: list[dict]) -> str:
     header = ["strategy", "overlap", "communicate µs/cycle", "synchronize µs/cycle", "bytes/cycle",
               "messages/cycle", "RTF min", "RTF median"]
-    rows = [[s["strategy"], s["overlap"], f"{s['communicate_us']:.1f}", f"{s['synchronize_us']:.1f}",
-             f"{s['bytes']:,.0f}", f"{s['messages']:.1f}", f"{s['rtf_min']:.3f}", f"{s['rtf_median']:.3f}"]
-            for s in summary]
+    modelled = any("model_us" in s for s in summary)
+    if modelled:
+        header.insert(3, "model µs/cycle")
+    rows = []
+    for s in summary:
+        row = [s["strategy"], s["overlap"], f"{s['communicate_us']:.1f}", f"{s['synchronize_us']:.1f}",
+               f"{s['bytes']:,.0f}", f"{s['messages']:.1f}", f"{s['rtf_min']:.3f}", f"{s['rtf_median']:.3f}"]
+        if modelled:
+            row.insert(3, f"{s['model_us']:.1f}" if s.get("model_us") is not None else "-")
+        rows.append(row)
     return _text_table(header, rows)
 
 

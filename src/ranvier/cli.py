@@ -170,6 +170,8 @@ def add_bench_parser(commands, exchanges) -> None:
     exchange.add_argument("--set", type=_assignment, action="append", default=[], metavar="KEY=VALUE",
                           help="any model parameter, value read as TOML (repeat for several)")
     exchange.add_argument("--neurons", type=_positive_int, metavar="N", help="network size")
+    exchange.add_argument("--mpi-fit", metavar="FILE", help="mpi_fit.json from 'ranvier bench mpi' on the same "
+                          "rank count: adds the predicted exchange time per cycle (theory.md, section 3)")
     exchange.add_argument("--out", metavar="DIR", help="folder for the CSV and the plot "
                                                        "(default: bench-results/exchange-<timestamp>)")
     mpi = benches.add_parser(
@@ -310,7 +312,7 @@ def command_bench(args) -> int:
                 parameters["neurons"] = args.neurons
             bench.exchange_bench(args.workload, args.ranks, strategies=args.strategies, overlap=args.overlap,
                                  duration_ms=args.duration_ms, threads=args.threads, repeats=args.repeats,
-                                 parameters=parameters, out=args.out)
+                                 parameters=parameters, out=args.out, mpi_fit=args.mpi_fit)
         elif args.bench_command == "mpi":
             bench.mpi_bench(args.ranks, primitives=args.primitives, sizes=args.sizes, repeats=args.repeats,
                             out=args.out)
