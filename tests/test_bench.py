@@ -19,7 +19,6 @@ PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 TINY = ["--neurons", "1024", "--set", "synapses_per_neuron=100", "--duration-ms", "20", "--repeats", "1"]
 TWO_STRATEGIES = "allgather,alltoallv"          # in every engine build
 needs_mpiexec = pytest.mark.skipif(mpiexec_path() is None, reason="no mpiexec (pip install mpich mpi4py)")
-needs_mpi_bench = pytest.mark.skipif(not hasattr(_engine, "mpi_bench"), reason="engine built without mpi_bench")
 
 
 def ranvier_cli(*args, timeout=120):
@@ -46,7 +45,7 @@ BAD_INPUT = {
     "unknown model parameter": (["exchange", "dpsnn", "--ranks", "1", "--set", "tau_x=3"], "tau_x"),
     "duration off the grid": (["exchange", "dpsnn", "--ranks", "1", "--duration-ms", "10.05"], "duration_ms"),
     "no benchmark named": ([], "exchange"),
-    "one mpi size": (["mpi", "--sizes", "64"], "--sizes" if hasattr(_engine, "mpi_bench") else "mpi_bench"),
+    "one mpi size": (["mpi", "--sizes", "64"], "--sizes"),
 }
 
 
@@ -72,7 +71,6 @@ def test_unknown_strategy_lists_the_valid_ones(capsys):
     assert all(name in message for name in _engine.EXCHANGES)
 
 
-@needs_mpi_bench
 def test_unknown_primitive_lists_the_valid_ones(capsys):
     assert cli.main(["bench", "mpi", "--primitives", "smoke-signal"]) == 2
     message = capsys.readouterr().err
@@ -119,7 +117,7 @@ def test_fit_of_a_size_independent_time_has_infinite_bandwidth():
 # -- end to end ---------------------------------------------------------------------------
 @needs_mpiexec
 def test_exchange_bench_writes_one_row_per_run_and_a_plot(tmp_path):
-    overlap = "both" if bench._overlap_supported() else "off"
+    overlap = "both"
     settings = bench.OVERLAP_SETTINGS[overlap]
     out = tmp_path / "bench"
     done = ranvier_cli("bench", "exchange", "dpsnn", "--ranks", "1,2", "--strategies", TWO_STRATEGIES,
@@ -144,7 +142,6 @@ def test_exchange_bench_writes_one_row_per_run_and_a_plot(tmp_path):
 
 
 @needs_mpiexec
-@needs_mpi_bench
 def test_mpi_bench_writes_times_fits_and_a_plot(tmp_path):
     primitives = list(_engine.MPI_PRIMITIVES[:2])
     out = tmp_path / "mpi"

@@ -368,9 +368,6 @@ def mpi_bench(ranks: int = 2, primitives: list[str] | None = None, sizes=DEFAULT
     """Times each primitive at each size on `ranks` ranks; prints the table and the fits; writes CSV, JSON, plot."""
     from . import _engine
 
-    if not hasattr(_engine, "mpi_bench"):
-        raise ConfigError("this engine build has no MPI micro-benchmark (ranvier._engine.mpi_bench); "
-                          "reinstall ranvier from a source tree that has it")
     valid = tuple(_engine.MPI_PRIMITIVES)
     primitives = _check_names("--primitives", "primitive", primitives or valid, valid)
     sizes = sorted(set(sizes))
