@@ -22,7 +22,7 @@ class AllgatherExchange final : public Exchange {
     size_t total = 0;
     for (int r = 0; r < P; ++r) { counts_[r] = words_[r]; displs_[r] = total; total += counts_[r]; }
     buffer_.resize(total);
-    request_ = comm_->iallgatherv(local.data(), local.size(), buffer_.data(), counts_, displs_);
+    in_flight_.begin(*comm_, comm_->iallgatherv(local.data(), local.size(), buffer_.data(), counts_, displs_));
     c.spikes_sent += local.size() * P;
     c.spikes_received += total;
     c.bytes_sent += (P - 1) * (sizeof(uint64_t) * (local.size() + 1));
@@ -30,12 +30,11 @@ class AllgatherExchange final : public Exchange {
   }
 
   void progress() override {
-    if (request_ >= 0 && comm_->test(request_)) request_ = -1;
+    in_flight_.progress();
   }
 
   void finish(std::vector<SpikeRecord>& received, ExchangeCounters&) override {
-    if (request_ >= 0) comm_->wait(request_);
-    request_ = -1;
+    in_flight_.complete();
     received.swap(buffer_);
   }
 
@@ -44,7 +43,7 @@ class AllgatherExchange final : public Exchange {
   std::vector<size_t> counts_, displs_;
   std::vector<uint64_t> words_;
   std::vector<SpikeRecord> buffer_;
-  Request request_ = -1;
+  InFlight in_flight_;
 };
 
 }  // namespace

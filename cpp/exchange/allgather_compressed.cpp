@@ -40,19 +40,18 @@ class AllgatherCompressedExchange final : public Exchange {
     send_[0] = local.size();
     pack(local.subspan(0, fit), reinterpret_cast<uint8_t*>(send_.data() + 1));
     recv_.resize(size_t(P) * words_per_rank());
-    request_ = comm_->iallgather(send_.data(), words_per_rank(), recv_.data());
+    in_flight_.begin(*comm_, comm_->iallgather(send_.data(), words_per_rank(), recv_.data()));
     c.spikes_sent += local.size() * P;
     c.bytes_sent += (P - 1) * sizeof(uint64_t) * words_per_rank();
     c.messages_sent += P - 1;
   }
 
   void progress() override {
-    if (request_ >= 0 && comm_->test(request_)) request_ = -1;
+    in_flight_.progress();
   }
 
   void finish(std::vector<SpikeRecord>& received, ExchangeCounters& c) override {
-    if (request_ >= 0) comm_->wait(request_);
-    request_ = -1;
+    in_flight_.complete();
     const int P = comm_->size(), me = comm_->rank();
     const size_t W = words_per_rank(), cap = capacity_.capacity();
     received.clear();
@@ -118,7 +117,7 @@ class AllgatherCompressedExchange final : public Exchange {
   std::span<const SpikeRecord> local_;
   std::vector<uint64_t> send_, recv_;
   std::vector<size_t> counts_, displs_;
-  Request request_ = -1;
+  InFlight in_flight_;
 };
 
 }  // namespace

@@ -39,19 +39,18 @@ class AlltoallFixedExchange final : public Exchange {
       std::fill(block + 1 + fit, block + W, 0);
     }
     recv_.resize(size_t(P) * W);
-    request_ = comm_->ialltoall(send_.data(), W, recv_.data());
+    in_flight_.begin(*comm_, comm_->ialltoall(send_.data(), W, recv_.data()));
     c.spikes_sent += out_.records.size();
     c.bytes_sent += (P - 1) * sizeof(uint64_t) * W;
     c.messages_sent += P - 1;
   }
 
   void progress() override {
-    if (request_ >= 0 && comm_->test(request_)) request_ = -1;
+    in_flight_.progress();
   }
 
   void finish(std::vector<SpikeRecord>& received, ExchangeCounters& c) override {
-    if (request_ >= 0) comm_->wait(request_);
-    request_ = -1;
+    in_flight_.complete();
     const int P = comm_->size(), me = comm_->rank();
     const size_t W = block_words(), cap = capacity_.capacity();
     received.clear();
@@ -96,7 +95,7 @@ class AlltoallFixedExchange final : public Exchange {
   Buckets out_;
   std::vector<uint64_t> send_, recv_;
   std::vector<size_t> extra_counts_out_, extra_displs_out_, extra_counts_in_, extra_displs_in_;
-  Request request_ = -1;
+  InFlight in_flight_;
 };
 
 }  // namespace

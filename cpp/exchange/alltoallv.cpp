@@ -24,8 +24,8 @@ class AlltoallvExchange final : public Exchange {
     size_t total_in = 0;
     for (int r = 0; r < P; ++r) { recv_counts_[r] = words_in_[r]; recv_displs_[r] = total_in; total_in += recv_counts_[r]; }
     buffer_.resize(total_in);
-    request_ = comm_->ialltoallv(out_.records.data(), out_.counts, out_.displs, buffer_.data(), recv_counts_,
-                                 recv_displs_);
+    in_flight_.begin(*comm_, comm_->ialltoallv(out_.records.data(), out_.counts, out_.displs, buffer_.data(),
+                                               recv_counts_, recv_displs_));
     c.spikes_sent += out_.records.size();
     c.spikes_received += total_in;
     for (int r = 0; r < P; ++r) {
@@ -36,12 +36,11 @@ class AlltoallvExchange final : public Exchange {
   }
 
   void progress() override {
-    if (request_ >= 0 && comm_->test(request_)) request_ = -1;
+    in_flight_.progress();
   }
 
   void finish(std::vector<SpikeRecord>& received, ExchangeCounters&) override {
-    if (request_ >= 0) comm_->wait(request_);
-    request_ = -1;
+    in_flight_.complete();
     received.swap(buffer_);
   }
 
@@ -53,7 +52,7 @@ class AlltoallvExchange final : public Exchange {
   std::vector<size_t> recv_counts_, recv_displs_;
   std::vector<uint64_t> words_out_, words_in_;
   std::vector<SpikeRecord> buffer_;
-  Request request_ = -1;
+  InFlight in_flight_;
 };
 
 }  // namespace

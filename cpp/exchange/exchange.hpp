@@ -58,6 +58,23 @@ class Exchange {
 std::unique_ptr<Exchange> make_exchange(const std::string& name);
 std::vector<std::string> exchange_names();
 
+// The one non-blocking operation a strategy has in flight between start() and finish().
+class InFlight {
+ public:
+  void begin(Communicator& comm, Request r) { comm_ = &comm; request_ = r; }
+  void progress() {
+    if (request_ >= 0 && comm_->test(request_)) request_ = -1;
+  }
+  void complete() {
+    if (request_ >= 0) comm_->wait(request_);
+    request_ = -1;
+  }
+
+ private:
+  Communicator* comm_ = nullptr;
+  Request request_ = -1;
+};
+
 // Shared by the strategies that send each spike only where it has targets.
 // Records of `local` grouped by destination rank: records[displs[r] .. displs[r] + counts[r]).
 struct Buckets {

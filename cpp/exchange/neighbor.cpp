@@ -43,19 +43,18 @@ class NeighborExchange final : public Exchange {
     }
     buffer_.resize(total);
     std::copy_n(out_.records.data() + out_.displs[me], own, buffer_.data());
-    request_ = graph_->ineighbor_alltoallv(out_.records.data(), send_counts_, send_displs_, buffer_.data(),
-                                           recv_counts_, recv_displs_);
+    in_flight_.begin(*graph_, graph_->ineighbor_alltoallv(out_.records.data(), send_counts_, send_displs_,
+                                                          buffer_.data(), recv_counts_, recv_displs_));
     c.spikes_sent += out_.records.size();
     c.spikes_received += total;
   }
 
   void progress() override {
-    if (request_ >= 0 && graph_->test(request_)) request_ = -1;
+    in_flight_.progress();
   }
 
   void finish(std::vector<SpikeRecord>& received, ExchangeCounters&) override {
-    if (request_ >= 0) graph_->wait(request_);
-    request_ = -1;
+    in_flight_.complete();
     received.swap(buffer_);
   }
 
@@ -69,7 +68,7 @@ class NeighborExchange final : public Exchange {
   std::vector<uint64_t> count_out_, count_in_;
   std::vector<size_t> send_counts_, send_displs_, recv_counts_, recv_displs_;
   std::vector<SpikeRecord> buffer_;
-  Request request_ = -1;
+  InFlight in_flight_;
 };
 
 }  // namespace
