@@ -26,6 +26,7 @@ ROOT = TESTS.parent
 sys.path.insert(0, str(TESTS))
 
 import mpi_runner  # noqa: E402
+from ranvier.bench import restore_cpus  # noqa: E402
 
 # The scaled-down dpsnn used by the invariance and conservation tests.
 DPSNN_SMALL = dict(model="dpsnn", neurons=2048, synapses=1125, ms=300.0)
@@ -50,13 +51,6 @@ def subprocess_env() -> dict:
     env.pop("OMP_PLACES", None)
     return env
 
-
-def all_cpus() -> None:
-    """In the child, before exec: the CPU mask this process had before the OpenMP runtime of
-    the in-process runs pinned its main thread to one core (which children would inherit)."""
-    import ranvier
-    if ranvier._cpus_at_import is not None:
-        os.sched_setaffinity(0, ranvier._cpus_at_import)
 
 
 def describe(ranks: int, kw: dict) -> str:
@@ -94,7 +88,7 @@ def run_sweep(ranks: int, tmp_dir: Path, exchanges, overlaps, **kw) -> dict:
     kw = dict(kw, exchange=",".join(exchanges), overlap=",".join(str(int(o)) for o in overlaps))
     try:
         proc = subprocess.run(cmd, cwd=ROOT, env=subprocess_env(), capture_output=True, text=True,
-                              timeout=MPI_TIMEOUT_S, preexec_fn=all_cpus)
+                              timeout=MPI_TIMEOUT_S, preexec_fn=restore_cpus)
     except subprocess.TimeoutExpired as e:
         pytest.fail(f"{describe(ranks, kw)} did not finish in {MPI_TIMEOUT_S} s (deadlock?)\n"
                     f"stdout: {e.stdout}\nstderr: {e.stderr}")
@@ -120,6 +114,40 @@ def counters(run: dict) -> dict:
 
 def counters_per_rank(run: dict) -> dict:
     return {str(k): run["counters_per_rank"][:, i] for i, k in enumerate(run["counter_names"])}
+
+
+def check_balance(c: dict, n_spikes: int):
+    assert c["spikes_emitted"] == n_spikes
+    assert c["spikes_sent"] == c["spikes_received"]
+    assert c["events_scheduled"] == c["events_expected"]
+    assert c["events_scheduled"] == c["synaptic_events_recurrent"] + c["events_pending"]
+
+
+# Strategies that give every rank every spike; the others bring each rank exactly what it needs.
+RECEIVE_ALL = ("allgather", "allgather-compressed", "hierarchical")
+
+
+def check_exchange(run: dict, exchange: str):
+    """Per-rank exchange counts. Round-robin placement: neuron g lives on rank g % P. A rank
+    needs a spike when the spiking neuron has a synapse there (has_targets[rank, source])."""
+    P = run["ranks"]
+    per = counters_per_rank(run)
+    ids = run["ids"]
+    total = ids.size
+    emitted_here = np.bincount(ids % P, minlength=P)
+    needed = run["has_targets"][:, ids].sum(axis=1)           # per rank
+    assert np.array_equal(per["spikes_emitted"], emitted_here)
+    assert np.array_equal(per["spikes_delivered"], needed)    # received spikes with a local synapse
+    if exchange in RECEIVE_ALL:
+        assert np.all(per["spikes_received"] == total)        # every rank receives every spike
+        assert np.array_equal(per["spikes_sent"], emitted_here * P)
+    else:
+        assert np.array_equal(per["spikes_received"], needed)  # exactly the spikes it needs
+        assert per["spikes_sent"].sum() == needed.sum()
+    if P == 1:
+        assert per["bytes_sent"][0] == 0 and per["messages_sent"][0] == 0
+    else:
+        assert np.all(per["bytes_sent"] > 0) and np.all(per["messages_sent"] > 0)
 
 
 class WorkloadCache:

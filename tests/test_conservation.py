@@ -13,41 +13,11 @@ import numpy as np
 import pytest
 
 import ranvier as rv
-from conftest import DPSNN_SMALL, counters, counters_per_rank
+from conftest import DPSNN_SMALL, check_balance, check_exchange, counters
 from mpi_runner import BURST_STEP, burst_network
 
 CONFIGS = [(r, e) for r in (1, 2, 3) for e in ("allgather", "alltoallv")]
 IDS = [f"ranks={r}-{e}" for r, e in CONFIGS]
-
-
-def check_balance(c: dict, n_spikes: int):
-    assert c["spikes_emitted"] == n_spikes
-    assert c["spikes_sent"] == c["spikes_received"]
-    assert c["events_scheduled"] == c["events_expected"]
-    assert c["events_scheduled"] == c["synaptic_events_recurrent"] + c["events_pending"]
-
-
-def check_exchange(run: dict, exchange: str):
-    """Per-rank exchange counts. Round-robin placement: neuron g lives on rank g % P. A rank
-    needs a spike when the spiking neuron has a synapse there (has_targets[rank, source])."""
-    P = run["ranks"]
-    per = counters_per_rank(run)
-    ids = run["ids"]
-    total = ids.size
-    emitted_here = np.bincount(ids % P, minlength=P)
-    needed = run["has_targets"][:, ids].sum(axis=1)           # per rank
-    assert np.array_equal(per["spikes_emitted"], emitted_here)
-    assert np.array_equal(per["spikes_delivered"], needed)    # received spikes with a local synapse
-    if exchange == "allgather":
-        assert np.all(per["spikes_received"] == total)        # every rank receives every spike
-        assert np.array_equal(per["spikes_sent"], emitted_here * P)
-    else:
-        assert np.array_equal(per["spikes_received"], needed)  # exactly the spikes it needs
-        assert per["spikes_sent"].sum() == needed.sum()
-    if P == 1:
-        assert per["bytes_sent"][0] == 0 and per["messages_sent"][0] == 0
-    else:
-        assert np.all(per["bytes_sent"] > 0) and np.all(per["messages_sent"] > 0)
 
 
 @pytest.mark.parametrize("ranks,exchange", CONFIGS, ids=IDS)

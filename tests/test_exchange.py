@@ -15,14 +15,13 @@ import math
 
 import numpy as np
 import pytest
-from conftest import counters, counters_per_rank
+from conftest import check_balance, check_exchange, counters, counters_per_rank
 from mpi_runner import BURST_STEP
 
 from ranvier import _engine
 
 EXCHANGES = tuple(_engine.EXCHANGES)
 FIXED_BUFFER = ("allgather-compressed", "alltoall-fixed", "rma", "rma-pscw")
-RECEIVE_ALL = ("allgather", "allgather-compressed", "hierarchical")   # every rank gets every spike
 WORKLOADS = {
     "dpsnn": dict(model="dpsnn", neurons=1024, synapses=400, ms=200.0),
     "artificial-cells": dict(model="artificial-cells", neurons=1200, synapses=100, ms=100.0),
@@ -39,19 +38,9 @@ def sweep(workloads, ranks, workload, **extra):
                            **WORKLOADS[workload], **extra)
 
 
-def check_balance(run):
-    c = counters(run)
-    assert c["spikes_sent"] == c["spikes_received"]
-    assert c["events_scheduled"] == c["events_expected"]
-    assert c["events_scheduled"] == c["synaptic_events_recurrent"] + c["events_pending"]
-    # each rank received exactly the spikes a strategy of its kind must bring
-    per = counters_per_rank(run)
-    needed = run["has_targets"][:, run["ids"]].sum(axis=1)
-    assert np.array_equal(per["spikes_delivered"], needed)
-    if run["exchange"] in RECEIVE_ALL:
-        assert np.all(per["spikes_received"] == run["ids"].size)
-    else:
-        assert np.array_equal(per["spikes_received"], needed)
+def check_counters(run):
+    check_balance(counters(run), run["ids"].size)
+    check_exchange(run, run["exchange"])
 
 
 @pytest.mark.parametrize("workload", list(WORKLOADS))
@@ -68,9 +57,22 @@ def test_every_strategy_gives_the_reference_spikes(workloads, workload, ranks):
         elif not (np.array_equal(run["ids"], reference["ids"]) and np.array_equal(run["steps"], reference["steps"])):
             failures.append(f"{exchange} overlap={overlap}: {run['ids'].size} spikes vs {reference['ids'].size}, "
                             f"trains differ")
-        check_balance(run)
+        check_counters(run)
         assert run["steps_per_cycle"] == (5 if overlap else 10)
     assert not failures, "; ".join(failures)
+
+
+@pytest.mark.parametrize("ranks", (2, 3))
+def test_every_strategy_with_block_placement_and_two_threads(workloads, ranks):
+    """The other axes of the decomposition: block placement and 2 threads per rank."""
+    reference = sweep(workloads, 1, "dpsnn")[("allgather", False)]
+    runs = workloads.sweep(ranks, EXCHANGES, (False, True), threads=2, placement="block",
+                           ranks_per_node=ranks_per_node(ranks), **WORKLOADS["dpsnn"])
+    for (exchange, overlap), run in runs.items():
+        where = f"{exchange} overlap={overlap}"
+        assert run["digest"] == reference["digest"], where
+        assert np.array_equal(run["ids"], reference["ids"]) and np.array_equal(run["steps"], reference["steps"]), where
+        check_balance(counters(run), run["ids"].size)
 
 
 BURST = dict(model="burst", neurons=4000, probability=0.01, ms=20.0)
@@ -88,7 +90,7 @@ def test_burst_grows_every_buffer_and_loses_nothing(workloads, ranks):
     for (exchange, overlap), run in runs.items():
         where = f"{exchange} overlap={overlap}"
         assert np.array_equal(run["ids"], reference["ids"]) and np.array_equal(run["steps"], reference["steps"]), where
-        check_balance(run)
+        check_counters(run)
         c = counters(run)
         if exchange in FIXED_BUFFER and (ranks > 1 or not exchange.startswith("rma")):
             assert c["overflow_rounds"] > 0, where

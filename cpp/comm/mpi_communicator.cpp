@@ -19,10 +19,11 @@ int to_int(size_t v) {
   return int(v);
 }
 
-std::vector<int> to_int(const std::vector<size_t>& v) {
-  std::vector<int> out(v.size());
+// Into `out`, whose storage is kept from call to call: no allocation per exchange.
+const int* to_int(const std::vector<size_t>& v, std::vector<int>& out) {
+  out.resize(v.size());
   for (size_t i = 0; i < v.size(); ++i) out[i] = to_int(v[i]);
-  return out;
+  return out.data();
 }
 
 class MpiWindow final : public Window {
@@ -98,8 +99,8 @@ class MpiCommunicator final : public Communicator {
   }
   void allgatherv(const uint64_t* send, size_t count, uint64_t* recv, const std::vector<size_t>& counts,
                   const std::vector<size_t>& displs) override {
-    const auto c = to_int(counts), d = to_int(displs);
-    check(MPI_Allgatherv(send, to_int(count), MPI_UINT64_T, recv, c.data(), d.data(), MPI_UINT64_T, comm_),
+    check(MPI_Allgatherv(send, to_int(count), MPI_UINT64_T, recv, to_int(counts, scratch_.a),
+                         to_int(displs, scratch_.b), MPI_UINT64_T, comm_),
           "MPI_Allgatherv");
   }
   void alltoall_word(const uint64_t* send, uint64_t* recv) override {
@@ -108,8 +109,8 @@ class MpiCommunicator final : public Communicator {
   void alltoallv(const uint64_t* send, const std::vector<size_t>& send_counts, const std::vector<size_t>& send_displs,
                  uint64_t* recv, const std::vector<size_t>& recv_counts,
                  const std::vector<size_t>& recv_displs) override {
-    const auto sc = to_int(send_counts), sd = to_int(send_displs), rc = to_int(recv_counts), rd = to_int(recv_displs);
-    check(MPI_Alltoallv(send, sc.data(), sd.data(), MPI_UINT64_T, recv, rc.data(), rd.data(), MPI_UINT64_T, comm_),
+    check(MPI_Alltoallv(send, to_int(send_counts, scratch_.a), to_int(send_displs, scratch_.b), MPI_UINT64_T, recv,
+                        to_int(recv_counts, scratch_.c), to_int(recv_displs, scratch_.d), MPI_UINT64_T, comm_),
           "MPI_Alltoallv");
   }
   void allreduce_sum(uint64_t* data, size_t count) override {
@@ -188,12 +189,10 @@ class MpiCommunicator final : public Communicator {
   bool test(Request r) override {
     int flag = 0;
     check(MPI_Test(&requests_.at(r), &flag, MPI_STATUS_IGNORE), "MPI_Test");
-    if (flag) release(r);
-    return flag;
+    return flag;  // completed: MPI has set the entry to MPI_REQUEST_NULL, free for reuse
   }
   void wait(Request r) override {
     check(MPI_Wait(&requests_.at(r), MPI_STATUS_IGNORE), "MPI_Wait");
-    release(r);
   }
 
   std::unique_ptr<Communicator> graph(const std::vector<int>& sources, const std::vector<int>& destinations) override {
@@ -241,27 +240,22 @@ class MpiCommunicator final : public Communicator {
   // A free entry of the request table.
   Request open() {
     for (size_t i = 0; i < requests_.size(); ++i)
-      if (!in_use_[i]) { in_use_[i] = 1; return Request(i); }
+      if (requests_[i] == MPI_REQUEST_NULL) return Request(i);  // filled by the MPI call that follows
     requests_.push_back(MPI_REQUEST_NULL);
-    in_use_.push_back(1);
     counts_.emplace_back();
     return Request(requests_.size() - 1);
   }
   Counts& keep(Request r, const std::vector<size_t>& a, const std::vector<size_t>& b, const std::vector<size_t>& c,
                const std::vector<size_t>& d) {
     Counts& k = counts_[r];
-    k.a = to_int(a); k.b = to_int(b); k.c = to_int(c); k.d = to_int(d);
+    to_int(a, k.a); to_int(b, k.b); to_int(c, k.c); to_int(d, k.d);
     return k;
-  }
-  void release(Request r) {
-    requests_[r] = MPI_REQUEST_NULL;
-    in_use_[r] = 0;
   }
   MPI_Comm comm_ = MPI_COMM_NULL;
   int rank_ = 0, size_ = 1;
   std::vector<MPI_Request> requests_;
-  std::vector<uint8_t> in_use_;
   std::vector<Counts> counts_;
+  Counts scratch_;  // the blocking v-collectives' count arrays
 };
 
 }  // namespace

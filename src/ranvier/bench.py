@@ -88,16 +88,19 @@ def launch_env(ranks: int, threads: int) -> dict:
     return env
 
 
-def launch(ranks: int, threads: int, argv: list[str]) -> subprocess.CompletedProcess:
-    """Runs the command argv (a Python program) on `ranks` ranks of `threads` threads each; output captured."""
+def restore_cpus() -> None:
+    """For subprocess preexec_fn: a child inherits this thread's CPU mask, which the OpenMP
+    runtime narrowed to one core when ranvier loaded; give the child the mask from before."""
     from . import _cpus_at_import
 
     if _cpus_at_import is not None:
-        # Children inherit this thread's CPU mask, which the OpenMP runtime narrowed to one core
-        # when ranvier loaded: give it back before starting them.
         os.sched_setaffinity(0, _cpus_at_import)
+
+
+def launch(ranks: int, threads: int, argv: list[str]) -> subprocess.CompletedProcess:
+    """Runs the command argv (a Python program) on `ranks` ranks of `threads` threads each; output captured."""
     return subprocess.run([*launch_prefix(ranks, threads), *argv], env=launch_env(ranks, threads),
-                          capture_output=True, text=True, check=False)
+                          capture_output=True, text=True, check=False, preexec_fn=restore_cpus)
 
 
 def run_worker(ranks: int, threads: int, spec: dict, workdir: Path, label: str) -> dict:
