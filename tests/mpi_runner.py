@@ -28,7 +28,10 @@ import traceback
 
 import numpy as np
 
-MODELS = ("dpsnn", "burst", "artificial-cells")
+MODELS = ("dpsnn", "burst", "artificial-cells", "mam-benchmark")
+# The multi-area test network: small heterogeneous areas firing fast, so that a short run has
+# traffic on both pathways of the two-tier exchange (`neurons` is the mean area size, `synapses` K).
+MAM_TEST = {"n_areas": 4, "rate_hz": 20.0, "rate_sd": 6.0, "area_size_sd_fraction": 0.3}
 
 # The burst network (tests/test_conservation.py): every neuron starts at V = H with the same
 # constant drive, so all of them cross threshold in the same step, BURST_STEP. Recurrent
@@ -110,10 +113,11 @@ def recorded_ids(net, record: str | None = None) -> list[int]:
 
 def run_config(model="dpsnn", neurons=2048, synapses=1125, ms=300.0, threads=1, exchange="allgather",
                placement="round-robin", seed=1, probability=0.02, record=None, comm=None, overlap=False,
-               ranks_per_node=0):
+               ranks_per_node=0, delay_ratio=10, global_interval=None):
     """Build and run one configuration; return a dict of plain arrays on rank 0, None elsewhere.
     artificial-cells: `neurons` cells with `synapses` targets each. ranks_per_node > 0 groups
-    consecutive ranks into nodes for the hierarchical exchange (RANVIER_RANKS_PER_NODE)."""
+    consecutive ranks into nodes for the hierarchical exchange (RANVIER_RANKS_PER_NODE).
+    exchange "two-tier/S": the two-tier exchange with strategy S in both tiers."""
     import os
 
     import ranvier as rv
@@ -126,14 +130,21 @@ def run_config(model="dpsnn", neurons=2048, synapses=1125, ms=300.0, threads=1, 
         net = burst_network(neurons, probability)
     elif model == "artificial-cells":
         net = rv.models.build("artificial-cells", cells=neurons, targets_per_cell=synapses)
+    elif model == "mam-benchmark":
+        net = rv.models.build("mam-benchmark", n_areas=MAM_TEST["n_areas"], area_size=neurons, K=synapses,
+                              rate_hz=MAM_TEST["rate_hz"], rate_sd=MAM_TEST["rate_sd"],
+                              area_size_sd=MAM_TEST["area_size_sd_fraction"] * neurons,
+                              delay_ratio=delay_ratio)
     else:
         raise ValueError(f"unknown model {model!r}")
     saved = os.environ.pop("RANVIER_RANKS_PER_NODE", None)
     if ranks_per_node:
         os.environ["RANVIER_RANKS_PER_NODE"] = str(ranks_per_node)
     try:
-        sim = rv.Simulation(net, threads=threads, exchange=exchange, placement=placement, seed=seed, comm=comm,
-                            record_state=recorded_ids(net, record), overlap=bool(overlap))
+        strategy, _, tier = exchange.partition("/")
+        tiers = {"tier_exchange": tier, "global_interval": global_interval} if tier else {}
+        sim = rv.Simulation(net, threads=threads, exchange=strategy, placement=placement, seed=seed, comm=comm,
+                            record_state=recorded_ids(net, record), overlap=bool(overlap), **tiers)
     finally:
         os.environ.pop("RANVIER_RANKS_PER_NODE", None)
         if saved is not None:
@@ -164,7 +175,7 @@ def run_config(model="dpsnn", neurons=2048, synapses=1125, ms=300.0, threads=1, 
         "state_V": np.asarray(res.state["V"], dtype=np.float64),
         "state_c": np.asarray(res.state["c"], dtype=np.float64),
         "ranks": res.ranks, "threads": threads, "exchange": exchange, "placement": placement,
-        "overlap": bool(overlap),
+        "overlap": bool(overlap), "global_interval": sim.global_interval,
         "seed": seed, "duration_ms": res.duration_ms, "steps_per_cycle": res.steps_per_cycle,
         "population_first_ids": np.array(res.population_first_ids, dtype=np.int64),
         "population_sizes": np.array(res.population_sizes, dtype=np.int64),
@@ -184,22 +195,31 @@ def main(argv=None):
     ap.add_argument("--exchange", default="allgather", help="one strategy, or several separated by commas")
     ap.add_argument("--overlap", default="0", help="0, 1, or both as 0,1")
     ap.add_argument("--ranks-per-node", type=int, default=0)
-    ap.add_argument("--placement", default="round-robin")
+    ap.add_argument("--placement", default="round-robin", help="one placement, or several separated by commas "
+                    "(files are then named <out>-<placement>-<exchange>-<overlap>.npz)")
+    ap.add_argument("--delay-ratio", type=int, default=10, help="mam-benchmark: D")
+    ap.add_argument("--global-interval", type=int, default=None, help="two-tier: cycles between global exchanges")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--record", default=None, help="comma-separated neuron ids to record V and c of")
     ap.add_argument("--out", required=True)
     a = ap.parse_args(argv)
     exchanges = a.exchange.split(",")
     overlaps = [bool(int(x)) for x in a.overlap.split(",")]
+    placements = a.placement.split(",")
     try:
-        for exchange in exchanges:
-            for overlap in overlaps:
-                out = run_config(model=a.model, neurons=a.neurons, synapses=a.synapses, ms=a.ms,
-                                 threads=a.threads, exchange=exchange, placement=a.placement, seed=a.seed,
-                                 probability=a.probability, record=a.record, overlap=overlap,
-                                 ranks_per_node=a.ranks_per_node)
-                if out is not None:
-                    np.savez(f"{a.out}-{exchange}-{int(overlap)}.npz", **out)
+        for placement in placements:
+            for exchange in exchanges:
+                for overlap in overlaps:
+                    out = run_config(model=a.model, neurons=a.neurons, synapses=a.synapses, ms=a.ms,
+                                     threads=a.threads, exchange=exchange, placement=placement, seed=a.seed,
+                                     probability=a.probability, record=a.record, overlap=overlap,
+                                     ranks_per_node=a.ranks_per_node, delay_ratio=a.delay_ratio,
+                                     global_interval=a.global_interval)
+                    if out is None:
+                        continue
+                    name = exchange.replace("/", "+")
+                    prefix = f"{a.out}-{placement}" if len(placements) > 1 else a.out
+                    np.savez(f"{prefix}-{name}-{int(overlap)}.npz", **out)
     except BaseException:
         traceback.print_exc()
         sys.stderr.flush()

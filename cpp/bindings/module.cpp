@@ -34,7 +34,8 @@ nb::ndarray<nb::numpy, T, nb::ndim<2>> to_numpy_2d(std::vector<T>&& v, size_t ro
 const char* kCounterNames[] = {"spikes_emitted", "spikes_sent", "spikes_received", "spikes_delivered",
                                "synaptic_events_recurrent", "synaptic_events_external", "events_scheduled",
                                "events_expected", "events_pending", "bytes_sent", "messages_sent",
-                               "overflow_rounds", "exchange_resizes"};
+                               "overflow_rounds", "exchange_resizes", "exchanges_local", "exchanges_global",
+                               "global_spikes_sent", "global_bytes_sent", "global_messages_sent"};
 
 }  // namespace
 
@@ -46,6 +47,7 @@ NB_MODULE(_engine, m) {
   for (const char* c : kCounterNames) counters.append(c);
   placements.append("round-robin");
   placements.append("block");
+  placements.append("segments");
   m.attr("PHASES") = phases;
   m.attr("COUNTERS") = counters;
   m.attr("PLACEMENTS") = placements;
@@ -92,7 +94,7 @@ NB_MODULE(_engine, m) {
       .def_rw("tau_c_ms", &PopulationSpec::tau_c_ms).def_rw("g_c", &PopulationSpec::g_c)
       .def_rw("dc", &PopulationSpec::dc).def_rw("initial_uniform", &PopulationSpec::initial_uniform)
       .def_rw("artificial", &PopulationSpec::artificial).def_rw("isi_min_steps", &PopulationSpec::isi_min_steps)
-      .def_rw("isi_max_steps", &PopulationSpec::isi_max_steps);
+      .def_rw("isi_max_steps", &PopulationSpec::isi_max_steps).def_rw("area", &PopulationSpec::area);
   nb::class_<ProjectionSpec>(m, "ProjectionSpec")
       .def(nb::init<>())
       .def_rw("source", &ProjectionSpec::source).def_rw("target", &ProjectionSpec::target)
@@ -101,7 +103,9 @@ NB_MODULE(_engine, m) {
       .def_rw("delay_offset_steps", &ProjectionSpec::delay_offset_steps)
       .def_rw("delay_step_steps", &ProjectionSpec::delay_step_steps)
       .def_rw("delay_scale_ms", &ProjectionSpec::delay_scale_ms).def_rw("delay_cut_ms", &ProjectionSpec::delay_cut_ms)
-      .def_rw("delay_step_ms", &ProjectionSpec::delay_step_ms);
+      .def_rw("delay_step_ms", &ProjectionSpec::delay_step_ms)
+      .def_rw("delay_normal", &ProjectionSpec::delay_normal).def_rw("delay_mean_ms", &ProjectionSpec::delay_mean_ms)
+      .def_rw("delay_sd_ms", &ProjectionSpec::delay_sd_ms);
   nb::class_<DriveSpec>(m, "DriveSpec")
       .def(nb::init<>())
       .def_rw("target", &DriveSpec::target).def_rw("n_synapses", &DriveSpec::n_synapses)
@@ -117,7 +121,10 @@ NB_MODULE(_engine, m) {
       .def_rw("record_spikes", &EngineConfig::record_spikes).def_rw("record_state", &EngineConfig::record_state)
       .def_rw("fraction_bits", &EngineConfig::fraction_bits).def_rw("use_mpi", &EngineConfig::use_mpi)
       .def_rw("comm_handle", &EngineConfig::comm_handle).def_rw("overlap", &EngineConfig::overlap)
-      .def_rw("drive_steps", &EngineConfig::drive_steps);
+      .def_rw("drive_steps", &EngineConfig::drive_steps)
+      .def_rw("placement_bounds", &EngineConfig::placement_bounds)
+      .def_rw("placement_ranks", &EngineConfig::placement_ranks)
+      .def_rw("global_interval", &EngineConfig::global_interval);
 
   nb::class_<Engine>(m, "Engine")
       .def(nb::init<EngineConfig>(), "config"_a)
@@ -157,6 +164,11 @@ NB_MODULE(_engine, m) {
         d["messages_sent"] = c.exchange.messages_sent;
         d["overflow_rounds"] = c.exchange.overflow_rounds;
         d["exchange_resizes"] = c.exchange.exchange_resizes;
+        d["exchanges_local"] = c.exchanges_local;
+        d["exchanges_global"] = c.exchanges_global;
+        d["global_spikes_sent"] = c.exchange_global.spikes_sent;
+        d["global_bytes_sent"] = c.exchange_global.bytes_sent;
+        d["global_messages_sent"] = c.exchange_global.messages_sent;
         return d;
       })
       .def("connections", [](const Engine& e) {

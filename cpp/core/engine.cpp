@@ -76,12 +76,18 @@ void counts_and_weights(const uint32_t* __restrict count_words, const uint32_t* 
     weight[i] = central_efficacy(event_words[i], L, mean, sd, scale);
   }
 }
+Placement make_placement(const EngineConfig& cfg, int ranks) {
+  if (cfg.placement != "segments") return Placement(cfg.placement, cfg.neuron_count(), ranks, cfg.threads);
+  if (cfg.placement_bounds.empty() || cfg.placement_bounds.back() != cfg.neuron_count())
+    throw std::invalid_argument("placement segments must cover every neuron: their bounds must end at the neuron count");
+  return Placement(cfg.placement_bounds, cfg.placement_ranks, ranks, cfg.threads);
+}
 }  // namespace
 
 Engine::Engine(EngineConfig cfg)
     : cfg_(std::move(cfg)),
       comm_(make_communicator(cfg_.use_mpi, cfg_.comm_handle)),
-      placement_(cfg_.placement, cfg_.neuron_count(), comm_->size(), cfg_.threads),
+      placement_(make_placement(cfg_, comm_->size())),
       exchange_(make_exchange(cfg_.exchange)) {
   if (cfg_.threads < 1) throw std::invalid_argument("threads must be at least 1");
   if (cfg_.steps_per_cycle < 1 || cfg_.steps_per_cycle > 0xFFFF)
@@ -97,6 +103,27 @@ Engine::Engine(EngineConfig cfg)
   for (const auto& p : cfg_.populations)
     if (p.artificial && (p.isi_min_steps < 1 || p.isi_max_steps < p.isi_min_steps))
       throw std::invalid_argument("artificial cells need 1 <= isi_min_steps <= isi_max_steps");
+  if (two_tier()) {
+    // The global pathway holds a spike for up to D cycles, so every synapse between ranks of
+    // different area groups, all of them between areas, must be at least D cycles long.
+    if (cfg_.overlap) throw std::invalid_argument("the two-tier exchange does not combine with overlap");
+    for (const auto& p : cfg_.populations)
+      if (p.area < 0)
+        throw std::invalid_argument("the two-tier exchange needs every population in an area; population '" + p.name +
+                                    "' has none");
+    const int64_t D = cfg_.global_interval, L = cfg_.steps_per_cycle;
+    if (D * L > 0xFFFF) throw std::invalid_argument("two-tier: global_interval * steps_per_cycle must not exceed 65535 steps");
+    for (const auto& pr : cfg_.projections) {
+      if (cfg_.populations[pr.source].area == cfg_.populations[pr.target].area) continue;
+      if (pr.delay_offset_steps < D * L)
+        throw std::invalid_argument(
+            "two-tier: the global exchange every D = " + std::to_string(D) + " cycles of " + std::to_string(L) +
+            " step(s) would deliver spikes late: the shortest inter-area delay (" + cfg_.populations[pr.source].name +
+            " -> " + cfg_.populations[pr.target].name + ") is " + std::to_string(pr.delay_offset_steps) +
+            " step(s), and D must divide it into whole cycles of at least D: choose D <= " +
+            std::to_string(pr.delay_offset_steps / L));
+    }
+  }
   std::vector<int> drives(cfg_.populations.size(), 0);
   for (const auto& d : cfg_.drives)
     if (d.target >= drives.size() || ++drives[d.target] > 1)
@@ -132,13 +159,15 @@ void Engine::build() {
   for (const auto& e : errors)
     if (!e.empty()) throw std::runtime_error(e);
 
-  // Delivery queues: a ring long enough for the longest delay on this rank.
+  // Delivery queues: a ring long enough for the longest delay on this rank, counted from the
+  // start of the longest window a record's offset can refer to (D cycles with two-tier).
+  const int64_t window = two_tier() ? L * cfg_.global_interval : L;
   uint64_t max_delay = uint64_t(L);
   for (const auto& ts : threads_)
     for (uint16_t d : ts.store.seg_delay) max_delay = std::max<uint64_t>(max_delay, d);
-  queue_cycles_ = int64_t((L - 1 + max_delay) / L + 1);
+  queue_cycles_ = int64_t((window - 1 + max_delay) / L + 1);
   // Cycles ahead and step offset of arrival for every (offset + delay): no division per segment.
-  arrival_.resize(L + max_delay);
+  arrival_.resize(window + max_delay);
   for (uint64_t a = 0; a < arrival_.size(); ++a) arrival_[a] = {uint32_t(a / L), uint32_t(a % L)};
   for (auto& ts : threads_) ts.queue.assign(queue_cycles_ * L, {});
 
@@ -156,8 +185,46 @@ void Engine::build() {
     traced_ids_.push_back(g);
   }
 
-  build_target_table();
-  exchange_->configure(*comm_, placement_, targets_, uint32_t(L));
+  if (two_tier()) {
+    build_area_groups();
+    build_target_table();
+    global_exchange_ = make_exchange(cfg_.exchange);
+    exchange_->configure(*group_comm_, *group_placement_, targets_, uint32_t(L));
+    global_exchange_->configure(*comm_, placement_, global_targets_, uint32_t(window));
+  } else {
+    build_target_table();
+    exchange_->configure(*comm_, placement_, targets_, uint32_t(L));
+  }
+}
+
+// Area groups: ranks that hold neurons of one area are joined, transitively (union-find over
+// ranks). Each group gets a sub-communicator for the exchange every cycle; everything leaving
+// the group then crosses an area boundary, whose delays allow the global exchange every D cycles.
+void Engine::build_area_groups() {
+  const int P = comm_->size();
+  std::vector<int> parent(P);
+  for (int r = 0; r < P; ++r) parent[r] = r;
+  auto root = [&](int r) {
+    while (parent[r] != r) r = parent[r] = parent[parent[r]];
+    return r;
+  };
+  std::vector<int> first_rank_of_area;
+  for (const auto& p : cfg_.populations) {
+    if (size_t(p.area) >= first_rank_of_area.size()) first_rank_of_area.resize(p.area + 1, -1);
+    for (int r : placement_.ranks_of_range(p.first, p.size)) {
+      int& first = first_rank_of_area[p.area];
+      if (first < 0) first = r;
+      const int a = root(first), b = root(r);
+      parent[std::max(a, b)] = std::min(a, b);
+    }
+  }
+  group_of_rank_.resize(P);
+  for (int r = 0; r < P; ++r) group_of_rank_[r] = root(r);
+  std::vector<int> members;
+  for (int r = 0; r < P; ++r)
+    if (group_of_rank_[r] == group_of_rank_[rank()]) members.push_back(r);
+  group_comm_ = comm_->split(group_of_rank_[rank()], rank());
+  group_placement_ = std::make_unique<Placement>(placement_.restricted(members));
 }
 
 void Engine::build_target_table() {
@@ -187,16 +254,28 @@ void Engine::build_target_table() {
   }
   comm_->alltoallv(send.data(), send_counts, send_displs, recv.data(), recv_counts, recv_displs);
 
+  // Two-tier: destinations in the area group go to the group's table (as group ranks), the
+  // others to the global table.
+  std::vector<int> group_rank(P, -1);
+  if (two_tier())
+    for (int r = 0, i = 0; r < P; ++r)
+      if (group_of_rank_[r] == group_of_rank_[rank()]) group_rank[r] = i++;
   out_degree_.assign(mine, 0);
-  targets_.dest_begin.assign(mine + 1, 0);
-  targets_.dest_ranks.clear();
+  for (TargetTable* t : {&targets_, &global_targets_}) {
+    t->dest_begin.assign(mine + 1, 0);
+    t->dest_ranks.clear();
+  }
   for (uint64_t j = 0; j < mine; ++j) {
     for (int r = 0; r < P; ++r) {
       const uint64_t k = recv[size_t(r) * mine + j];
       out_degree_[j] += k;
-      if (k) targets_.dest_ranks.push_back(uint32_t(r));
+      if (!k) continue;
+      if (!two_tier()) targets_.dest_ranks.push_back(uint32_t(r));
+      else if (group_rank[r] >= 0) targets_.dest_ranks.push_back(uint32_t(group_rank[r]));
+      else global_targets_.dest_ranks.push_back(uint32_t(r));
     }
     targets_.dest_begin[j + 1] = targets_.dest_ranks.size();
+    global_targets_.dest_begin[j + 1] = global_targets_.dest_ranks.size();
   }
 }
 
@@ -374,12 +453,12 @@ void Engine::update(ThreadState& ts, int64_t cycle) {
 
 // Schedule: every received spike's synapse segments go into the queue of the cycle in which
 // they arrive, with the step offset of arrival.
-void Engine::schedule(ThreadState& ts, int64_t cycle) {
+void Engine::schedule(ThreadState& ts, const std::vector<SpikeRecord>& records, int64_t cycle) {
   const auto& st = ts.store;
   const int64_t L = cfg_.steps_per_cycle;
   const Arrival* arrival = arrival_.data();
   uint64_t scheduled = 0;
-  for (SpikeRecord rec : received_) {
+  for (SpikeRecord rec : records) {
     const uint64_t g = record_gid(rec);
     const uint32_t o = record_offset(rec);
     for (uint32_t h = st.row_head[g]; h < st.row_head[g + 1]; ++h) {
@@ -420,7 +499,7 @@ void Engine::run_cycles(int64_t cycles) {
 #pragma omp parallel num_threads(T)
   {
     ThreadState& ts = threads_[omp_get_thread_num()];
-    double t0 = 0, t1 = 0, t2 = 0, t3 = 0, t4 = 0, t5 = 0;
+    double t0 = 0, t1 = 0, t2 = 0, t3 = 0, t4 = 0, t5 = 0, communicate = 0, synchronize = 0;
     for (int64_t cycle = first; cycle < first + cycles; ++cycle) {
 #pragma omp master
       t0 = omp_get_wtime();
@@ -438,23 +517,31 @@ void Engine::run_cycles(int64_t cycles) {
         t2 = omp_get_wtime();
         collocate(cycle);
         t3 = omp_get_wtime();
-        if (cfg_.barrier) comm_->barrier();
-        t4 = omp_get_wtime();
-        if (in_flight_cycle_ >= 0) finish_exchange();
-        exchange_->start(send_[cycle & 1], rank_counters_.exchange);
-        in_flight_cycle_ = cycle;
-        if (!cfg_.overlap) finish_exchange();
+        if (two_tier()) {
+          exchange_two_tier(cycle, cycle + 1 == first + cycles, communicate, synchronize);
+        } else {
+          if (cfg_.barrier) comm_->barrier();
+          t4 = omp_get_wtime();
+          if (in_flight_cycle_ >= 0) finish_exchange();
+          exchange_->start(send_[cycle & 1], exchange_counters_);
+          in_flight_cycle_ = cycle;
+          if (!cfg_.overlap) finish_exchange();
+          synchronize = t4 - t3;
+          communicate = omp_get_wtime() - t4;
+        }
         t5 = omp_get_wtime();
       }
 #pragma omp barrier
-      if (received_cycle_ >= 0) schedule(ts, received_cycle_);
+      if (received_cycle_ >= 0) schedule(ts, received_, received_cycle_);
+      if (global_received_base_ >= 0) schedule(ts, global_received_, global_received_base_);
 #pragma omp barrier
 #pragma omp master
       {
         const double t6 = omp_get_wtime();
-        timers_.push_back({(t1 - t0) + (t6 - t5), t2 - t1, t3 - t2, t5 - t4, t4 - t3});
+        timers_.push_back({(t1 - t0) + (t6 - t5), t2 - t1, t3 - t2, communicate, synchronize});
         cycle_ = cycle + 1;
         received_cycle_ = -1;
+        global_received_base_ = -1;
       }
     }
     if (in_flight_cycle_ >= 0) {  // only with overlap; every thread sees it after the barrier above
@@ -466,7 +553,7 @@ void Engine::run_cycles(int64_t cycles) {
         timers_.back()[kCommunicate] += omp_get_wtime() - t7;
       }
 #pragma omp barrier
-      schedule(ts, received_cycle_);
+      schedule(ts, received_, received_cycle_);
 #pragma omp barrier
 #pragma omp master
       received_cycle_ = -1;
@@ -476,20 +563,75 @@ void Engine::run_cycles(int64_t cycles) {
 
 // Completes the exchange in flight: `received_` holds the spikes of cycle received_cycle_.
 void Engine::finish_exchange() {
-  exchange_->finish(received_, rank_counters_.exchange);
+  exchange_->finish(received_, exchange_counters_);
   received_cycle_ = in_flight_cycle_;
   in_flight_cycle_ = -1;
+  ++(two_tier() ? rank_counters_.exchanges_local : rank_counters_.exchanges_global);
   for (SpikeRecord rec : received_) rank_counters_.spikes_delivered += has_targets_[record_gid(rec)];
 }
 
-// Collocate: gather the threads' spikes into this cycle's send buffer.
+// Two-tier exchange of one cycle: inside the area group now; among all ranks at the end of each
+// window of D cycles (and at the end of a run, so every call leaves all spikes queued). A barrier
+// before each, on the same communicator, is timed as 'synchronize'.
+void Engine::exchange_two_tier(int64_t cycle, bool last, double& communicate, double& synchronize) {
+  const int64_t D = cfg_.global_interval;
+  double t = omp_get_wtime();
+  if (cfg_.barrier) group_comm_->barrier();
+  double u = omp_get_wtime();
+  synchronize = u - t;
+  exchange_->start(send_[cycle & 1], exchange_counters_);
+  in_flight_cycle_ = cycle;
+  finish_exchange();
+  t = omp_get_wtime();
+  communicate = t - u;
+  if ((cycle + 1) % D != 0 && !last) return;
+  if (cfg_.barrier) comm_->barrier();
+  u = omp_get_wtime();
+  synchronize += u - t;
+  global_exchange_->start(global_send_, global_counters_);
+  global_exchange_->finish(global_received_, global_counters_);
+  global_send_.clear();
+  global_received_base_ = cycle - cycle % D;
+  ++rank_counters_.exchanges_global;
+  // Strategies that send every record everywhere (all-gathers) also bring this group's own
+  // spikes, which the group exchange has delivered already.
+  const int group = group_of_rank_[rank()];
+  size_t kept = 0;
+  for (SpikeRecord rec : global_received_) {
+    const uint64_t g = record_gid(rec);
+    if (group_of_rank_[placement_.rank_of(g)] == group) continue;
+    global_received_[kept++] = rec;
+    rank_counters_.spikes_delivered += has_targets_[g];
+  }
+  global_received_.resize(kept);
+  communicate += omp_get_wtime() - u;
+}
+
+// Collocate: gather the threads' spikes into this cycle's send buffer. Two-tier: a spike goes
+// to the group's buffer if it has targets in the group, and to the global buffer, with its
+// offset counted from the start of the D-cycle window, if it has targets elsewhere.
 void Engine::collocate(int64_t cycle) {
   auto& send = send_[cycle & 1];
   send.clear();
+  if (!two_tier()) {
+    for (auto& ts : threads_) {
+      for (SpikeRecord rec : ts.spikes_out) rank_counters_.events_expected += out_degree_[placement_.rank_index(record_gid(rec))];
+      rank_counters_.spikes_emitted += ts.spikes_out.size();
+      send.insert(send.end(), ts.spikes_out.begin(), ts.spikes_out.end());
+    }
+    return;
+  }
+  const uint32_t shift = uint32_t((cycle % cfg_.global_interval) * cfg_.steps_per_cycle);
+  const auto& local = targets_.dest_begin;
+  const auto& global = global_targets_.dest_begin;
   for (auto& ts : threads_) {
-    for (SpikeRecord rec : ts.spikes_out) rank_counters_.events_expected += out_degree_[placement_.rank_index(record_gid(rec))];
     rank_counters_.spikes_emitted += ts.spikes_out.size();
-    send.insert(send.end(), ts.spikes_out.begin(), ts.spikes_out.end());
+    for (SpikeRecord rec : ts.spikes_out) {
+      const uint64_t j = placement_.rank_index(record_gid(rec));
+      rank_counters_.events_expected += out_degree_[j];
+      if (local[j + 1] > local[j]) send.push_back(rec);
+      if (global[j + 1] > global[j]) global_send_.push_back(make_record(record_gid(rec), record_offset(rec) + shift));
+    }
   }
 }
 
@@ -507,6 +649,12 @@ uint64_t Engine::synapse_bytes() const {
 
 Counters Engine::counters() const {
   Counters c = rank_counters_;
+  const ExchangeCounters& a = exchange_counters_;
+  const ExchangeCounters& b = global_counters_;
+  c.exchange = {a.spikes_sent + b.spikes_sent, a.spikes_received + b.spikes_received, a.bytes_sent + b.bytes_sent,
+                a.messages_sent + b.messages_sent, a.overflow_rounds + b.overflow_rounds,
+                a.exchange_resizes + b.exchange_resizes};
+  c.exchange_global = two_tier() ? b : a;
   for (const auto& ts : threads_) {
     c.synaptic_events_recurrent += ts.counters.synaptic_events_recurrent;
     c.synaptic_events_external += ts.counters.synaptic_events_external;

@@ -33,7 +33,10 @@ struct Counters {
   uint64_t synaptic_events_external = 0;   // Poisson input events
   uint64_t events_scheduled = 0;           // synapses of received spikes put in the delivery queues
   uint64_t events_expected = 0;            // global out-degree summed over this rank's emitted spikes
-  ExchangeCounters exchange;
+  uint64_t exchanges_local = 0;            // two-tier: exchanges inside the area group
+  uint64_t exchanges_global = 0;           // exchanges among all ranks
+  ExchangeCounters exchange;               // every exchange
+  ExchangeCounters exchange_global;        // the part of `exchange` among all ranks
 };
 
 // When a segment arrives, counted from the start of the cycle its spike was emitted in.
@@ -92,8 +95,11 @@ class Engine {
   void drive(ThreadState& ts, int64_t cycle);
   void update(ThreadState& ts, int64_t cycle);
   void fire_artificial(ThreadState& ts, const PopulationRange& range, const PopulationSpec& pop, int64_t step);
-  void schedule(ThreadState& ts, int64_t cycle);
+  void schedule(ThreadState& ts, const std::vector<SpikeRecord>& records, int64_t base_cycle);
   void build_target_table();
+  void build_area_groups();
+  bool two_tier() const { return cfg_.global_interval > 0; }
+  void exchange_two_tier(int64_t cycle, bool last, double& communicate, double& synchronize);
   // Rows of the input buffer follow the step modulo the drive block.
   int64_t input_row(int64_t cycle, int64_t offset) const {
     return (cycle * cfg_.steps_per_cycle + offset) % cfg_.drive_steps;
@@ -104,8 +110,20 @@ class Engine {
   EngineConfig cfg_;
   std::unique_ptr<Communicator> comm_;
   Placement placement_;
+  // The exchange every cycle: among all ranks, or (two-tier) inside this rank's area group.
   std::unique_ptr<Exchange> exchange_;
-  TargetTable targets_;
+  TargetTable targets_;                    // destinations as ranks of the exchange's communicator
+  ExchangeCounters exchange_counters_;
+  // Two-tier: the area group (ranks sharing an area, transitively) and the global pathway, whose
+  // records carry step offsets from the start of their window of global_interval cycles.
+  std::unique_ptr<Communicator> group_comm_;
+  std::unique_ptr<Placement> group_placement_;
+  std::vector<int> group_of_rank_;         // world rank -> its group's lowest world rank
+  std::unique_ptr<Exchange> global_exchange_;
+  TargetTable global_targets_;             // destinations outside the group, world ranks
+  ExchangeCounters global_counters_;
+  std::vector<SpikeRecord> global_send_, global_received_;
+  int64_t global_received_base_ = -1;      // window start of the records in global_received_
   std::vector<uint64_t> out_degree_;       // global out-degree of this rank's neurons (rank-local index)
   std::vector<uint8_t> has_targets_;       // per global source: any synapse on this rank
   std::vector<ThreadState> threads_;

@@ -120,9 +120,17 @@ void build_thread_synapses(const EngineConfig& cfg, const ThreadNeurons& neurons
             do { w = pr.weight_mean + pr.weight_sd * inverse_normal(stream.uniform()); }
             while (!(w / pr.weight_mean > 0.0 && w / pr.weight_mean < 2.0));
           }
-          double x;
-          do { x = -pr.delay_scale_ms * std::log(stream.uniform()); } while (!(x < pr.delay_cut_ms));
-          const uint64_t d = uint64_t(pr.delay_offset_steps) + uint64_t(std::floor(x / pr.delay_step_ms)) * uint64_t(pr.delay_step_steps);
+          uint64_t d;
+          if (pr.delay_normal) {
+            double y;  // in steps
+            do { y = (pr.delay_mean_ms + pr.delay_sd_ms * inverse_normal(stream.uniform())) / cfg.resolution_ms; }
+            while (!(y >= double(pr.delay_offset_steps)));
+            d = std::max<uint64_t>(uint64_t(pr.delay_offset_steps), uint64_t(std::llround(std::min(y, 1e6))));
+          } else {
+            double x;
+            do { x = -pr.delay_scale_ms * std::log(stream.uniform()); } while (!(x < pr.delay_cut_ms));
+            d = uint64_t(pr.delay_offset_steps) + uint64_t(std::floor(x / pr.delay_step_ms)) * uint64_t(pr.delay_step_steps);
+          }
           if (d > 0xFFFF) throw std::runtime_error("a delay exceeds 65535 steps: use a coarser resolution_ms");
           max_delay = std::max(max_delay, d);
           drawn.push_back({s, int32_t(std::rint(w * scale)), uint16_t(d)});

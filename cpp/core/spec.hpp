@@ -18,6 +18,7 @@ struct PopulationSpec {
   // uniform phase in [0, isi_max_steps).
   bool artificial = false;
   int64_t isi_min_steps = 100, isi_max_steps = 200;
+  int32_t area = -1;              // the brain area it belongs to (-1: none)
 };
 
 // Every ordered pair (s in source, t in target, s != t) is a synapse with this probability.
@@ -27,6 +28,10 @@ struct ProjectionSpec {
   double weight_mean = 0, weight_sd = 0;  // mV; redrawn until strictly inside (0, 2 mean)
   int64_t delay_offset_steps = 1, delay_step_steps = 1;
   double delay_scale_ms = 1, delay_cut_ms = 1, delay_step_ms = 1;  // offset + floor(x/step)*step, x ~ Exp(scale) < cut
+  // Gaussian delays instead: x ~ N(mean, sd) redrawn until x >= delay_offset_steps * h, then
+  // rounded to the nearest step.
+  bool delay_normal = false;
+  double delay_mean_ms = 1, delay_sd_ms = 0;
 };
 
 struct DriveSpec {                        // Poisson input drawn on the fly
@@ -43,6 +48,13 @@ struct EngineConfig {
   int64_t steps_per_cycle = 1;            // the minimum delay: spikes are exchanged once per cycle
   int threads = 1;
   std::string exchange = "allgather", placement = "round-robin";
+  // placement "segments": gids [placement_bounds[s], placement_bounds[s + 1]) on rank placement_ranks[s].
+  std::vector<uint64_t> placement_bounds;
+  std::vector<int32_t> placement_ranks;
+  // Two-tier exchange when > 0: spikes go to the ranks of their own area group through `exchange`
+  // on the group's sub-communicator every cycle, and to all other ranks through `exchange` on all
+  // ranks every global_interval cycles (the delay ratio D). Needs D cycles <= every inter-area delay.
+  int64_t global_interval = 0;
   uint64_t seed = 1;
   bool barrier = true;                    // time a barrier before each exchange as 'synchronize'
   // Overlapped schedule: each interval's exchange proceeds while the next is computed; the

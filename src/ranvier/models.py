@@ -142,7 +142,105 @@ def artificial_cells(**overrides) -> Network:
     return net
 
 
-REGISTRY = {"dpsnn": (dpsnn, DPSNN_DEFAULTS), "artificial-cells": (artificial_cells, ARTIFICIAL_CELLS_DEFAULTS)}
+# mam-benchmark: the structure-aware multi-area study's benchmark (shared/models/mam-benchmark.md).
+MAM_BENCHMARK_DEFAULTS = {
+    "n_areas": 8,
+    "area_size": 10000,            # neurons per area (the mean, with area_size_sd)
+    "K": 1000,                     # expected outgoing synapses per neuron
+    "frac_intra": 0.5,             # of K, to random targets in the own area; the rest uniform over the other areas
+    "rate_hz": 2.5,                # ignore-and-fire rate (the mean, with rate_sd)
+    "intra_delay_mean_ms": 1.5, "intra_delay_sd_ms": 0.75,   # redrawn below d_min_ms
+    "inter_delay_mean_ms": 6.0, "inter_delay_sd_ms": 3.0,    # redrawn below delay_ratio * d_min_ms
+    "d_min_ms": 0.1,               # the global minimum delay (the resolution h of the study)
+    "delay_ratio": 10,             # D = d_min_inter / d_min
+    "area_size_sd": 0.0,           # heterogeneity knobs: sd of a normal around the mean, one draw per area,
+    "rate_sd": 0.0,                # clipped at 10 % of the mean, then rescaled so the mean is kept
+    "structure_seed": 1,           # seeds the per-area draws of the knobs
+    "weight_mV": 0.1,              # delivered into the input buffers, which the neurons ignore
+}
+
+
+def _spread(mean: float, sd: float, n: int, rng) -> list[float]:
+    """n values ~ N(mean, sd), clipped at 10 % of the mean and rescaled to the exact mean."""
+    if sd <= 0 or n == 1:
+        return [mean] * n
+    x = [max(0.1 * mean, v) for v in rng.normal(mean, sd, n)]
+    scale = mean * n / sum(x)
+    return [v * scale for v in x]
+
+
+def _round_to_total(values: list[float], total: int) -> list[int]:
+    """Integers summing to total, each floor or ceil of its value (largest remainders first)."""
+    base = [math.floor(v) for v in values]
+    order = sorted(range(len(values)), key=lambda i: values[i] - base[i], reverse=True)
+    for i in order[:total - sum(base)]:
+        base[i] += 1
+    return base
+
+
+def mam_benchmark(**overrides) -> Network:
+    """Multi-area benchmark of ignore-and-fire neurons: n_areas areas (populations "A0", "A1", ...,
+    each its own area), every neuron with about K outgoing synapses, frac_intra of them inside its
+    area and the rest spread uniformly over the other areas; Gaussian delays, intra-area ones at
+    least d_min_ms and inter-area ones at least delay_ratio * d_min_ms. Connections are drawn per
+    pair with the probability that gives K on average (the engine draws synapses where their
+    target lives), so out-degrees are binomial around K.
+    """
+    import numpy as np
+
+    p = _check_overrides("mam-benchmark", MAM_BENCHMARK_DEFAULTS, overrides)
+    A, n, K = p["n_areas"], p["area_size"], p["K"]
+    if A < 1:
+        raise ConfigError(f"mam-benchmark: 'n_areas' must be at least 1, got {A!r}")
+    if n < 2:
+        raise ConfigError(f"mam-benchmark: 'area_size' must be at least 2, got {n!r}")
+    if K < 0:
+        raise ConfigError(f"mam-benchmark: 'K' must not be negative, got {K!r}")
+    if not 0.0 <= p["frac_intra"] <= 1.0:
+        raise ConfigError(f"mam-benchmark: 'frac_intra' must lie in [0, 1], got {p['frac_intra']!r}")
+    for key in ("rate_hz", "d_min_ms", "intra_delay_mean_ms", "inter_delay_mean_ms"):
+        if p[key] <= 0:
+            raise ConfigError(f"mam-benchmark: '{key}' must be positive, got {p[key]!r}")
+    for key in ("area_size_sd", "rate_sd", "intra_delay_sd_ms", "inter_delay_sd_ms"):
+        if p[key] < 0:
+            raise ConfigError(f"mam-benchmark: '{key}' must not be negative, got {p[key]!r}")
+    if p["delay_ratio"] < 1:
+        raise ConfigError(f"mam-benchmark: 'delay_ratio' (D) must be an integer of at least 1, got {p['delay_ratio']!r}")
+    rng = np.random.default_rng(p["structure_seed"])
+    sizes = _round_to_total(_spread(float(n), p["area_size_sd"], A, rng), A * n)
+    rates = _spread(p["rate_hz"], p["rate_sd"], A, rng)
+    if min(sizes) < 2:
+        raise ConfigError(f"mam-benchmark: 'area_size_sd' = {p['area_size_sd']} leaves an area with fewer than 2 "
+                          f"neurons; lower it or raise 'area_size'")
+    total = sum(sizes)
+    k_intra, k_inter = K * p["frac_intra"], K * (1.0 - p["frac_intra"])
+    net = Network(name="mam-benchmark", parameters=p)
+    names = [f"A{a}" for a in range(A)]
+    for name, size, rate in zip(names, sizes, rates):
+        net.add_population(Population(name, size, {"rate_hz": rate}, model="ignore_and_fire", area=name))
+    d_inter = p["delay_ratio"] * p["d_min_ms"]
+    for a, src in enumerate(names):
+        for b, tgt in enumerate(names):
+            if a == b:
+                prob, mean, sd, lo = k_intra / (sizes[a] - 1), p["intra_delay_mean_ms"], p["intra_delay_sd_ms"], p["d_min_ms"]
+                origin = {"delay_offset_ms": "d_min_ms"}
+            else:
+                prob, mean, sd, lo = k_inter / (total - sizes[a]), p["inter_delay_mean_ms"], p["inter_delay_sd_ms"], d_inter
+                origin = {"delay_offset_ms": "delay_ratio * d_min_ms"}
+            if prob > 1.0:
+                where = "K * frac_intra" if a == b else "K * (1 - frac_intra)"
+                raise ConfigError(f"mam-benchmark: {where} = {k_intra if a == b else k_inter:g} exceeds the "
+                                  f"{'other neurons of area ' + src if a == b else 'neurons of the other areas'}; "
+                                  f"lower 'K' or raise 'area_size'")
+            if prob > 0:
+                net.connect(Projection(src, tgt, prob, p["weight_mV"], 0.0, delay_offset_ms=lo,
+                                       delay_distribution="normal", delay_mean_ms=mean, delay_sd_ms=sd,
+                                       origin=origin))
+    return net
+
+
+REGISTRY = {"dpsnn": (dpsnn, DPSNN_DEFAULTS), "artificial-cells": (artificial_cells, ARTIFICIAL_CELLS_DEFAULTS),
+            "mam-benchmark": (mam_benchmark, MAM_BENCHMARK_DEFAULTS)}
 
 
 def build(name: str, **params) -> Network:

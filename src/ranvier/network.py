@@ -28,7 +28,15 @@ ARTIFICIAL_PARAMETERS = {
     "isi_min_ms": "shortest interval between two spikes of a cell",
     "isi_max_ms": "longest interval between two spikes of a cell",
 }
-NEURON_MODELS = {"lifca": LIFCA_PARAMETERS, "artificial": ARTIFICIAL_PARAMETERS}
+# Ignore-and-fire (the multi-area benchmark): fires at a fixed rate with a phase drawn per neuron
+# at build time; receives and buffers input like any neuron but ignores it, so its traffic is
+# fixed by design. The period is rounded to whole steps.
+IGNORE_AND_FIRE_PARAMETERS = {
+    "rate_hz": "firing rate (the period 1000 / rate_hz ms is rounded to whole steps)",
+}
+NEURON_MODELS = {"lifca": LIFCA_PARAMETERS, "artificial": ARTIFICIAL_PARAMETERS,
+                 "ignore_and_fire": IGNORE_AND_FIRE_PARAMETERS}
+DELAY_DISTRIBUTIONS = ("exponential", "normal")
 INITIAL_STATES = ("reset", "uniform")
 
 
@@ -52,10 +60,13 @@ class Population:
     excitatory: bool = True
     first_id: int = 0               # assigned by Network.add_population
     origin: dict = field(default_factory=dict)   # parameter -> the model parameter that set it
-    model: str = "lifca"            # "lifca" or "artificial"
+    model: str = "lifca"            # "lifca", "artificial" or "ignore_and_fire"
+    area: str | None = None         # the brain area it belongs to (multi-area models)
 
     def validate(self) -> None:
         where = f"population '{self.name}'"
+        if self.area is not None and (not isinstance(self.area, str) or not self.area):
+            raise ConfigError(f"{where}: 'area' must be a non-empty string or None, got {self.area!r}")
         if not isinstance(self.size, int) or isinstance(self.size, bool) or self.size <= 0:
             raise ConfigError(f"{where}: 'size' must be a positive integer, got {self.size!r}")
         if self.model not in NEURON_MODELS:
@@ -68,6 +79,9 @@ class Population:
         missing = set(known) - set(self.params)
         if missing:
             raise ConfigError(f"{where}: missing {self.model} parameter(s) {sorted(missing)}")
+        if self.model == "ignore_and_fire":
+            _positive(where, "rate_hz", self.params["rate_hz"])
+            return
         if self.model == "artificial":
             lo = _positive(where, "isi_min_ms", self.params["isi_min_ms"])
             hi = _positive(where, "isi_max_ms", self.params["isi_max_ms"])
@@ -90,8 +104,9 @@ class Projection:
     """All ordered pairs (s in source, t in target, s != t) connected with probability p.
 
     weight: Gaussian (mean_mV, sd_mV), redrawn until strictly between 0 and 2 * mean
-    (sign kept). delay: offset_ms + floor(x / step_ms) * step_ms with x exponential of
-    scale scale_ms, redrawn until x < cut_ms (the DPSNN delay law).
+    (sign kept). delay, "exponential" (the DPSNN delay law): offset_ms + floor(x / step_ms) *
+    step_ms with x exponential of scale scale_ms, redrawn until x < cut_ms. "normal": x ~
+    N(delay_mean_ms, delay_sd_ms) redrawn until x >= delay_offset_ms, rounded to the nearest step.
     """
     source: str
     target: str
@@ -99,10 +114,13 @@ class Projection:
     weight_mean_mV: float
     weight_sd_mV: float
     delay_offset_ms: float
-    delay_scale_ms: float
-    delay_cut_ms: float
+    delay_scale_ms: float | None = None
+    delay_cut_ms: float | None = None
     delay_step_ms: float = 1.0
     origin: dict = field(default_factory=dict)   # field -> the model parameter that set it, for errors
+    delay_distribution: str = "exponential"
+    delay_mean_ms: float | None = None
+    delay_sd_ms: float | None = None
 
     def validate(self) -> None:
         where = f"projection {self.source}->{self.target}"
@@ -113,14 +131,23 @@ class Projection:
             raise ConfigError(f"{where}: 'weight_mean_mV' must be non-zero (its sign says excitatory or inhibitory)")
         _positive(where, "weight_sd_mV", self.weight_sd_mV, allow_zero=True)
         _positive(where, "delay_offset_ms", self.delay_offset_ms)
+        if self.delay_distribution not in DELAY_DISTRIBUTIONS:
+            raise ConfigError(f"{where}: 'delay_distribution' must be one of {DELAY_DISTRIBUTIONS}, "
+                              f"got {self.delay_distribution!r}")
+        if self.delay_distribution == "normal":
+            mean = float(self.delay_mean_ms if self.delay_mean_ms is not None else math.nan)
+            if not math.isfinite(mean):
+                raise ConfigError(f"{where}: normal delays need a finite 'delay_mean_ms', got {self.delay_mean_ms!r}")
+            sd = _positive(where, "delay_sd_ms", self.delay_sd_ms, allow_zero=True)
+            # Redrawn below the minimum: refuse a law that would almost never reach it.
+            if mean + 4 * sd < self.delay_offset_ms:
+                label = self.origin.get("delay_offset_ms", "delay_offset_ms")
+                raise ConfigError(f"{where}: delays N({mean}, {sd}) ms are redrawn below {label} = "
+                                  f"{self.delay_offset_ms} ms and would almost never reach it; raise the mean")
+            return
         _positive(where, "delay_scale_ms", self.delay_scale_ms)
         _positive(where, "delay_cut_ms", self.delay_cut_ms)
         _positive(where, "delay_step_ms", self.delay_step_ms)
-
-    @property
-    def max_delay_ms(self) -> float:
-        steps = math.ceil(self.delay_cut_ms / self.delay_step_ms) - 1
-        return self.delay_offset_ms + max(steps, 0) * self.delay_step_ms
 
 
 @dataclass
@@ -195,6 +222,31 @@ class Network:
     def min_delay_ms(self) -> float:
         return min((p.delay_offset_ms for p in self.projections), default=float("inf"))
 
+    @property
+    def areas(self) -> list[str]:
+        """The areas of the populations, in order of first appearance."""
+        return list(dict.fromkeys(p.area for p in self.populations if p.area is not None))
+
+    def is_inter_area(self, proj: Projection) -> bool:
+        """A projection between two different areas (False when either has none)."""
+        a, b = self.population(proj.source).area, self.population(proj.target).area
+        return a is not None and b is not None and a != b
+
+    def min_inter_area_delay_ms(self) -> float:
+        return min((p.delay_offset_ms for p in self.projections if self.is_inter_area(p)), default=float("inf"))
+
+    def min_intra_area_delay_ms(self) -> float:
+        return min((p.delay_offset_ms for p in self.projections if not self.is_inter_area(p)), default=float("inf"))
+
+    def expected_spike_rate_hz(self, pop: Population, default_hz: float = 5.0) -> float:
+        """The rate a population is expected to fire at: fixed for ignore-and-fire and artificial
+        cells, `default_hz` for neurons whose rate depends on the dynamics."""
+        if pop.model == "ignore_and_fire":
+            return float(pop.params["rate_hz"])
+        if pop.model == "artificial":
+            return 2000.0 / (float(pop.params["isi_min_ms"]) + float(pop.params["isi_max_ms"]))
+        return default_hz
+
     def validate(self, resolution_ms: float) -> None:
         """Checks that need the time grid: every delay and period is a whole number of steps."""
         if not self.populations:
@@ -215,9 +267,18 @@ class Network:
         for pr in self.projections:
             where = f"projection {pr.source}->{pr.target}"
             steps(where, "delay_offset_ms", pr.delay_offset_ms, pr.origin, minimum=1)
-            steps(where, "delay_step_ms", pr.delay_step_ms, pr.origin, minimum=1)
+            if pr.delay_distribution == "exponential":
+                steps(where, "delay_step_ms", pr.delay_step_ms, pr.origin, minimum=1)
+            elif (pr.delay_mean_ms + 10 * pr.delay_sd_ms) / resolution_ms > 65535:
+                raise ConfigError(f"{where}: delays up to {pr.delay_mean_ms + 10 * pr.delay_sd_ms:g} ms exceed "
+                                  f"65535 steps of {resolution_ms} ms; use a coarser resolution_ms")
         for p in self.populations:
-            if p.model == "artificial":
+            if p.model == "ignore_and_fire":
+                period = 1000.0 / float(p.params["rate_hz"]) / resolution_ms
+                if round(period) < 1:
+                    raise ConfigError(f"population '{p.name}': 'rate_hz' = {p.params['rate_hz']} gives a period "
+                                      f"below one step of {resolution_ms} ms")
+            elif p.model == "artificial":
                 for key in ARTIFICIAL_PARAMETERS:
                     steps(f"population '{p.name}'", key, p.params[key], p.origin, minimum=1)
             else:

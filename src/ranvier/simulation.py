@@ -15,12 +15,15 @@ import numpy as np
 
 from . import _engine
 from .errors import ConfigError
+from . import placement as placements
 from .network import Network
 from .parallel import make_comm
 
 PHASES = tuple(_engine.PHASES)                 # deliver, update, collocate, communicate, synchronize
-EXCHANGES = tuple(_engine.EXCHANGES)           # allgather, alltoallv, ...
-PLACEMENTS = tuple(_engine.PLACEMENTS)         # round-robin, block
+STRATEGIES = tuple(_engine.EXCHANGES)          # allgather, alltoallv, ...: one exchange among all ranks
+TWO_TIER = "two-tier"                          # a strategy inside each area group + one among all ranks
+EXCHANGES = STRATEGIES + (TWO_TIER,)
+PLACEMENTS = placements.PLACEMENTS             # round-robin, block, by-area, area-groups, balanced
 COUNTERS = tuple(_engine.COUNTERS)
 
 # Bytes per synapse at the peak of the build: 8 stored, delay-segment headers and their growth,
@@ -62,16 +65,24 @@ class Simulation:
     barrier: time a barrier before each exchange as 'synchronize' (separates waiting from
     transfer, as the DPSNN study does). record_state: global ids whose V and c are recorded
     at every step.
+
+    exchange="two-tier" (structure-aware simulation of multi-area models): spikes reach the ranks
+    of their own area group through `tier_exchange` every cycle (the minimum delay), and all
+    other ranks through `tier_exchange` among all ranks every `global_interval` cycles (D; by
+    default the largest the inter-area delays allow). Pair it with an area placement (by-area,
+    area-groups, balanced) so that groups are small.
     """
 
     def __init__(self, network: Network, *, threads: int | None = None, exchange: str = "allgather",
                  placement: str = "round-robin", seed: int = 1, resolution_ms: float = 0.1,
                  comm=None, barrier: bool = True, overlap: bool = False, record_spikes: bool = True,
-                 record_state: list[int] | None = None, max_memory_bytes: int | None = None):
+                 record_state: list[int] | None = None, max_memory_bytes: int | None = None,
+                 global_interval: int | None = None, tier_exchange: str = "allgather"):
         if not isinstance(network, Network):
             raise ConfigError(f"Simulation needs a ranvier Network, got {type(network).__name__}")
         self.network = network
         self.exchange = _choose("exchange", exchange, EXCHANGES)
+        self.tier_exchange = _choose("tier_exchange", tier_exchange, STRATEGIES)
         self.placement = _choose("placement", placement, PLACEMENTS)
         if not isinstance(seed, int) or isinstance(seed, bool) or not (0 <= seed < 2**64):
             raise ConfigError(f"seed must be an integer in [0, 2^64), got {seed!r}")
@@ -116,6 +127,16 @@ class Simulation:
         self.drive_steps = min_delay_steps
         self.steps_per_cycle = min_delay_steps // 2 if overlap else min_delay_steps
         self.cycle_ms = self.steps_per_cycle * self.resolution_ms
+        self.global_interval = self._global_interval(global_interval)
+        self.placement_segments = None
+        if self.placement in placements.AREA_PLACEMENTS:
+            bounds, owners = placements.segments(network, self.placement, self.comm.size, self.resolution_ms)
+            fewest = min(sum(bounds[i + 1] - bounds[i] for i, o in enumerate(owners) if o == r)
+                         for r in range(self.comm.size))
+            if fewest < threads:
+                raise ConfigError(f"placement '{self.placement}' leaves a rank with {fewest} neuron(s) for "
+                                  f"{threads} threads; use fewer threads or ranks")
+            self.placement_segments = (bounds, owners)
 
         self.memory_estimate_bytes = self.estimate_memory()
         limit = max_memory_bytes if max_memory_bytes is not None else _available_memory_bytes()
@@ -138,6 +159,41 @@ class Simulation:
         self.steps_done = 0
 
     # -- set-up -------------------------------------------------------------------------
+    def _global_interval(self, requested) -> int:
+        """D, the cycles between global exchanges (two-tier), checked against the delays: every
+        inter-area delay must last at least D cycles, or a spike held back for the global
+        exchange would arrive late. 0 for the conventional exchange."""
+        if self.exchange != TWO_TIER:
+            if requested is not None:
+                raise ConfigError(f"global_interval applies to exchange '{TWO_TIER}' only; exchange is "
+                                  f"'{self.exchange}'")
+            return 0
+        net = self.network
+        if self.overlap:
+            raise ConfigError(f"exchange '{TWO_TIER}' does not combine with overlap; set overlap = false")
+        missing = [p.name for p in net.populations if p.area is None]
+        if missing:
+            raise ConfigError(f"exchange '{TWO_TIER}' needs every population in an area; {missing} have none: "
+                              f"Population(..., area=\"V1\")")
+        inter_ms = net.min_inter_area_delay_ms()
+        L = self.steps_per_cycle
+        if math.isfinite(inter_ms):
+            largest = round(inter_ms / self.resolution_ms) // L
+            why = (f"the shortest inter-area delay is {inter_ms:g} ms = {largest} cycle(s) of "
+                   f"{self.cycle_ms:g} ms")
+        else:
+            largest, why = 65535 // L, "there are no inter-area projections"
+        largest = min(largest, 65535 // L)
+        if requested is None:
+            return max(1, largest) if math.isfinite(inter_ms) else 1
+        if not isinstance(requested, int) or isinstance(requested, bool) or requested < 1:
+            raise ConfigError(f"global_interval must be a positive integer (cycles of {self.cycle_ms:g} ms), "
+                              f"got {requested!r}")
+        if requested > largest:
+            raise ConfigError(f"global_interval = {requested} cycles is too long: {why}, and a spike held for "
+                              f"the global exchange must still arrive in time; choose global_interval <= {largest}")
+        return requested
+
     def estimate_memory(self) -> int:
         """Bytes this rank will need at the peak of the build, computed before anything is built."""
         net = self.network
@@ -155,6 +211,13 @@ class Simulation:
         for p in net.populations:
             s = _engine.PopulationSpec()
             s.name, s.first, s.size = p.name, p.first_id, p.size
+            if p.area is not None:
+                s.area = net.areas.index(p.area)
+            if p.model == "ignore_and_fire":   # an artificial cell with one fixed interval
+                s.artificial = True
+                s.isi_min_steps = s.isi_max_steps = max(1, round(1000.0 / p.params["rate_hz"] / h))
+                pops.append(s)
+                continue
             if p.model == "artificial":
                 s.artificial = True
                 s.isi_min_steps = round(p.params["isi_min_ms"] / h)
@@ -175,7 +238,10 @@ class Simulation:
             s.probability, s.weight_mean, s.weight_sd = pr.probability, pr.weight_mean_mV, pr.weight_sd_mV
             s.delay_offset_steps = round(pr.delay_offset_ms / h)
             s.delay_step_steps = round(pr.delay_step_ms / h)
-            s.delay_scale_ms, s.delay_cut_ms, s.delay_step_ms = pr.delay_scale_ms, pr.delay_cut_ms, pr.delay_step_ms
+            if pr.delay_distribution == "normal":
+                s.delay_normal, s.delay_mean_ms, s.delay_sd_ms = True, pr.delay_mean_ms, pr.delay_sd_ms
+            else:
+                s.delay_scale_ms, s.delay_cut_ms, s.delay_step_ms = pr.delay_scale_ms, pr.delay_cut_ms, pr.delay_step_ms
             projs.append(s)
             max_weight = max(max_weight, 2 * abs(pr.weight_mean_mV))
         drives = []
@@ -188,7 +254,14 @@ class Simulation:
         cfg.populations, cfg.projections, cfg.drives = pops, projs, drives
         cfg.resolution_ms = h
         cfg.steps_per_cycle = self.steps_per_cycle
-        cfg.threads, cfg.exchange, cfg.placement = self.threads, self.exchange, self.placement
+        cfg.threads = self.threads
+        cfg.exchange = self.tier_exchange if self.exchange == TWO_TIER else self.exchange
+        cfg.global_interval = self.global_interval
+        if self.placement_segments is not None:
+            cfg.placement = "segments"
+            cfg.placement_bounds, cfg.placement_ranks = self.placement_segments
+        else:
+            cfg.placement = self.placement
         cfg.seed, cfg.barrier, cfg.record_spikes = self.seed, self.barrier, record_spikes
         cfg.overlap, cfg.drive_steps = self.overlap, self.drive_steps
         cfg.record_state = self.record_state
@@ -244,6 +317,8 @@ class Simulation:
         if chunk_ms is None:
             chunk_ms = 100.0
         chunk = max(1, int(round(chunk_ms / cycle_ms)))
+        if self.global_interval > 1:   # whole windows of D cycles: no global exchange off its schedule
+            chunk = max(1, chunk // self.global_interval) * self.global_interval
         t0 = time.perf_counter()
         done = 0
         while done < cycles:
