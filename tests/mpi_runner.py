@@ -31,7 +31,7 @@ import numpy as np
 MODELS = ("dpsnn", "burst", "artificial-cells", "mam-benchmark")
 # The multi-area test network: small heterogeneous areas firing fast, so that a short run has
 # traffic on both pathways of the two-tier exchange (`neurons` is the mean area size, `synapses` K).
-MAM_TEST = {"n_areas": 4, "rate_hz": 20.0, "rate_sd": 6.0, "area_size_sd_fraction": 0.3}
+MAM_TEST = {"n_areas": 4, "rate_hz": 40.0, "rate_sd": 12.0, "area_size_sd_fraction": 0.3}
 
 # The burst network (tests/test_conservation.py): every neuron starts at V = H with the same
 # constant drive, so all of them cross threshold in the same step, BURST_STEP. Recurrent
@@ -113,7 +113,7 @@ def recorded_ids(net, record: str | None = None) -> list[int]:
 
 def run_config(model="dpsnn", neurons=2048, synapses=1125, ms=300.0, threads=1, exchange="allgather",
                placement="round-robin", seed=1, probability=0.02, record=None, comm=None, overlap=False,
-               ranks_per_node=0, delay_ratio=10, global_interval=None):
+               ranks_per_node=0, delay_ratio=10, global_interval=None, areas=MAM_TEST["n_areas"]):
     """Build and run one configuration; return a dict of plain arrays on rank 0, None elsewhere.
     artificial-cells: `neurons` cells with `synapses` targets each. ranks_per_node > 0 groups
     consecutive ranks into nodes for the hierarchical exchange (RANVIER_RANKS_PER_NODE).
@@ -131,7 +131,7 @@ def run_config(model="dpsnn", neurons=2048, synapses=1125, ms=300.0, threads=1, 
     elif model == "artificial-cells":
         net = rv.models.build("artificial-cells", cells=neurons, targets_per_cell=synapses)
     elif model == "mam-benchmark":
-        net = rv.models.build("mam-benchmark", n_areas=MAM_TEST["n_areas"], area_size=neurons, K=synapses,
+        net = rv.models.build("mam-benchmark", n_areas=areas, area_size=neurons, K=synapses,
                               rate_hz=MAM_TEST["rate_hz"], rate_sd=MAM_TEST["rate_sd"],
                               area_size_sd=MAM_TEST["area_size_sd_fraction"] * neurons,
                               delay_ratio=delay_ratio)
@@ -198,6 +198,7 @@ def main(argv=None):
     ap.add_argument("--placement", default="round-robin", help="one placement, or several separated by commas "
                     "(files are then named <out>-<placement>-<exchange>-<overlap>.npz)")
     ap.add_argument("--delay-ratio", type=int, default=10, help="mam-benchmark: D")
+    ap.add_argument("--areas", type=int, default=MAM_TEST["n_areas"], help="mam-benchmark: areas")
     ap.add_argument("--global-interval", type=int, default=None, help="two-tier: cycles between global exchanges")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--record", default=None, help="comma-separated neuron ids to record V and c of")
@@ -214,7 +215,7 @@ def main(argv=None):
                                      threads=a.threads, exchange=exchange, placement=placement, seed=a.seed,
                                      probability=a.probability, record=a.record, overlap=overlap,
                                      ranks_per_node=a.ranks_per_node, delay_ratio=a.delay_ratio,
-                                     global_interval=a.global_interval)
+                                     global_interval=a.global_interval, areas=a.areas)
                     if out is None:
                         continue
                     name = exchange.replace("/", "+")

@@ -131,6 +131,11 @@ def make_parser(exchanges, placements) -> Parser:
                      help="any model parameter, value read as TOML (repeat for several)")
     run.add_argument("--no-barrier", action="store_true",
                      help="do not time a barrier before each exchange as 'synchronize'")
+    run.add_argument("--global-interval", type=_positive_int, metavar="D",
+                     help="two-tier: cycles between global exchanges (default: the largest the inter-area "
+                          "delays allow)")
+    run.add_argument("--tier-exchange", choices=[e for e in exchanges if e != "two-tier"],
+                     help="two-tier: the strategy both tiers use (default: allgather)")
     run.add_argument("--overlap", action="store_true",
                      help="exchange each interval's spikes while the next is computed (intervals of half the "
                           "minimum delay)")
@@ -145,9 +150,11 @@ def make_parser(exchanges, placements) -> Parser:
 def add_bench_parser(commands, exchanges) -> None:
     from .bench import DEFAULT_MPI_SIZES
 
-    bench = commands.add_parser("bench", allow_abbrev=False, help="benchmarks of the spike exchange",
-                                description="Benchmarks of the spike exchange. Each configuration runs as its "
-                                            "own process (under mpiexec for several ranks), one at a time.")
+    bench = commands.add_parser("bench", allow_abbrev=False,
+                                help="benchmarks of the spike exchange and of structure-aware simulation",
+                                description="Benchmarks of the spike exchange and of structure-aware simulation "
+                                            "of multi-area models. Each configuration runs as its own process "
+                                            "(under mpiexec for several ranks), one at a time.")
     benches = bench.add_subparsers(dest="bench_command", metavar="BENCHMARK")
     exchange = benches.add_parser(
         "exchange", allow_abbrev=False, help="exchange strategies against rank counts: table, CSV, plot",
@@ -188,6 +195,68 @@ def add_bench_parser(commands, exchanges) -> None:
                      help="timed calls per primitive and size, after a warm-up (default: 200)")
     mpi.add_argument("--out", metavar="DIR", help="folder for the results (default: bench-results/mpi-<timestamp>)")
 
+    # The multi-area benchmarks (ranvier.bench_areas): conventional against structure-aware.
+    strategies = [e for e in exchanges if e != "two-tier"]
+    schemes = ("Conventional: round-robin placement, one exchange among all ranks every cycle. Structure-aware: "
+               "each area on its own rank (by-area), exchange two-tier (inside the area every cycle, among all "
+               "ranks every D cycles).")
+
+    def area_bench(name, summary, description, out_name, ranks_flag, repeats=True, global_interval=True):
+        parser = benches.add_parser(name, allow_abbrev=False, help=summary, description=f"{description} {schemes}")
+        parser.add_argument("workload", metavar="WORKLOAD",
+                            help="a multi-area model name (mam-benchmark) or a config .toml")
+        ranks_flag(parser)
+        parser.add_argument("--threads", type=_positive_int, metavar="K",
+                            help="threads per rank (default: the config's, else 1)")
+        parser.add_argument("--duration-ms", type=_positive_float, metavar="T",
+                            help="simulated time per run (default: the config's, or 2000 ms for a model name)")
+        if repeats:
+            parser.add_argument("--repeats", type=_positive_int, default=3, metavar="N",
+                                help="runs of each configuration; tables give medians (default: 3)")
+        parser.add_argument("--set", type=_assignment, action="append", default=[], metavar="KEY=VALUE",
+                            help="any model parameter but n_areas, value read as TOML (repeat for several)")
+        parser.add_argument("--conventional-exchange", choices=strategies, default="allgather",
+                            help="exchange strategy of the conventional scheme (default: allgather)")
+        parser.add_argument("--tier-exchange", choices=strategies,
+                            help="structure-aware: the strategy of both tiers (default: the config's, else allgather)")
+        if global_interval:
+            parser.add_argument("--global-interval", type=_positive_int, metavar="D",
+                                help="structure-aware: cycles between global exchanges (default: the largest the "
+                                     "inter-area delays allow, the model's delay_ratio)")
+        parser.add_argument("--out", metavar="DIR",
+                            help=f"folder for the results (default: bench-results/{out_name}-<timestamp>)")
+        return parser
+
+    area_bench("weak-scaling", "one area per rank: conventional against structure-aware, against ranks",
+               "Weak scaling of a multi-area model: as many areas as ranks, area size fixed. Each rank count runs "
+               "both schemes --repeats times; prints the phases per cycle, the cycle-time statistics and the "
+               "ratios of the schemes next to theory; writes weak_scaling.csv (one row per run), weak_scaling.json "
+               "and weak_scaling.png.", "weak-scaling",
+               lambda p: p.add_argument("--ranks", type=_positive_int_list, required=True, metavar="R1,R2,...",
+                                        help="rank counts (= areas), for example 1,2,4"))
+    heterogeneity = area_bench(
+        "heterogeneity", "synchronisation against a heterogeneity knob, both schemes",
+        "Vary one heterogeneity knob of a multi-area model (as many areas as ranks) and run both schemes at "
+        "each value; writes heterogeneity.csv, heterogeneity.json and heterogeneity.png.", "heterogeneity",
+        lambda p: p.add_argument("--ranks", type=_positive_int, default=2, metavar="R",
+                                 help="ranks (= areas), at least 2 (default: 2)"),
+        global_interval=False)
+    heterogeneity.add_argument("--knob", choices=("area_size_sd", "rate_sd", "delay_ratio"), required=True,
+                               help="the parameter varied; delay_ratio is D, also the two-tier global interval")
+    heterogeneity.add_argument("--values", required=True, metavar="V1,V2,...",
+                               help="its values: integers >= 1 for delay_ratio (1,2,5,10), numbers >= 0 for the "
+                                    "standard deviations")
+    cycles = area_bench(
+        "cycle-times", "per-rank cycle times of both schemes: distributions and serial correlation",
+        "Run each scheme once and keep every rank's time of every cycle (deliver + update + collocate); print "
+        "their statistics against the synchronisation model; write cycle_times.csv (one row per scheme, rank "
+        "and cycle), cycle_timers.npz (all phases), cycle_statistics.json and cycle_times.png.", "cycle-times",
+        lambda p: p.add_argument("--ranks", type=_positive_int, default=2, metavar="R",
+                                 help="ranks (= areas) (default: 2)"),
+        repeats=False)
+    cycles.add_argument("--max-lag", type=_positive_int, metavar="L",
+                        help="autocorrelation lags computed and plotted (default: 100, at least D - 1)")
+
 
 # -- ranvier run ---------------------------------------------------------------------------
 def resolve_config(args) -> cfgmod.RunConfig:
@@ -197,7 +266,8 @@ def resolve_config(args) -> cfgmod.RunConfig:
         parameters["neurons"] = args.neurons
     simulation = {"duration_ms": args.duration_ms, "threads": args.threads, "exchange": args.exchange,
                   "placement": args.placement, "seed": args.seed, "resolution_ms": args.resolution_ms,
-                  "barrier": False if args.no_barrier else None, "overlap": True if args.overlap else None}
+                  "barrier": False if args.no_barrier else None, "overlap": True if args.overlap else None,
+                  "global_interval": args.global_interval, "tier_exchange": args.tier_exchange}
     return cfgmod.override(base, model=args.model, parameters=parameters, simulation=simulation)
 
 
@@ -209,7 +279,11 @@ def resolved_dict(cfg: cfgmod.RunConfig, network, sim) -> dict:
     simulation = {**cfg.simulation, "duration_ms": float(cfg.simulation["duration_ms"]),
                   "threads": sim.threads, "exchange": sim.exchange, "placement": sim.placement,
                   "seed": sim.seed, "resolution_ms": sim.resolution_ms, "barrier": sim.barrier,
-                  "overlap": sim.overlap}
+                  "overlap": sim.overlap, "tier_exchange": sim.tier_exchange}
+    if sim.global_interval:
+        simulation["global_interval"] = sim.global_interval
+    else:
+        simulation.pop("global_interval", None)      # TOML has no None: omitted means automatic
     return {"model": cfg.model, "parameters": parameters, "simulation": simulation}
 
 
@@ -265,7 +339,7 @@ def format_summary(s: dict) -> str:
         ("ranks x threads", f"{s['ranks']} x {s['threads']}"),
         ("exchange", f"{s['exchange']}, {'overlapped, ' if s.get('overlap') else ''}every "
                      f"{s['communication_interval_ms']:g} ms"),
-        ("placement", s["placement"]),
+        ("placement", s["placement"] + (f" ({len(s['areas'])} areas)" if s.get("areas") else "")),
         ("simulated", f"{s['duration_ms'] / 1000:g} s at {s['resolution_ms']:g} ms steps"),
         ("build", f"{s['build_seconds']:.2f} s"),
         ("simulate", f"{sim_s:.2f} s"),
@@ -288,10 +362,17 @@ def format_summary(s: dict) -> str:
     if c.get("overflow_rounds") or c.get("exchange_resizes"):
         traffic += f"; {c['overflow_rounds']} overflow rounds, {c['exchange_resizes']} resizes"
     rows.append(("exchange traffic", traffic))
+    if s.get("global_interval"):
+        n = s["exchanges"]
+        rows.append(("two-tier", f"{s['tier_exchange']} in each area group every {s['communication_interval_ms']:g} ms "
+                                 f"({n['local']:,} exchanges), among all ranks every "
+                                 f"{s['global_interval'] * s['communication_interval_ms']:g} ms ({n['global']:,}); "
+                                 f"global traffic {_si(c['global_bytes_sent'])} bytes"))
     rows.append(("phases", "seconds (% of simulate), mean over ranks"))
     for phase, seconds in s["phase_seconds"].items():
         share = f" ({100 * seconds / sim_s:.1f} %)" if sim_s > 0 else ""
         rows.append((f"  {phase}", f"{seconds:.3f} s{share}"))
+    rows.extend(_theory_rows(s))
     rss = s["peak_rss_bytes"]
     rows.append(("peak RSS per rank", f"{max(rss) / 2**20:.0f} MiB (max over {len(rss)} rank(s))"))
     if s["synapses"]:
@@ -299,6 +380,29 @@ def format_summary(s: dict) -> str:
                                           f"synapse store {s['synapse_store_bytes'] / s['synapses']:.1f}"))
     width = max(len(k) for k, _ in rows)
     return "\n".join(f"{k:<{width}}  {v}" for k, v in rows)
+
+
+def _theory_rows(s: dict) -> list[tuple[str, str]]:
+    """Cycle-time statistics and the models of theory.md, measured next to predicted."""
+    rows = []
+    stats, th = s.get("cycle_statistics"), s.get("theory") or {}
+    if stats:
+        p, D = stats["pooled"], stats["D"]
+        acf = stats["autocorrelation"]
+        rows.append(("cycle time", f"mean {p['mean_s'] * 1e6:.1f} us, CV {p['cv']:.3f}; lumped over D={D}: "
+                                   f"CV {p['lumped_cv']:.3f}" + (f"; autocorrelation lag 1 {acf[0]:+.2f}" if acf else "")))
+        rows.append(("  CV ratio", f"measured {p['cv_ratio']:.3f}, predicted 1/sqrt(D) {p['cv_ratio_predicted']:.3f}, "
+                                   f"with measured correlation {p['cv_ratio_predicted_correlated']:.3f}"))
+        if stats["ranks"] > 1:
+            m, pr = stats["measured"], stats["predicted"]
+            rows.append(("  wait per cycle", f"slowest rank minus mean {m['cycle_wait_s'] * 1e6:.2f} us, "
+                                             f"model k_P sigma {pr['sync_conv_s'] / stats['cycles'] * 1e6:.2f} us"))
+    ia = th.get("irregular_access")
+    if ia and ia.get("delivery_ns_per_event") is not None:
+        rows.append(("delivery", f"{ia['delivery_ns_per_event']:.2f} ns per synaptic event; irregular-access "
+                                 f"fraction predicted {ia['predicted_fraction']:.4f} (conventional {ia['f_conv']:.4f}, "
+                                 f"structure-aware {ia['f_sa']:.4f})"))
+    return rows
 
 
 # -- ranvier bench -------------------------------------------------------------------------
@@ -316,8 +420,24 @@ def command_bench(args) -> int:
         elif args.bench_command == "mpi":
             bench.mpi_bench(args.ranks, primitives=args.primitives, sizes=args.sizes, repeats=args.repeats,
                             out=args.out)
+        elif args.bench_command in ("weak-scaling", "heterogeneity", "cycle-times"):
+            from . import bench_areas
+
+            common = dict(threads=args.threads, duration_ms=args.duration_ms, parameters=dict(args.set),
+                          conventional_exchange=args.conventional_exchange, tier_exchange=args.tier_exchange,
+                          out=args.out)
+            if args.bench_command == "weak-scaling":
+                bench_areas.weak_scaling_bench(args.workload, args.ranks, repeats=args.repeats,
+                                               global_interval=args.global_interval, **common)
+            elif args.bench_command == "heterogeneity":
+                bench_areas.heterogeneity_bench(args.workload, args.knob, args.values, ranks=args.ranks,
+                                                repeats=args.repeats, **common)
+            else:
+                bench_areas.cycle_times_bench(args.workload, ranks=args.ranks, global_interval=args.global_interval,
+                                              max_lag=args.max_lag, **common)
         else:
-            raise UsageError("a benchmark is required: 'exchange' or 'mpi' (see 'ranvier bench --help')")
+            raise UsageError("a benchmark is required: 'exchange', 'mpi', 'weak-scaling', 'heterogeneity' or "
+                             "'cycle-times' (see 'ranvier bench --help')")
     except bench.WorkerFailed as e:           # not bad input: the run itself failed
         print(f"ranvier: error: {e}", file=sys.stderr)
         return 1

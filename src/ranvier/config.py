@@ -12,6 +12,8 @@
     resolution_ms = 0.1
     barrier = true
     overlap = false       # exchange each interval while the next is computed (intervals of half the minimum delay)
+    global_interval = 10  # exchange = "two-tier" (multi-area models): all ranks every D cycles
+    tier_exchange = "allgather"   # two-tier: the strategy of both tiers
 """
 from __future__ import annotations
 
@@ -38,6 +40,8 @@ SIMULATION_DEFAULTS = {
     "resolution_ms": 0.1,
     "barrier": True,
     "overlap": False,
+    "global_interval": None,      # two-tier: cycles between global exchanges; omitted = automatic
+    "tier_exchange": "allgather", # two-tier: the strategy of both tiers
 }
 
 

@@ -15,6 +15,7 @@ import numpy as np
 
 from . import _engine
 from .errors import ConfigError
+from . import cycle_stats, theory
 from . import placement as placements
 from .network import Network
 from .parallel import make_comm
@@ -128,6 +129,9 @@ class Simulation:
         self.steps_per_cycle = min_delay_steps // 2 if overlap else min_delay_steps
         self.cycle_ms = self.steps_per_cycle * self.resolution_ms
         self.global_interval = self._global_interval(global_interval)
+        # The D of the structure-aware scheme for this network (cycle-time statistics lump this
+        # many cycles, so conventional and two-tier runs are compared on the same terms).
+        self.lump_cycles = self.global_interval or max(1, self._largest_global_interval()[0])
         self.placement_segments = None
         if self.placement in placements.AREA_PLACEMENTS:
             bounds, owners = placements.segments(network, self.placement, self.comm.size, self.resolution_ms)
@@ -175,17 +179,9 @@ class Simulation:
         if missing:
             raise ConfigError(f"exchange '{TWO_TIER}' needs every population in an area; {missing} have none: "
                               f"Population(..., area=\"V1\")")
-        inter_ms = net.min_inter_area_delay_ms()
-        L = self.steps_per_cycle
-        if math.isfinite(inter_ms):
-            largest = round(inter_ms / self.resolution_ms) // L
-            why = (f"the shortest inter-area delay is {inter_ms:g} ms = {largest} cycle(s) of "
-                   f"{self.cycle_ms:g} ms")
-        else:
-            largest, why = 65535 // L, "there are no inter-area projections"
-        largest = min(largest, 65535 // L)
+        largest, why = self._largest_global_interval()
         if requested is None:
-            return max(1, largest) if math.isfinite(inter_ms) else 1
+            return max(1, largest) if math.isfinite(net.min_inter_area_delay_ms()) else 1
         if not isinstance(requested, int) or isinstance(requested, bool) or requested < 1:
             raise ConfigError(f"global_interval must be a positive integer (cycles of {self.cycle_ms:g} ms), "
                               f"got {requested!r}")
@@ -193,6 +189,17 @@ class Simulation:
             raise ConfigError(f"global_interval = {requested} cycles is too long: {why}, and a spike held for "
                               f"the global exchange must still arrive in time; choose global_interval <= {largest}")
         return requested
+
+    def _largest_global_interval(self) -> tuple[int, str]:
+        """The most cycles a spike may wait for the global exchange, and why: the shortest
+        inter-area delay in whole cycles (records carry 16-bit offsets: at most 65535 steps)."""
+        inter_ms = self.network.min_inter_area_delay_ms()
+        L = self.steps_per_cycle
+        if not math.isfinite(inter_ms):
+            return 1, "there are no inter-area projections"
+        largest = round(inter_ms / self.resolution_ms) // L
+        why = f"the shortest inter-area delay is {inter_ms:g} ms = {largest} cycle(s) of {self.cycle_ms:g} ms"
+        return min(largest, 65535 // L), why
 
     def estimate_memory(self) -> int:
         """Bytes this rank will need at the peak of the build, computed before anything is built."""
@@ -356,6 +363,8 @@ class Result:
         self.population_first_ids = [p.first_id for p in sim.network.populations]
         self.memory_estimate_bytes = sim.memory_estimate_bytes
         self.steps_per_cycle = sim.steps_per_cycle
+        self.global_interval, self.tier_exchange = sim.global_interval, sim.tier_exchange
+        self.lump_cycles = sim.lump_cycles
 
         ids, steps = eng.spikes()
         timers = eng.cycle_timers()
@@ -434,6 +443,62 @@ class Result:
         per_rank = self.cycle_timers.sum(axis=1)
         return {ph: per_rank[:, i].tolist() for i, ph in enumerate(PHASES)}
 
+    def cycle_statistics(self, transient_ms: float | None = None) -> dict | None:
+        """Per-rank cycle times (deliver + update + collocate) and their lumps of D cycles: mean,
+        CV, per-cycle maxima, histograms, autocorrelation, with the synchronisation model
+        (ranvier.cycle_stats.summarize). D is the two-tier global interval, or for a conventional
+        run the one two-tier would use. transient_ms: skipped at the start (default: 10 % of the
+        run, at most 100 ms). None off rank 0 or when the run is too short."""
+        if self.cycle_timers is None:
+            return None
+        cycle_ms = self.steps_per_cycle * self.resolution_ms
+        if transient_ms is None:
+            transient_ms = min(100.0, 0.1 * self.duration_ms)
+        skip = int(round(transient_ms / cycle_ms))
+        if self.cycle_timers.shape[1] - skip < 2 * self.lump_cycles + 8:
+            return None
+        return cycle_stats.summarize(self.cycle_timers, D=self.lump_cycles, transient_cycles=skip)
+
+    def delivery_ns_per_event(self) -> float | None:
+        """Deliver time per recurrent synaptic event, nanoseconds: the delivery cost the
+        irregular-access model explains (summed over ranks, as the events are)."""
+        if self.cycle_timers is None or not self.counters["synaptic_events_recurrent"]:
+            return None
+        deliver = float(self.cycle_timers[:, :, PHASES.index("deliver")].sum())
+        return deliver / self.counters["synaptic_events_recurrent"] * 1e9
+
+    def theory(self) -> dict | None:
+        """Predictions of theory.md for this run's parameters, next to what was measured."""
+        if self.counters is None:
+            return None
+        out = {}
+        n = self.network.size
+        K = self.synapses / n if n else 0.0
+        if K > 0:
+            fractions = theory.irregular_access(K, self.ranks, self.threads)
+            out["irregular_access"] = {"K": K, "M": self.ranks, "T": self.threads, **fractions,
+                                       "placement": self.placement,
+                                       "predicted_fraction": fractions["f_sa" if self.placement in
+                                                                       placements.AREA_PLACEMENTS else "f_conv"],
+                                       "delivery_ns_per_event": self.delivery_ns_per_event()}
+        stats = self.cycle_statistics()
+        if stats is not None:
+            out["synchronization"] = {
+                "D": stats["D"], "ranks": stats["ranks"], "cycles": stats["cycles"],
+                "k_P": stats["predicted"]["k_P"],
+                "cycle_mean_s": stats["pooled"]["mean_s"], "cycle_sd_s": stats["pooled"]["sd_s"],
+                "cv_ratio_measured": stats["pooled"]["cv_ratio"],
+                "cv_ratio_predicted": stats["pooled"]["cv_ratio_predicted"],
+                "cv_ratio_predicted_correlated": stats["pooled"]["cv_ratio_predicted_correlated"],
+                "sync_ratio_predicted": stats["predicted"]["sync_ratio"],
+                "sync_ratio_predicted_correlated": stats["predicted_correlated"]["sync_ratio"],
+                "sync_ratio_from_cycle_times": stats["measured"]["sync_ratio"],
+                "autocorrelation_lag1": stats["autocorrelation"][0] if stats["autocorrelation"] else None,
+                "top_fraction_measured": stats["top_fraction"]["measured"],
+                "top_fraction_predicted": stats["top_fraction"]["predicted"],
+            }
+        return out
+
     @property
     def synaptic_events(self) -> dict:
         return {"recurrent": self.counters["synaptic_events_recurrent"],
@@ -491,6 +556,13 @@ class Result:
             "communication_interval_ms": self.steps_per_cycle * self.resolution_ms,
             "placement": self.placement,
             "seed": self.seed,
+            "global_interval": self.global_interval,
+            "tier_exchange": self.tier_exchange if self.exchange == TWO_TIER else None,
+            "exchanges": {"local": self.counters["exchanges_local"] // max(1, self.ranks),
+                          "global": self.counters["exchanges_global"] // max(1, self.ranks)},
+            "areas": self.network.areas,
+            "cycle_statistics": self.cycle_statistics(),
+            "theory": self.theory(),
         }
 
 

@@ -1,0 +1,319 @@
+"""Structure-aware simulation of multi-area models: areas, placements, the two-tier exchange.
+
+- The mam-benchmark model: areas, connection probabilities, Gaussian delays cut at d_min and
+  at D * d_min, heterogeneity knobs that keep their means, ignore-and-fire neurons.
+- Area placements (by-area, area-groups, balanced): segments that cover every neuron once,
+  no padding, groups sized by cost, clear refusals.
+- Decomposition invariance: the conventional scheme and the two-tier exchange give the same
+  spikes (and the same network instance) for every placement, on 1 to 4 ranks, also with
+  area groups of several ranks and with 2 threads per rank.
+- The two-tier schedule: one group exchange per cycle, one global exchange per D cycles;
+  D = 1 makes exactly as many global exchanges as the conventional scheme.
+- The refusal of a global interval longer than the shortest inter-area delay, in Python and
+  in the engine itself.
+"""
+import math
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+from conftest import MPI_TIMEOUT_S, ROOT, TESTS, check_balance, counters, mpiexec_path, subprocess_env
+
+import ranvier as rv
+from ranvier import _engine, placement
+from ranvier.bench import restore_cpus
+from ranvier.errors import ConfigError
+
+MS = 30.0                  # 300 cycles of 0.1 ms: 30 global exchanges at D = 10
+SMALL = dict(model="mam-benchmark", neurons=300, synapses=60, ms=MS)
+TWO_TIER_ALL = tuple(f"two-tier/{e}" for e in _engine.EXCHANGES)
+BASIC = ("allgather", "alltoallv", "two-tier/allgather", "two-tier/alltoallv", "two-tier/p2p-nbx")
+PLACEMENTS = ("round-robin", "block", "by-area", "area-groups", "balanced")
+
+
+# -- running the matrix --------------------------------------------------------------------
+def mam_sweep(tmp_path: Path, ranks: int, placements, exchanges, **kw) -> dict:
+    """{(placement, exchange): run} from one launch of tests/mpi_runner.py."""
+    import mpi_runner
+
+    kw = {**SMALL, **kw}
+    if ranks == 1:
+        return {(p, e): mpi_runner.run_config(placement=p, exchange=e, **kw) for p in placements for e in exchanges}
+    mpiexec = mpiexec_path()
+    if mpiexec is None:
+        pytest.skip("no mpiexec found (pip install mpich mpi4py)")
+    base = tmp_path / f"mam{ranks}_{time.monotonic_ns()}"
+    cmd = [mpiexec, "-n", str(ranks), sys.executable, str(TESTS / "mpi_runner.py"), "--out", str(base),
+           "--placement", ",".join(placements),
+           "--exchange", ",".join(exchanges)]
+    for key, value in kw.items():
+        cmd += [f"--{key.replace('_', '-')}", str(value)]
+    proc = subprocess.run(cmd, cwd=ROOT, env=subprocess_env(), capture_output=True, text=True,
+                          timeout=MPI_TIMEOUT_S, preexec_fn=restore_cpus)
+    runs = {}
+    for p in placements:
+        for e in exchanges:
+            prefix = f"{base}-{p}" if len(placements) > 1 else str(base)
+            path = Path(f"{prefix}-{e.replace('/', '+')}-0.npz")
+            if proc.returncode != 0 or not path.exists():
+                pytest.fail(f"{' '.join(cmd)} failed ({proc.returncode}):\n{proc.stderr[-4000:]}")
+            with np.load(path) as f:
+                runs[(p, e)] = {k: (f[k].item() if f[k].ndim == 0 and k != "digest" else f[k]) for k in f.files}
+    return runs
+
+
+@pytest.fixture(scope="module")
+def reference():
+    import mpi_runner
+    return mpi_runner.run_config(placement="round-robin", exchange="allgather", **SMALL)
+
+
+def assert_same(runs: dict, reference: dict, cycles: int):
+    failures = []
+    for (p, e), run in runs.items():
+        if run["digest"] != reference["digest"]:
+            failures.append(f"{p} {e}: network instance differs")
+        elif not (np.array_equal(run["ids"], reference["ids"]) and np.array_equal(run["steps"], reference["steps"])):
+            failures.append(f"{p} {e}: {run['ids'].size} spikes vs {reference['ids'].size}")
+        c = counters(run)
+        check_balance(c, run["ids"].size)
+        per_rank = {str(k): run["counters_per_rank"][:, i] for i, k in enumerate(run["counter_names"])}
+        if e.startswith("two-tier"):
+            D = run["global_interval"]
+            assert np.all(per_rank["exchanges_local"] == cycles), (p, e)
+            assert np.all(per_rank["exchanges_global"] == math.ceil(cycles / D)), (p, e)
+        else:
+            assert np.all(per_rank["exchanges_global"] == cycles) and np.all(per_rank["exchanges_local"] == 0)
+    assert not failures, "\n".join(failures)
+
+
+# -- invariance -----------------------------------------------------------------------------
+@pytest.mark.parametrize("ranks", (1, 2, 3, 4))
+def test_every_placement_and_scheme_gives_the_reference_spikes(tmp_path, reference, ranks):
+    assert reference["ids"].size > 800
+    placements = [p for p in PLACEMENTS if not (p == "by-area" and ranks > 4)]
+    runs = mam_sweep(tmp_path, ranks, placements, BASIC, ranks_per_node=2 if ranks > 2 else 0)
+    assert_same(runs, reference, cycles=round(MS / 0.1))
+
+
+@pytest.mark.parametrize("ranks", (2, 4))
+def test_every_strategy_in_both_tiers_gives_the_reference_spikes(tmp_path, reference, ranks):
+    runs = mam_sweep(tmp_path, ranks, ("by-area",), TWO_TIER_ALL, ranks_per_node=2 if ranks > 2 else 0)
+    assert_same(runs, reference, cycles=round(MS / 0.1))
+
+
+@pytest.mark.parametrize("ranks", (3, 4))
+def test_area_groups_spanning_several_ranks(tmp_path, ranks):
+    """2 areas on 3 or 4 ranks: each area is a group of ranks, exchanging inside every cycle."""
+    import mpi_runner
+    ref = mpi_runner.run_config(placement="round-robin", exchange="allgather", areas=2, **SMALL)
+    runs = mam_sweep(tmp_path, ranks, ("area-groups",),
+                     ("two-tier/allgather", "two-tier/alltoallv", "two-tier/p2p", "two-tier/allgather-compressed",
+                      "two-tier/hierarchical"), areas=2, ranks_per_node=2)
+    assert_same(runs, ref, cycles=round(MS / 0.1))
+    run = runs[("area-groups", "two-tier/alltoallv")]
+    per_rank = {str(k): run["counters_per_rank"][:, i] for i, k in enumerate(run["counter_names"])}
+    # inside a group of several ranks the group exchange carries data
+    assert per_rank["bytes_sent"].sum() > per_rank["global_bytes_sent"].sum() > 0
+
+
+def test_two_threads_per_rank(tmp_path, reference):
+    runs = mam_sweep(tmp_path, 2, ("by-area", "round-robin"), ("two-tier/alltoallv", "allgather"), threads=2)
+    assert_same(runs, reference, cycles=round(MS / 0.1))
+
+
+# -- the schedule ----------------------------------------------------------------------------
+def small_network(**kw):
+    return rv.models.build("mam-benchmark", **{"n_areas": 2, "area_size": 300, "K": 30, "rate_hz": 20.0, **kw})
+
+
+def exchange_counts(sim, ms):
+    res = sim.run(ms)
+    return res.counters["exchanges_local"], res.counters["exchanges_global"], res
+
+
+def test_d1_makes_as_many_global_exchanges_as_the_conventional_scheme():
+    net = small_network()
+    local, conventional, ref = exchange_counts(rv.Simulation(net, threads=1, placement="by-area"), 50.0)
+    assert (local, conventional) == (0, 500)
+    local, glob, res = exchange_counts(rv.Simulation(net, threads=1, exchange="two-tier", placement="by-area",
+                                                     global_interval=1), 50.0)
+    assert glob == conventional and local == 500
+    assert np.array_equal(res.spike_ids, ref.spike_ids) and np.array_equal(res.spike_steps, ref.spike_steps)
+    local, glob, _ = exchange_counts(rv.Simulation(net, threads=1, exchange="two-tier", placement="by-area"), 50.0)
+    assert (local, glob) == (500, 50)                       # D = delay_ratio = 10 by default
+
+
+def test_d1_global_exchange_count_on_two_ranks(tmp_path, reference):
+    runs = mam_sweep(tmp_path, 2, ("by-area",), ("allgather", "two-tier/allgather"), global_interval=1)
+    conventional = counters(runs[("by-area", "allgather")])["exchanges_global"]
+    two_tier = counters(runs[("by-area", "two-tier/allgather")])
+    assert conventional == 2 * 300 == two_tier["exchanges_global"]
+    assert two_tier["exchanges_local"] == 2 * 300
+    assert_same(runs, reference, cycles=300)
+
+
+def test_global_exchange_flushed_at_the_end_of_a_run():
+    """A run that ends inside a window of D cycles still delivers every spike (conservation)."""
+    sim = rv.Simulation(small_network(), threads=1, exchange="two-tier", placement="by-area")
+    res = sim.run(10.5)        # 105 cycles: 10 whole windows and a flush
+    assert res.counters["exchanges_global"] == 11
+    sim.run(9.5)               # the rest of the window, then whole ones
+    res = sim.run(20.0)
+    assert res.counters["events_scheduled"] == res.counters["events_expected"]
+
+
+def test_too_long_global_interval_is_refused_with_the_reason():
+    net = small_network(delay_ratio=5)
+    with pytest.raises(ConfigError, match=r"global_interval = 6 .*shortest inter-area delay is 0.5 ms.*<= 5"):
+        rv.Simulation(net, exchange="two-tier", placement="by-area", global_interval=6)
+    sim = rv.Simulation(net, threads=1, exchange="two-tier", placement="by-area")
+    assert sim.global_interval == 5
+    with pytest.raises(ConfigError, match="applies to exchange 'two-tier' only"):
+        rv.Simulation(net, global_interval=2)
+    with pytest.raises(ConfigError, match="does not combine with overlap"):
+        rv.Simulation(rv.models.build("mam-benchmark", n_areas=2, area_size=100, K=10, d_min_ms=0.2),
+                      exchange="two-tier", overlap=True)
+
+
+def test_engine_refuses_a_global_interval_longer_than_the_inter_area_delay():
+    """The engine checks it too, whoever builds its configuration."""
+    sim = rv.Simulation(small_network(delay_ratio=4), threads=1, exchange="two-tier", placement="by-area")
+    cfg = sim._engine_config(True)
+    cfg.global_interval = 5
+    with pytest.raises(ValueError, match=r"would deliver spikes late: the shortest inter-area delay .* is 4 step"):
+        _engine.Engine(cfg)
+    cfg.global_interval = 4
+    _engine.Engine(cfg)
+
+
+def test_two_tier_needs_areas():
+    net = rv.models.dpsnn(neurons=200, synapses_per_neuron=20)
+    with pytest.raises(ConfigError, match="needs every population in an area"):
+        rv.Simulation(net, exchange="two-tier")
+    with pytest.raises(ConfigError, match="has no area"):
+        rv.Simulation(net, placement="by-area")
+
+
+# -- the model ----------------------------------------------------------------------------
+def test_mam_benchmark_structure_and_delays():
+    net = rv.models.build("mam-benchmark", n_areas=3, area_size=500, K=100, delay_ratio=10)
+    assert [p.area for p in net.populations] == ["A0", "A1", "A2"] and net.areas == ["A0", "A1", "A2"]
+    assert len(net.projections) == 9
+    sim = rv.Simulation(net, threads=1)
+    src, tgt, w, d = sim.connections()
+    area = lambda g: g // 500                              # noqa: E731
+    inter = area(src) != area(tgt)
+    # expected out-degree K, half inside the area
+    assert abs(src.size / 1500 - 100) < 2
+    assert abs(inter.mean() - 0.5) < 0.02
+    assert d[~inter].min() == pytest.approx(0.1) and d[inter].min() == pytest.approx(1.0)
+    # Gaussian delays, redrawn below the minimum: the truncated normal's mean
+    def truncated_mean(mu, sd, lo):
+        a = (lo - mu) / sd
+        phi = math.exp(-a * a / 2) / math.sqrt(2 * math.pi)
+        return mu + sd * phi / (1 - 0.5 * (1 + math.erf(a / math.sqrt(2))))
+    assert abs(d[~inter].mean() - truncated_mean(1.5, 0.75, 0.1)) < 0.03
+    assert abs(d[inter].mean() - truncated_mean(6.0, 3.0, 1.0)) < 0.1
+    assert np.all(w == pytest.approx(0.1))
+    assert net.min_inter_area_delay_ms() == pytest.approx(1.0)
+
+
+def test_heterogeneity_knobs_keep_their_means():
+    net = rv.models.build("mam-benchmark", n_areas=6, area_size=1000, area_size_sd=300.0, rate_sd=1.0)
+    sizes = [p.size for p in net.populations]
+    rates = [p.params["rate_hz"] for p in net.populations]
+    assert sum(sizes) == 6000 and len(set(sizes)) > 1
+    assert sum(rates) / 6 == pytest.approx(2.5) and len(set(rates)) > 1
+    again = rv.models.build("mam-benchmark", n_areas=6, area_size=1000, area_size_sd=300.0, rate_sd=1.0)
+    assert [p.size for p in again.populations] == sizes     # seeded by structure_seed
+
+
+def test_mam_benchmark_errors_name_the_parameter():
+    with pytest.raises(ConfigError, match="'frac_intra'"):
+        rv.models.build("mam-benchmark", frac_intra=1.5)
+    with pytest.raises(ConfigError, match="K \\* frac_intra"):
+        rv.models.build("mam-benchmark", area_size=100, K=1000)
+    with pytest.raises(ConfigError, match="'delay_ratio'"):
+        rv.models.build("mam-benchmark", delay_ratio=0)
+    with pytest.raises(ConfigError, match="unknown parameter"):
+        rv.models.build("mam-benchmark", areas=3)
+
+
+def test_ignore_and_fire_fires_at_its_rate_whatever_its_input():
+    net = rv.models.build("mam-benchmark", n_areas=2, area_size=200, K=50, rate_hz=50.0, weight_mV=5.0)
+    res = rv.Simulation(net, threads=1).run(100.0)
+    ids, steps = res.spike_ids, res.spike_steps
+    assert ids.size == 2 * 200 * 5                          # period 200 steps: 5 spikes each in 100 ms
+    for g in (0, 137, 399):
+        s = np.sort(steps[ids == g])
+        assert np.all(np.diff(s) == 200) and 0 < s[0] <= 200
+    phases = np.array([steps[ids == g].min() for g in range(400)])
+    assert len(np.unique(phases)) > 150                     # phases drawn per neuron
+
+
+# -- placements -----------------------------------------------------------------------------
+def hetero(n_areas=4, sd=400.0):
+    return rv.models.build("mam-benchmark", n_areas=n_areas, area_size=1000, K=50, area_size_sd=sd, rate_sd=1.0)
+
+
+def owned(bounds, owners, ranks):
+    n = np.zeros(ranks, dtype=int)
+    for s, r in enumerate(owners):
+        n[r] += bounds[s + 1] - bounds[s]
+    return n
+
+
+@pytest.mark.parametrize("name,ranks", [("by-area", 4), ("by-area", 2), ("area-groups", 7), ("area-groups", 3),
+                                        ("balanced", 3), ("balanced", 1)])
+def test_area_placements_cover_every_neuron_once(name, ranks):
+    net = hetero()
+    bounds, owners = placement.segments(net, name, ranks, 0.1)
+    assert bounds[0] == 0 and bounds[-1] == net.size and all(b < e for b, e in zip(bounds, bounds[1:]))
+    assert sorted(set(owners)) == list(range(ranks))        # every rank holds neurons
+    assert owned(bounds, owners, ranks).sum() == net.size   # no padding
+    areas = placement.area_ranges(net)
+    if name != "area-groups" or ranks < len(areas):
+        for _, first, size in areas:                         # whole areas on one rank
+            s = int(np.searchsorted(bounds, first, side="right")) - 1
+            assert bounds[s + 1] >= first + size
+
+
+def test_area_groups_share_ranks_by_cost():
+    net = hetero(n_areas=3, sd=0.0)
+    bounds, owners = placement.segments(net, "area-groups", 6, 0.1)
+    assert owned(bounds, owners, 6).tolist() == [500] * 6   # equal areas: 2 ranks each
+    sizes = rv.models.build("mam-benchmark", n_areas=2, area_size=1000, K=50, area_size_sd=600.0)
+    n0 = sizes.populations[0].size
+    bounds, owners = placement.segments(sizes, "area-groups", 5, 0.1)
+    share0 = len({r for s, r in enumerate(owners) if bounds[s] < n0})
+    expected = round(5 * n0 / 2000)
+    assert abs(share0 - expected) <= 1 and share0 >= 1
+    loads = placement.rank_loads(sizes, bounds, owners, 5, 0.1)
+    assert max(loads) / min(loads) < 2.0
+
+
+def test_balanced_packs_by_cost():
+    net = hetero(n_areas=6, sd=500.0)
+    bounds, owners = placement.segments(net, "balanced", 2, 0.1)
+    loads = placement.rank_loads(net, bounds, owners, 2, 0.1)
+    rr = placement.rank_loads(net, *placement.segments(net, "by-area", 2, 0.1), 2, 0.1)
+    assert max(loads) <= max(rr) + 1e-6
+    assert max(loads) / min(loads) < 1.5
+
+
+def test_area_placement_errors():
+    net = hetero()
+    with pytest.raises(ConfigError, match="'by-area' puts each area on one rank: 4 area.* use placement 'area-groups'"):
+        placement.segments(net, "by-area", 5, 0.1)
+    with pytest.raises(ConfigError, match="'balanced' packs whole areas"):
+        placement.segments(net, "balanced", 5, 0.1)
+    net = rv.Network()
+    net.add_population(rv.Population("a", 10, {"rate_hz": 1.0}, model="ignore_and_fire", area="X"))
+    net.add_population(rv.Population("b", 10, {"rate_hz": 1.0}, model="ignore_and_fire", area="Y"))
+    net.add_population(rv.Population("c", 10, {"rate_hz": 1.0}, model="ignore_and_fire", area="X"))
+    with pytest.raises(ConfigError, match="area 'X': its populations must be added one after another"):
+        placement.area_ranges(net)
