@@ -35,7 +35,8 @@ const char* kCounterNames[] = {"spikes_emitted", "spikes_sent", "spikes_received
                                "synaptic_events_recurrent", "synaptic_events_external", "events_scheduled",
                                "events_expected", "events_pending", "bytes_sent", "messages_sent",
                                "overflow_rounds", "exchange_resizes", "exchanges_local", "exchanges_global",
-                               "global_spikes_sent", "global_bytes_sent", "global_messages_sent"};
+                               "global_spikes_sent", "global_bytes_sent", "global_messages_sent",
+                               "delivery_segments"};
 
 }  // namespace
 
@@ -169,6 +170,7 @@ NB_MODULE(_engine, m) {
         d["global_spikes_sent"] = c.exchange_global.spikes_sent;
         d["global_bytes_sent"] = c.exchange_global.bytes_sent;
         d["global_messages_sent"] = c.exchange_global.messages_sent;
+        d["delivery_segments"] = c.delivery_segments;
         return d;
       })
       .def("connections", [](const Engine& e) {

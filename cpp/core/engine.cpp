@@ -288,7 +288,7 @@ void Engine::deliver(ThreadState& ts, int64_t cycle) {
   const int64_t L = cfg_.steps_per_cycle;
   // Entries ahead to prefetch, all lines of the segment: measured best here (4..32 tried).
   constexpr size_t kAhead = 8;
-  uint64_t events = 0;
+  uint64_t events = 0, segments = 0;
   for (int64_t o = 0; o < L; ++o) {
     auto& due = ts.queue[(cycle % queue_cycles_) * L + o];
     int32_t* row = ts.input.data() + input_row(cycle, o) * ts.input_stride;
@@ -305,9 +305,11 @@ void Engine::deliver(ThreadState& ts, int64_t cycle) {
       for (uint32_t i = 0; i < entry.count; ++i) row[s[i].target] += s[i].weight;
       events += entry.count;
     }
+    segments += entries;
     due.clear();
   }
   ts.counters.synaptic_events_recurrent += events;
+  ts.counters.delivery_segments += segments;
 }
 
 // External Poisson drive, drawn on the fly per window of drive_steps steps (the minimum delay:
@@ -670,6 +672,7 @@ Counters Engine::counters() const {
   c.exchange_global = two_tier() ? b : a;
   for (const auto& ts : threads_) {
     c.synaptic_events_recurrent += ts.counters.synaptic_events_recurrent;
+    c.delivery_segments += ts.counters.delivery_segments;
     c.synaptic_events_external += ts.counters.synaptic_events_external;
     c.events_scheduled += ts.counters.events_scheduled;
   }

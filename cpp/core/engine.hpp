@@ -30,6 +30,7 @@ struct Counters {
   uint64_t spikes_emitted = 0;
   uint64_t spikes_delivered = 0;           // received spikes with at least one synapse on this rank
   uint64_t synaptic_events_recurrent = 0;  // synapses activated (delivered into input buffers)
+  uint64_t delivery_segments = 0;          // delay segments delivered: each starts at an unpredictable address
   uint64_t synaptic_events_external = 0;   // Poisson input events
   uint64_t events_scheduled = 0;           // synapses of received spikes put in the delivery queues
   uint64_t events_expected = 0;            // global out-degree summed over this rank's emitted spikes

@@ -402,6 +402,11 @@ def _theory_rows(s: dict) -> list[tuple[str, str]]:
         rows.append(("delivery", f"{ia['delivery_ns_per_event']:.2f} ns per synaptic event; irregular-access "
                                  f"fraction predicted {ia['predicted_fraction']:.4f} (conventional {ia['f_conv']:.4f}, "
                                  f"structure-aware {ia['f_sa']:.4f})"))
+    seg = th.get("delay_segments") or {}
+    if seg.get("measured_per_event") is not None:
+        predicted = seg.get("predicted_per_event")
+        rows.append(("  delay segments", f"{seg['measured_per_event']:.4f} per event (each an irregular access)"
+                                         + (f", predicted {predicted:.4f}" if predicted is not None else "")))
     return rows
 
 

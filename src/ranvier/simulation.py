@@ -481,6 +481,10 @@ class Result:
                                        "predicted_fraction": fractions["f_sa" if self.placement in
                                                                        placements.AREA_PLACEMENTS else "f_conv"],
                                        "delivery_ns_per_event": self.delivery_ns_per_event()}
+            events = self.counters["synaptic_events_recurrent"]
+            out["delay_segments"] = {
+                "measured_per_event": self.counters["delivery_segments"] / events if events else None,
+                "predicted_per_event": self._predicted_segment_fraction()}
         stats = self.cycle_statistics()
         if stats is not None:
             out["synchronization"] = {
@@ -498,6 +502,21 @@ class Result:
                 "top_fraction_predicted": stats["top_fraction"]["predicted"],
             }
         return out
+
+    def _predicted_segment_fraction(self) -> float | None:
+        """Delay segments per synaptic event predicted for mam-benchmark with one area per rank
+        (theory.segment_fraction_mam); None for other networks and placements."""
+        p = self.network.parameters
+        if self.network.name != "mam-benchmark" or p["n_areas"] != self.ranks or p["area_size_sd"] > 0:
+            return None
+        if self.placement not in ("round-robin", "by-area", "area-groups", "balanced"):
+            return None
+        h = self.resolution_ms
+        intra = theory.truncated_normal_steps(p["intra_delay_mean_ms"], p["intra_delay_sd_ms"], p["d_min_ms"], h)
+        inter = theory.truncated_normal_steps(p["inter_delay_mean_ms"], p["inter_delay_sd_ms"],
+                                              p["delay_ratio"] * p["d_min_ms"], h)
+        return theory.segment_fraction_mam(p["K"], p["frac_intra"], self.ranks, self.threads, intra, inter,
+                                           by_area=self.placement != "round-robin")
 
     @property
     def synaptic_events(self) -> dict:

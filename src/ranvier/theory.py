@@ -272,3 +272,60 @@ def irregular_access(K: float, M: int, T: int) -> dict:
         groups.append(((M - 1) * T, K / 2.0))
     f_sa = irregular_access_fraction(K, groups)
     return {"f_conv": f_conv, "f_sa": f_sa, "advantage": f_conv / f_sa}
+
+
+# Ranvier's delivery reads a source's synapses on a thread as one run per delay (a segment);
+# the first read of each segment is the irregular one. So the irregular fraction of Ranvier's
+# layout counts distinct delays, not just threads hit: sum over delays d of 1 - exp(-k p_d)
+# for a Poisson number k of synapses on a thread with delay law p (theory.md section 2 at the
+# granularity of a segment; it reduces to the thread-level count when all delays are equal).
+def truncated_normal_steps(mean_ms: float, sd_ms: float, min_ms: float, resolution_ms: float) -> np.ndarray:
+    """The delay law of a "normal" projection in steps (index = steps): N(mean, sd) redrawn
+    below min_ms, rounded to the nearest step."""
+    h = _finite_at_least("resolution_ms", resolution_ms, 0.0, strict=True)
+    sd = _finite_at_least("sd_ms", sd_ms, 0.0)
+    lo = round(min_ms / h)
+    if sd == 0.0:
+        steps = max(lo, round(mean_ms / h))
+        pmf = np.zeros(steps + 1)
+        pmf[steps] = 1.0
+        return pmf
+    hi = int(math.ceil((mean_ms + 12 * sd) / h)) + 1
+    edges = (np.arange(lo, hi + 1) - 0.5) * h           # step s collects x in [(s-1/2)h, (s+1/2)h)
+    edges[0] = lo * h                                   # x below min_ms is redrawn
+    cdf = np.array([normal_cdf((e - mean_ms) / sd) for e in edges])
+    mass = np.diff(cdf)
+    pmf = np.zeros(hi)
+    pmf[lo:] = mass / mass.sum()
+    return pmf
+
+
+def expected_segments(count: float, pmf) -> float:
+    """Expected distinct delays among a Poisson(count) number of synapses with delay law pmf."""
+    count = _finite_at_least("count", count, 0.0)
+    p = np.asarray(pmf, dtype=np.float64)
+    return float(-np.expm1(-count * p).sum())
+
+
+def segment_fraction_mam(K: float, frac_intra: float, M: int, T: int, intra_pmf, inter_pmf,
+                         by_area: bool) -> float:
+    """Delay segments per synaptic event for one neuron of a mam-benchmark network with one
+    area per rank (M ranks x T threads): round-robin spreads its intra- and inter-area synapses
+    over all M T threads (one mixed delay law per thread); by-area keeps the K frac_intra intra
+    synapses on the own rank's T threads and the rest on the (M - 1) T others."""
+    K = _finite_at_least("K", K, 0.0, strict=True)
+    M = _integer_at_least("M", M, 1)
+    T = _integer_at_least("T", T, 1)
+    intra, inter = np.asarray(intra_pmf, float), np.asarray(inter_pmf, float)
+    n = max(intra.size, inter.size)
+    intra, inter = np.pad(intra, (0, n - intra.size)), np.pad(inter, (0, n - inter.size))
+    k_intra = K * frac_intra
+    k_inter = K - k_intra if M > 1 else 0.0              # one area: no other area to reach
+    if not by_area:
+        per_thread = (k_intra * intra + k_inter * inter) / (M * T)
+        segments = M * T * float(-np.expm1(-per_thread).sum())
+    else:
+        segments = T * expected_segments(k_intra / T, intra)
+        if M > 1:
+            segments += (M - 1) * T * expected_segments(k_inter / ((M - 1) * T), inter)
+    return segments / (k_intra + k_inter)
