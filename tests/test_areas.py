@@ -317,3 +317,24 @@ def test_area_placement_errors():
     net.add_population(rv.Population("c", 10, {"rate_hz": 1.0}, model="ignore_and_fire", area="X"))
     with pytest.raises(ConfigError, match="area 'X': its populations must be added one after another"):
         placement.area_ranges(net)
+
+
+# -- delay segments: the irregular-access model at the granularity of the delivery layout -----
+def test_delay_law_in_steps():
+    from ranvier import theory
+    pmf = theory.truncated_normal_steps(1.5, 0.75, 0.1, 0.1)
+    assert pmf.sum() == pytest.approx(1.0) and pmf[:1].sum() == 0 and pmf[1] > 0
+    assert (np.arange(pmf.size) * pmf).sum() * 0.1 == pytest.approx(1.554, abs=0.01)   # the truncated mean
+    fixed = theory.truncated_normal_steps(2.0, 0.0, 0.1, 0.1)
+    assert fixed[20] == 1.0
+    # one delay only: segments are the threads hit, the thread-level model of theory.md
+    f = theory.segment_fraction_mam(100, 0.5, 4, 2, fixed, fixed, by_area=False)
+    assert f == pytest.approx(8 * -math.expm1(-100 / 8) / 100)
+
+
+def test_predicted_delay_segments_match_the_count():
+    net = rv.models.build("mam-benchmark", n_areas=1, area_size=3000, K=300, rate_hz=20.0)
+    res = rv.Simulation(net, threads=2, placement="by-area").run(100.0)
+    seg = res.theory()["delay_segments"]
+    assert seg["measured_per_event"] == pytest.approx(seg["predicted_per_event"], rel=0.03)
+    assert res.counters["delivery_segments"] > 0
