@@ -1,4 +1,5 @@
-"""Benchmarks of spike exchange: `ranvier bench exchange` and `ranvier bench mpi`.
+"""Benchmarks of spike exchange: `ranvier bench exchange` and `ranvier bench mpi` (the multi-area
+benchmarks weak-scaling, heterogeneity and cycle-times are in ranvier.bench_areas).
 
     ranvier bench exchange dpsnn --ranks 1,2 --strategies allgather,alltoallv --repeats 3
     ranvier bench mpi --ranks 2 --sizes 1,64,4096 --repeats 200
@@ -467,7 +468,15 @@ def _mpi_worker(spec: dict) -> None:
 
 
 # -- the worker process ---------------------------------------------------------------------
-WORKERS = {"exchange": _exchange_worker, "mpi": _mpi_worker}
+def _areas_worker(spec: dict) -> None:
+    # the multi-area benchmarks (weak-scaling, heterogeneity, cycle-times) live in bench_areas,
+    # which imports this module: imported here, when a worker needs it
+    from .bench_areas import areas_worker
+
+    areas_worker(spec)
+
+
+WORKERS = {"exchange": _exchange_worker, "mpi": _mpi_worker, "areas": _areas_worker}
 
 
 def _worker_main(argv: list[str]) -> int:
