@@ -200,3 +200,16 @@ def test_summarize_rejects_non_finite_timers():
     t[1, 3, 0] = np.nan
     with pytest.raises(ConfigError, match="finite"):
         cycle_stats.summarize(t)
+
+
+def test_robust_sigma_ignores_rare_long_cycles():
+    """Rare long cycles (interrupts) inflate sigma; the interquartile range keeps the bulk's."""
+    rng = np.random.default_rng(3)
+    times = rng.normal(1e-3, 1e-4, (2, 20000))
+    clean = cycle_stats.summarize(timers_from(times), D=10)["pooled"]
+    assert clean["sd_robust_s"] == pytest.approx(1e-4, rel=0.03)
+    times[:, ::500] += 5e-2                                   # 0.2 % of cycles 500 sigma long
+    noisy = cycle_stats.summarize(timers_from(times), D=10)["pooled"]
+    assert noisy["sd_s"] > 10 * clean["sd_s"]
+    assert noisy["sd_robust_s"] == pytest.approx(1e-4, rel=0.03)
+    assert noisy["wait_predicted_robust_s"] == pytest.approx(theory.expected_max_normal(2) * noisy["sd_robust_s"])

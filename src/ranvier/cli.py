@@ -396,7 +396,9 @@ def _theory_rows(s: dict) -> list[tuple[str, str]]:
         if stats["ranks"] > 1:
             m, pr = stats["measured"], stats["predicted"]
             rows.append(("  wait per cycle", f"slowest rank minus mean {m['cycle_wait_s'] * 1e6:.2f} us, "
-                                             f"model k_P sigma {pr['sync_conv_s'] / stats['cycles'] * 1e6:.2f} us"))
+                                             f"model k_P sigma {pr['sync_conv_s'] / stats['cycles'] * 1e6:.2f} us, "
+                                             f"{p['wait_predicted_robust_s'] * 1e6:.2f} us with sigma from the "
+                                             f"interquartile range"))
     ia = th.get("irregular_access")
     if ia and ia.get("delivery_ns_per_event") is not None:
         rows.append(("delivery", f"{ia['delivery_ns_per_event']:.2f} ns per synaptic event; irregular-access "
