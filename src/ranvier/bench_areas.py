@@ -626,11 +626,7 @@ def weak_scaling_bench(workload: str, ranks: list[int], threads: int | None = No
     comparison = compare_schemes(summary, "ranks")
 
     print(f"{_describe(cfg, area)}, one area per rank, {repeats} repeat(s)")
-    print("\nphases: µs per cycle, mean over ranks, median over repeats")
-    print(format_phase_table(summary))
-    print("\nexchanges per rank; cycle times (deliver + update + collocate) pooled over ranks, lumped over D cycles")
-    print(format_cycle_table(summary))
-    _print_comparison(comparison)
+    _print_tables(summary, comparison)
     settings = {"workload": workload, "model": cfg.model, "parameters": cfg.parameters, "simulation": cfg.simulation,
                 "ranks": rank_counts, "repeats": repeats, "conventional_exchange": conventional_exchange,
                 "tier_exchange": tier_exchange, "global_interval": global_interval}
@@ -639,6 +635,15 @@ def weak_scaling_bench(workload: str, ranks: list[int], threads: int | None = No
     _finish(plt, out, [WEAK_CSV, WEAK_JSON, WEAK_PNG], lambda plt: plot_weak_scaling(
         plt, summary, out / WEAK_PNG, f"{cfg.model}: weak scaling, one area per rank"))
     return out
+
+
+def _print_tables(summary, comparison, *key) -> None:
+    """The phase, cycle-time and comparison tables; key: (summary key, its column label)."""
+    print("\nphases: µs per cycle, mean over ranks, median over repeats")
+    print(format_phase_table(summary, *key))
+    print("\nexchanges per rank; cycle times (deliver + update + collocate) pooled over ranks, lumped over D cycles")
+    print(format_cycle_table(summary, *key))
+    _print_comparison(comparison, *key)
 
 
 def heterogeneity_bench(workload: str, knob: str, values, ranks: int = 2, threads: int | None = None,
@@ -673,11 +678,7 @@ def heterogeneity_bench(workload: str, knob: str, values, ranks: int = 2, thread
     comparison = compare_schemes(summary, "value")
 
     print(f"{_describe(cfg, layout)}, {repeats} repeat(s); knob {knob}")
-    print("\nphases: µs per cycle, mean over ranks, median over repeats")
-    print(format_phase_table(summary, "value", knob))
-    print("\nexchanges per rank; cycle times (deliver + update + collocate) pooled over ranks, lumped over D cycles")
-    print(format_cycle_table(summary, "value", knob))
-    _print_comparison(comparison, "value", knob)
+    _print_tables(summary, comparison, "value", knob)
     settings = {"workload": workload, "model": cfg.model, "parameters": cfg.parameters, "simulation": cfg.simulation,
                 "knob": knob, "values": values, "ranks": ranks, "repeats": repeats,
                 "conventional_exchange": conventional_exchange, "tier_exchange": tier_exchange}
