@@ -389,10 +389,13 @@ def _theory_rows(s: dict) -> list[tuple[str, str]]:
     if stats:
         p, D = stats["pooled"], stats["D"]
         acf = stats["autocorrelation"]
-        rows.append(("cycle time", f"mean {p['mean_s'] * 1e6:.1f} us, CV {p['cv']:.3f}; lumped over D={D}: "
-                                   f"CV {p['lumped_cv']:.3f}" + (f"; autocorrelation lag 1 {acf[0]:+.2f}" if acf else "")))
-        rows.append(("  CV ratio", f"measured {p['cv_ratio']:.3f}, predicted 1/sqrt(D) {p['cv_ratio_predicted']:.3f}, "
-                                   f"with measured correlation {p['cv_ratio_predicted_correlated']:.3f}"))
+        lumps = f"; lumped over D={D}: CV {p['lumped_cv']:.3f}" if D > 1 else ""
+        rows.append(("cycle time", f"mean {p['mean_s'] * 1e6:.1f} us, CV {p['cv']:.3f}{lumps}"
+                                   + (f"; autocorrelation lag 1 {acf[0]:+.2f}" if acf else "")))
+        if D > 1:
+            rows.append(("  CV ratio", f"measured {p['cv_ratio']:.3f}, predicted 1/sqrt(D) "
+                                       f"{p['cv_ratio_predicted']:.3f}, with measured correlation "
+                                       f"{p['cv_ratio_predicted_correlated']:.3f}"))
         if stats["ranks"] > 1:
             m, pr = stats["measured"], stats["predicted"]
             rows.append(("  wait per cycle", f"slowest rank minus mean {m['cycle_wait_s'] * 1e6:.2f} us, "
@@ -401,9 +404,9 @@ def _theory_rows(s: dict) -> list[tuple[str, str]]:
                                              f"interquartile range"))
     ia = th.get("irregular_access")
     if ia and ia.get("delivery_ns_per_event") is not None:
+        both = f" (conventional {ia['f_conv']:.4f}, structure-aware {ia['f_sa']:.4f})" if s.get("areas") else ""
         rows.append(("delivery", f"{ia['delivery_ns_per_event']:.2f} ns per synaptic event; irregular-access "
-                                 f"fraction predicted {ia['predicted_fraction']:.4f} (conventional {ia['f_conv']:.4f}, "
-                                 f"structure-aware {ia['f_sa']:.4f})"))
+                                 f"fraction predicted {ia['predicted_fraction']:.4f}{both}"))
     seg = th.get("delay_segments") or {}
     if seg.get("measured_per_event") is not None:
         predicted = seg.get("predicted_per_event")
