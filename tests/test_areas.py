@@ -338,3 +338,30 @@ def test_predicted_delay_segments_match_the_count():
     seg = res.theory()["delay_segments"]
     assert seg["measured_per_event"] == pytest.approx(seg["predicted_per_event"], rel=0.03)
     assert res.counters["delivery_segments"] > 0
+
+
+# -- the communication model in the summary (theory.md section 3) ----------------------------
+def test_summary_predicts_exchange_time_from_an_mpi_fit(tmp_path):
+    import json
+    mpiexec = mpiexec_path()
+    if mpiexec is None:
+        pytest.skip("no mpiexec found (pip install mpich mpi4py)")
+    fit = {"ranks": 2, "primitives": {"allgather": {"latency_s": 2e-6, "bandwidth_bytes_per_s": 1e9}}}
+    (tmp_path / "fit.json").write_text(json.dumps(fit))
+    out = tmp_path / "run"
+    cmd = [mpiexec, "-n", "2", sys.executable, "-m", "ranvier", "run", "--model", "mam-benchmark",
+           "--set", "n_areas=2", "--set", "area_size=300", "--set", "K=30", "--set", "rate_hz=20.0",
+           "--duration-ms", "20", "--threads", "1", "--exchange", "two-tier", "--placement", "by-area",
+           "--mpi-fit", str(tmp_path / "fit.json"), "--out", str(out)]
+    done = subprocess.run(cmd, cwd=ROOT, env=subprocess_env(), capture_output=True, text=True,
+                          timeout=MPI_TIMEOUT_S, preexec_fn=restore_cpus)
+    assert done.returncode == 0, done.stderr
+    assert "one global exchange of D cycles" in done.stdout
+    s = json.loads((out / "summary.json").read_text())
+    comm, c = s["theory"]["communication"], s["counters"]
+    per_exchange = c["global_bytes_sent"] / 2 / (c["exchanges_global"] // 2)
+    one = 2 * 2e-6 + per_exchange / 1e9              # allgather: counts, then records (latency each)
+    assert comm["predicted_global_s_per_exchange"] == pytest.approx(one)
+    assert comm["predicted_D_separate_s_per_cycle"] == pytest.approx(2 * 2e-6 + per_exchange / 10 / 1e9)
+    assert comm["predicted_s_per_cycle"] == pytest.approx(one / 10)   # groups of one rank: no traffic
+    assert comm["measured_s_per_cycle"] > 0

@@ -17,6 +17,7 @@ import platform
 import sys
 
 from . import config as cfgmod
+from . import theory
 from .errors import ConfigError
 
 EXIT_BAD_INPUT = 2
@@ -136,6 +137,8 @@ def make_parser(exchanges, placements) -> Parser:
                           "delays allow)")
     run.add_argument("--tier-exchange", choices=[e for e in exchanges if e != "two-tier"],
                      help="two-tier: the strategy both tiers use (default: allgather)")
+    run.add_argument("--mpi-fit", metavar="FILE", help="mpi_fit.json from 'ranvier bench mpi' on this machine and "
+                     "rank count: the summary then shows the predicted exchange time next to the measured one")
     run.add_argument("--overlap", action="store_true",
                      help="exchange each interval's spikes while the next is computed (intervals of half the "
                           "minimum delay)")
@@ -294,6 +297,7 @@ def command_run(args, rank: int) -> int:
     from .simulation import Simulation
 
     cfg = resolve_config(args)
+    fit = theory.load_mpi_fit(args.mpi_fit) if args.mpi_fit else None
     out = check_target(args.out, args.force) if args.out else None
     network = models.build(cfg.model, **cfg.parameters)
     cfgmod.check_simulation(cfg, network)
@@ -311,7 +315,7 @@ def command_run(args, rank: int) -> int:
             bar.close()
     if sim.rank != 0:
         return 0
-    summary = result.summary()
+    summary = result.summary(fit)
     if out is not None:
         write_result(out, resolved_dict(cfg, network, sim), result, summary)
     if not args.quiet:
@@ -407,6 +411,20 @@ def _theory_rows(s: dict) -> list[tuple[str, str]]:
         both = f" (conventional {ia['f_conv']:.4f}, structure-aware {ia['f_sa']:.4f})" if s.get("areas") else ""
         rows.append(("delivery", f"{ia['delivery_ns_per_event']:.2f} ns per synaptic event; irregular-access "
                                  f"fraction predicted {ia['predicted_fraction']:.4f}{both}"))
+    comm = th.get("communication")
+    if comm:
+        predicted = comm.get("predicted_s_per_cycle")
+        if predicted is not None:
+            text = f"{predicted * 1e6:.2f} us"
+        elif comm["fit_ranks"] != s["ranks"]:
+            text = f"n/a (the fit was measured on {comm['fit_ranks']} ranks, this run has {s['ranks']})"
+        else:
+            text = "n/a (exchanges inside groups of several ranks, or a primitive missing from the fit)"
+        line = f"measured {comm['measured_s_per_cycle'] * 1e6:.2f} us per cycle, predicted {text}"
+        if comm.get("predicted_global_s_per_exchange") is not None:
+            line += (f"; one global exchange of D cycles {comm['predicted_global_s_per_exchange'] * 1e6:.2f} us "
+                     f"against {comm['predicted_D_separate_s_per_cycle'] * 1e6:.2f} us for each of D separate ones")
+        rows.append(("communication", line))
     seg = th.get("delay_segments") or {}
     if seg.get("measured_per_event") is not None:
         predicted = seg.get("predicted_per_event")

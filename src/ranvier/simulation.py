@@ -467,11 +467,42 @@ class Result:
         deliver = float(self.cycle_timers[:, :, PHASES.index("deliver")].sum())
         return deliver / self.counters["synaptic_events_recurrent"] * 1e9
 
-    def theory(self) -> dict | None:
-        """Predictions of theory.md for this run's parameters, next to what was measured."""
+    def communication_theory(self, mpi_fit: dict) -> dict | None:
+        """theory.md section 3: the exchange time per cycle predicted from an MPI fit
+        (`ranvier bench mpi` on the same machine and rank count: theory.load_mpi_fit), next to
+        the measured communicate time. Two-tier: the global exchange of D cycles' spikes at
+        once against D separate exchanges of a cycle's share each; exchanges inside groups of
+        one rank cost nothing in the model (a copy)."""
+        if self.counters is None or self.ranks < 2:
+            return None
+        c, P = self.counters, self.ranks
+        cycles = self.cycle_timers.shape[1]
+        measured = float(self.cycle_timers[:, :, PHASES.index("communicate")].mean())
+        out = {"fit_ranks": mpi_fit.get("ranks"), "measured_s_per_cycle": measured}
+        if self.exchange != TWO_TIER:
+            per_cycle = c["bytes_sent"] / P / cycles
+            out["predicted_s_per_cycle"] = theory.exchange_seconds(self.exchange, P, per_cycle, mpi_fit)
+            return out
+        D, glob = self.global_interval, max(1, c["exchanges_global"] // P)
+        per_exchange = c["global_bytes_sent"] / P / glob
+        one = theory.exchange_seconds(self.tier_exchange, P, per_exchange, mpi_fit)
+        separate = theory.exchange_seconds(self.tier_exchange, P, per_exchange / D, mpi_fit)
+        local_bytes = c["bytes_sent"] - c["global_bytes_sent"]
+        out.update({"predicted_global_s_per_exchange": one,
+                    "predicted_global_s_per_cycle": None if one is None else one / D,
+                    "predicted_D_separate_s_per_cycle": separate,
+                    "group_bytes_per_cycle": local_bytes / P / cycles,
+                    "predicted_s_per_cycle": None if one is None or local_bytes else one / D})
+        return out
+
+    def theory(self, mpi_fit: dict | None = None) -> dict | None:
+        """Predictions of theory.md for this run's parameters, next to what was measured;
+        with mpi_fit (theory.load_mpi_fit), the communication model too."""
         if self.counters is None:
             return None
         out = {}
+        if mpi_fit is not None:
+            out["communication"] = self.communication_theory(mpi_fit)
         n = self.network.size
         K = self.synapses / n if n else 0.0
         if K > 0:
@@ -537,8 +568,8 @@ class Result:
         if problems:
             raise RuntimeError("spike conservation violated: " + "; ".join(problems))
 
-    def summary(self) -> dict:
-        """The content of summary.json (rank 0)."""
+    def summary(self, mpi_fit: dict | None = None) -> dict:
+        """The content of summary.json (rank 0). mpi_fit: adds the communication model."""
         if self.counters is None:
             return None
         from . import __version__
@@ -581,7 +612,7 @@ class Result:
                           "global": self.counters["exchanges_global"] // max(1, self.ranks)},
             "areas": self.network.areas,
             "cycle_statistics": self.cycle_statistics(),
-            "theory": self.theory(),
+            "theory": self.theory(mpi_fit),
         }
 
 
