@@ -70,6 +70,8 @@ NB_MODULE(_engine, m) {
     nb::dict d;
     d["version"] = RANVIER_VERSION;
     d["compiler"] = RANVIER_COMPILER;
+    d["git_commit"] = RANVIER_GIT_COMMIT;
+    d["build_type"] = RANVIER_BUILD_TYPE;
     d["mpi"] = have_mpi();
     d["mpi_library"] = mpi_library_name();
     d["openmp"] = true;

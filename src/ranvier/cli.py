@@ -15,9 +15,10 @@ import argparse
 import os
 import platform
 import sys
+import time
 
 from . import config as cfgmod
-from . import theory
+from . import environment, theory
 from .errors import ConfigError
 
 EXIT_BAD_INPUT = 2
@@ -84,6 +85,16 @@ def _positive_float(text: str) -> float:
     return value
 
 
+def _non_negative_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
+    if not (value >= 0 and value < float("inf")):
+        raise argparse.ArgumentTypeError(f"expected zero or a positive number, got {text!r}")
+    return value
+
+
 def _positive_int_list(text: str) -> list[int]:
     """'1,2,4' -> [1, 2, 4], each once, in the order given."""
     values = []
@@ -137,6 +148,17 @@ def make_parser(exchanges, placements) -> Parser:
                           "delays allow)")
     run.add_argument("--tier-exchange", choices=[e for e in exchanges if e != "two-tier"],
                      help="two-tier: the strategy both tiers use (default: allgather)")
+    energy = run.add_argument_group("energy (see docs/measuring.md)")
+    energy.add_argument("--energy", choices=("auto", "rapl", "nvml", "none"), default="auto",
+                        help="power meter: auto (RAPL, else NVML), rapl, nvml, none (default: auto)")
+    energy.add_argument("--baseline-s", type=_non_negative_float, default=0.0, metavar="S",
+                        help="idle pause before the simulation, for the baseline power (the DPSNN study used 5)")
+    energy.add_argument("--power-trace", metavar="CSV", help="a power trace (time, watts) recorded by an external meter "
+                        "during the run; read at the end and aligned with the run's clock")
+    energy.add_argument("--clock-offset-s", type=float, metavar="EPOCH",
+                        help="the trace's time 0 in epoch seconds, when its times are relative")
+    energy.add_argument("--power-model", metavar="SPEC", help="a labelled estimate instead of a measurement: "
+                        "'static=W,per_core=W' (watts above the baseline)")
     run.add_argument("--mpi-fit", metavar="FILE", help="mpi_fit.json from 'ranvier bench mpi' on this machine and "
                      "rank count: the summary then shows the predicted exchange time next to the measured one")
     run.add_argument("--overlap", action="store_true",
@@ -146,6 +168,15 @@ def make_parser(exchanges, placements) -> Parser:
     run.add_argument("--out", metavar="DIR", help="write config.toml, summary.json, spikes.h5, timers.h5 here")
     run.add_argument("--force", action="store_true", help="replace a non-empty --out folder")
     commands.add_parser("info", allow_abbrev=False, help="version, build features, MPI, cores")
+    energy = commands.add_parser(
+        "energy", allow_abbrev=False, help="energy of a finished run from an external power trace",
+        description="Apply a power trace recorded by an external meter (CSV of time and watts) to a run "
+                    "archive written by 'ranvier run --out DIR': the energy is integrated over the run's "
+                    "simulation phase, above its baseline, and stored in DIR/summary.json.")
+    energy.add_argument("run_dir", metavar="DIR", help="a run archive (ranvier run --out DIR)")
+    energy.add_argument("--power-trace", required=True, metavar="CSV", help="time and watts, as from a wall meter")
+    energy.add_argument("--clock-offset-s", type=float, metavar="EPOCH",
+                        help="the trace's time 0 in epoch seconds, when its times are relative")
     add_bench_parser(commands, exchanges)
     return parser
 
@@ -154,9 +185,10 @@ def add_bench_parser(commands, exchanges) -> None:
     from .bench import DEFAULT_MPI_SIZES
 
     bench = commands.add_parser("bench", allow_abbrev=False,
-                                help="benchmarks of the spike exchange and of structure-aware simulation",
-                                description="Benchmarks of the spike exchange and of structure-aware simulation "
-                                            "of multi-area models. Each configuration runs as its own process "
+                                help="benchmarks: spike exchange, scaling, structure-aware simulation",
+                                description="Benchmarks of the spike exchange, of strong and weak scaling, and of "
+                                            "structure-aware simulation of multi-area models. Each configuration "
+                                            "runs as its own process "
                                             "(under mpiexec for several ranks), one at a time.")
     benches = bench.add_subparsers(dest="bench_command", metavar="BENCHMARK")
     exchange = benches.add_parser(
@@ -198,19 +230,58 @@ def add_bench_parser(commands, exchanges) -> None:
                      help="timed calls per primitive and size, after a warm-up (default: 200)")
     mpi.add_argument("--out", metavar="DIR", help="folder for the results (default: bench-results/mpi-<timestamp>)")
 
+    # Scaling over ranks x threads, each run a real `ranvier run` (ranvier.bench_scaling).
+    from .bench_scaling import ENERGY_KINDS, parse_baseline_s
+
+    def scaling_flags(parser):
+        """The flags strong-scaling shares with the generic weak-scaling (models without n_areas)."""
+        parser.add_argument("--exchange", choices=exchanges, help="spike-exchange strategy of every run "
+                            "(default: the config's, else allgather)")
+        parser.add_argument("--energy", choices=ENERGY_KINDS, help="passed to each `ranvier run`: its power meter "
+                            "(default: not passed, the run's own default)")
+        parser.add_argument("--baseline-s", type=parse_baseline_s, metavar="S", help="passed to each `ranvier run`: "
+                            "idle seconds before the simulation, for the baseline power")
+
+    strong = benches.add_parser(
+        "strong-scaling", allow_abbrev=False, help="one network over ranks x threads: profile, speedup, energy",
+        description="Run the same network on every configuration of --ranks x --threads, --repeats times each, "
+                    "one run at a time, each a real `ranvier run` (mpiexec -n R for several ranks) that leaves its "
+                    "run archive in DIR/runs/r{R}-t{T}-{k}. Prints the profile (computation, communication, "
+                    "barrier as % of the wall time), the real-time factor with speedup and parallel efficiency "
+                    "against the fewest cores, and the energy where the runs measured it; writes "
+                    "strong_scaling.csv (one row per run), strong_scaling.json and strong_scaling.png.")
+    strong.add_argument("workload", metavar="WORKLOAD", help="a model name (dpsnn, ...) or a config .toml")
+    strong.add_argument("--ranks", type=_positive_int_list, required=True, metavar="R1,R2,...",
+                        help="rank counts, for example 1,2,4")
+    strong.add_argument("--threads", type=_positive_int_list, metavar="K1,K2,...",
+                        help="threads per rank, for example 1,2 (default: the config's, else 1)")
+    strong.add_argument("--duration-ms", type=_positive_float, metavar="T",
+                        help="simulated time per run (default: the config's, or 1000 ms for a model name)")
+    strong.add_argument("--repeats", type=_positive_int, default=3, metavar="N",
+                        help="runs of each configuration; tables give min and median (default: 3)")
+    strong.add_argument("--set", type=_assignment, action="append", default=[], metavar="KEY=VALUE",
+                        help="any model parameter, value read as TOML (repeat for several)")
+    scaling_flags(strong)
+    strong.add_argument("--out", metavar="DIR",
+                        help="folder for the results and the run archives (default: "
+                             "bench-results/strong-scaling-<timestamp>)")
+
     # The multi-area benchmarks (ranvier.bench_areas): conventional against structure-aware.
     strategies = [e for e in exchanges if e != "two-tier"]
     schemes = ("Conventional: round-robin placement, one exchange among all ranks every cycle. Structure-aware: "
                "each area on its own rank (by-area), exchange two-tier (inside the area every cycle, among all "
                "ranks every D cycles).")
 
-    def area_bench(name, summary, description, out_name, ranks_flag, repeats=True, global_interval=True):
+    def area_bench(name, summary, description, out_name, ranks_flag, repeats=True, global_interval=True,
+                   workload_help="a multi-area model name (mam-benchmark) or a config .toml", threads_flag=None):
         parser = benches.add_parser(name, allow_abbrev=False, help=summary, description=f"{description} {schemes}")
-        parser.add_argument("workload", metavar="WORKLOAD",
-                            help="a multi-area model name (mam-benchmark) or a config .toml")
+        parser.add_argument("workload", metavar="WORKLOAD", help=workload_help)
         ranks_flag(parser)
-        parser.add_argument("--threads", type=_positive_int, metavar="K",
-                            help="threads per rank (default: the config's, else 1)")
+        if threads_flag is not None:
+            threads_flag(parser)
+        else:
+            parser.add_argument("--threads", type=_positive_int, metavar="K",
+                                help="threads per rank (default: the config's, else 1)")
         parser.add_argument("--duration-ms", type=_positive_float, metavar="T",
                             help="simulated time per run (default: the config's, or 2000 ms for a model name)")
         if repeats:
@@ -230,13 +301,26 @@ def add_bench_parser(commands, exchanges) -> None:
                             help=f"folder for the results (default: bench-results/{out_name}-<timestamp>)")
         return parser
 
-    area_bench("weak-scaling", "one area per rank: conventional against structure-aware, against ranks",
-               "Weak scaling of a multi-area model: as many areas as ranks, area size fixed. Each rank count runs "
-               "both schemes --repeats times; prints the phases per cycle, the cycle-time statistics and the "
-               "ratios of the schemes next to theory; writes weak_scaling.csv (one row per run), weak_scaling.json "
-               "and weak_scaling.png.", "weak-scaling",
-               lambda p: p.add_argument("--ranks", type=_positive_int_list, required=True, metavar="R1,R2,...",
-                                        help="rank counts (= areas), for example 1,2,4"))
+    weak = area_bench(
+        "weak-scaling", "the network grows with the ranks: one area per rank, or size per core",
+        "Weak scaling. A model without areas (dpsnn, artificial-cells) grows with the cores: its size (neurons, "
+        "cells) = --per-core x ranks x threads on every configuration of --ranks x --threads, each run --repeats "
+        "times as a real `ranvier run` that leaves its run archive in DIR/runs/r{R}-t{T}-{k}; prints the profile, "
+        "the real-time factor and the weak-scaling efficiency (RTF at the fewest cores / RTF). A multi-area model "
+        "(with n_areas) runs as many areas as ranks, area size fixed, both schemes at each rank count; prints "
+        "the phases per cycle, the cycle-time statistics and the ratios of the schemes next to theory. Both "
+        "write weak_scaling.csv (one row per run), weak_scaling.json and weak_scaling.png.", "weak-scaling",
+        lambda p: p.add_argument("--ranks", type=_positive_int_list, required=True, metavar="R1,R2,...",
+                                 help="rank counts (multi-area: = areas), for example 1,2,4"),
+        workload_help="a model name (dpsnn, artificial-cells, mam-benchmark) or a config .toml",
+        threads_flag=lambda p: p.add_argument("--threads", type=_positive_int_list, metavar="K1,K2,...",
+                                              help="threads per rank; several (1,2) only without areas (default: "
+                                                   "the config's, else 1)"))
+    weak.add_argument("--per-core", type=_positive_int, metavar="N",
+                      help="without areas: the size (neurons, cells) per core (default: half the workload's size)")
+    scaling_flags(weak)
+    # multi-area only: None tells bench_areas that it was not given (then allgather)
+    weak.set_defaults(conventional_exchange=None)
     heterogeneity = area_bench(
         "heterogeneity", "synchronisation against a heterogeneity knob, both schemes",
         "Vary one heterogeneity knob of a multi-area model (as many areas as ranks) and run both schemes at "
@@ -301,28 +385,69 @@ def command_run(args, rank: int) -> int:
     out = check_target(args.out, args.force) if args.out else None
     network = models.build(cfg.model, **cfg.parameters)
     cfgmod.check_simulation(cfg, network)
+    meter = _choose_meter(args) if rank == 0 else None      # bad meter options are refused before the build
     sim = Simulation(network, **cfg.simulation_kwargs())    # its last checks (memory) come before the build
     talk = rank == 0 and not args.quiet
     bar = ProgressBar() if talk else None
     if talk:
         print(f"ranvier: built {cfg.model} ({network.size:,} neurons) in {sim.build_seconds:.2f} s on "
-              f"{sim.size} rank(s) x {sim.threads} thread(s); simulating {cfg.simulation['duration_ms'] / 1000:g} s",
+              f"{sim.size} rank(s) x {sim.threads} thread(s); simulating {cfg.simulation['duration_ms'] / 1000:g} s"
+              + (f" after a {args.baseline_s:g} s idle baseline" if args.baseline_s else ""),
               file=sys.stderr, flush=True)
+    # Rank 0 measures the power of its node, in a background thread, around an idle baseline
+    # and the simulation; the other ranks idle through the baseline too.
+    session = _energy_session(meter, sim, args) if rank == 0 else None
+    if session:
+        session.start()
+        session.mark("baseline_start")
+    if args.baseline_s:
+        time.sleep(args.baseline_s)
+    sim.comm.barrier()
+    if session:
+        session.mark("baseline_end")
+        session.mark("simulation_start")
     try:
         result = sim.run(cfg.simulation["duration_ms"], progress=bar)
     finally:
+        if session:
+            session.mark("simulation_end")
+            session.stop()
         if bar:
             bar.close()
     if sim.rank != 0:
         return 0
     summary = result.summary(fit)
+    summary["energy"] = session.report(events=summary["synaptic_events"])
+    if sim.size > sim.comm.ranks_on_node:
+        summary["energy"].setdefault("notes", []).append(
+            f"measured on the node of rank 0 only: {sim.size // sim.comm.ranks_on_node} nodes took part")
     if out is not None:
-        write_result(out, resolved_dict(cfg, network, sim), result, summary)
+        env = environment.collect(sim.size, sim.comm.ranks_on_node, sim.threads)
+        write_result(out, resolved_dict(cfg, network, sim), result, summary, env)
     if not args.quiet:
         print(format_summary(summary))
         if out is not None:
             print(f"results written to {out}/")
     return 0
+
+
+def _choose_meter(args):
+    """The power meter for this run, or the reason there is none (energy.Unavailable)."""
+    from . import energy
+    try:
+        return energy.select_meter(args.energy, power_trace=args.power_trace, clock_offset_s=args.clock_offset_s,
+                                   power_model=args.power_model, cores=args.threads or os.cpu_count() or 1)
+    except energy.Unavailable as e:
+        return e
+
+
+def _energy_session(meter, sim, args):
+    from . import energy
+    if isinstance(meter, energy.Unavailable):
+        return energy.EnergySession(None, unavailable_reason=str(meter))
+    if isinstance(meter, energy.PowerModel):     # the cores this node runs on are known only now
+        meter = energy.PowerModel.from_spec(args.power_model, cores=sim.comm.ranks_on_node * sim.threads)
+    return energy.EnergySession(meter)
 
 
 def _si(x: float) -> str:
@@ -377,6 +502,9 @@ def format_summary(s: dict) -> str:
         share = f" ({100 * seconds / sim_s:.1f} %)" if sim_s > 0 else ""
         rows.append((f"  {phase}", f"{seconds:.3f} s{share}"))
     rows.extend(_theory_rows(s))
+    if s.get("energy"):
+        from . import energy
+        rows.extend(energy.format_lines(s["energy"]))
     rss = s["peak_rss_bytes"]
     rows.append(("peak RSS per rank", f"{max(rss) / 2**20:.0f} MiB (max over {len(rss)} rank(s))"))
     if s["synapses"]:
@@ -448,6 +576,13 @@ def command_bench(args) -> int:
         elif args.bench_command == "mpi":
             bench.mpi_bench(args.ranks, primitives=args.primitives, sizes=args.sizes, repeats=args.repeats,
                             out=args.out)
+        elif args.bench_command == "strong-scaling":
+            from . import bench_scaling
+
+            bench_scaling.strong_scaling_bench(args.workload, args.ranks, threads=args.threads,
+                                               duration_ms=args.duration_ms, repeats=args.repeats,
+                                               parameters=dict(args.set), exchange=args.exchange, energy=args.energy,
+                                               baseline_s=args.baseline_s, out=args.out)
         elif args.bench_command in ("weak-scaling", "heterogeneity", "cycle-times"):
             from . import bench_areas
 
@@ -455,8 +590,11 @@ def command_bench(args) -> int:
                           conventional_exchange=args.conventional_exchange, tier_exchange=args.tier_exchange,
                           out=args.out)
             if args.bench_command == "weak-scaling":
+                # a model without n_areas goes to the generic weak scaling (ranvier.bench_scaling)
                 bench_areas.weak_scaling_bench(args.workload, args.ranks, repeats=args.repeats,
-                                               global_interval=args.global_interval, **common)
+                                               global_interval=args.global_interval, per_core=args.per_core,
+                                               exchange=args.exchange, energy=args.energy,
+                                               baseline_s=args.baseline_s, **common)
             elif args.bench_command == "heterogeneity":
                 bench_areas.heterogeneity_bench(args.workload, args.knob, args.values, ranks=args.ranks,
                                                 repeats=args.repeats, **common)
@@ -464,8 +602,8 @@ def command_bench(args) -> int:
                 bench_areas.cycle_times_bench(args.workload, ranks=args.ranks, global_interval=args.global_interval,
                                               max_lag=args.max_lag, **common)
         else:
-            raise UsageError("a benchmark is required: 'exchange', 'mpi', 'weak-scaling', 'heterogeneity' or "
-                             "'cycle-times' (see 'ranvier bench --help')")
+            raise UsageError("a benchmark is required: 'exchange', 'mpi', 'strong-scaling', 'weak-scaling', "
+                             "'heterogeneity' or 'cycle-times' (see 'ranvier bench --help')")
     except bench.WorkerFailed as e:           # not bad input: the run itself failed
         print(f"ranvier: error: {e}", file=sys.stderr)
         return 1
@@ -502,6 +640,35 @@ def command_info() -> int:
     return 0
 
 
+def command_energy(args) -> int:
+    """Recomputes a run's energy from an external power trace and updates its summary.json."""
+    import json
+    from pathlib import Path
+
+    from . import energy
+    from .output import write_summary
+
+    path = Path(args.run_dir) / "summary.json"
+    try:
+        summary = json.loads(path.read_text())
+    except (OSError, ValueError) as e:
+        raise ConfigError(f"'{args.run_dir}' is not a run archive with a readable summary.json "
+                          f"(write one with ranvier run --out DIR): {e}") from None
+    marks = (summary.get("energy") or {}).get("marks") or {}
+    if "simulation_start" not in marks or "simulation_end" not in marks:
+        raise ConfigError(f"{path} records no simulation start and end times; rerun with this version of ranvier")
+    meter = energy.select_meter(power_trace=args.power_trace, clock_offset_s=args.clock_offset_s)
+    meter.load()                      # a bad file: one line naming the file, the line and the fix
+    summary["energy"] = energy.report_from_marks(meter, marks, summary["synaptic_events"])
+    tmp = path.with_suffix(".json.tmp")
+    write_summary(tmp, summary)
+    os.replace(tmp, path)
+    for key, value in energy.format_lines(summary["energy"]):
+        print(f"{key:<22}{value}")
+    print(f"updated {path}")
+    return 0 if summary["energy"]["available"] else 1
+
+
 # -- entry point ---------------------------------------------------------------------------
 def main(argv=None) -> int:
     rank = _launcher_rank()
@@ -514,7 +681,9 @@ def main(argv=None) -> int:
             return command_info()
         if args.command == "bench":
             return command_bench(args)
-        raise UsageError("a command is required: 'run', 'bench' or 'info' (see 'ranvier --help')")
+        if args.command == "energy":
+            return command_energy(args)
+        raise UsageError("a command is required: 'run', 'bench', 'energy' or 'info' (see 'ranvier --help')")
     except (UsageError, ConfigError) as e:
         if rank == 0:
             message = " ".join(str(e).split())       # one line, whatever the message holds

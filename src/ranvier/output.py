@@ -1,4 +1,5 @@
-"""The result folder of a run: config.toml, summary.json, spikes.h5 (SONATA), timers.h5.
+"""The result folder of a run: config.toml, summary.json, environment.json, spikes.h5 (SONATA),
+timers.h5.
 
 Files are written into a temporary sibling folder that is renamed at the end, so a
 crash or an interruption never leaves a half-written result folder behind.
@@ -35,13 +36,15 @@ def check_target(path, force: bool = False) -> Path:
     return path
 
 
-def write_result(path, config: dict, result, summary: dict) -> Path:
+def write_result(path, config: dict, result, summary: dict, environment: dict | None = None) -> Path:
     """Writes every file of the result folder at path (rank 0 only), atomically."""
     path = Path(path)
     tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.absolute().parent))
     try:
         (tmp / "config.toml").write_text(dumps_toml(config))
         write_summary(tmp / "summary.json", summary)
+        if environment is not None:
+            write_summary(tmp / "environment.json", environment)
         write_spikes(tmp / "spikes.h5", result)
         write_timers(tmp / "timers.h5", result)
         os.chmod(tmp, 0o755)          # mkdtemp makes it private
