@@ -3,6 +3,7 @@ reproducible result folder."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -122,8 +123,19 @@ def test_run_prints_a_summary(small_run):
 def test_run_writes_every_output_file(small_run):
     root, _ = small_run
     out = root / "out"
-    assert sorted(p.name for p in out.iterdir()) == ["config.toml", "spikes.h5", "summary.json", "timers.h5"]
+    assert sorted(p.name for p in out.iterdir()) == ["config.toml", "environment.json", "spikes.h5", "summary.json",
+                                                     "timers.h5"]
     assert [p.name for p in root.iterdir() if p.name.startswith(".")] == []   # no temporary folder left
+
+    env = json.loads((out / "environment.json").read_text())
+    assert env["cores_logical"] == os.cpu_count() and env["threads_per_rank"] == 1 and env["ranks"] == 1
+    assert env["ranvier"]["version"] == ranvier.__version__ and env["ranvier"]["compiler"]
+    assert env["ranvier"]["git_commit"]                    # a commit, or "unknown" outside a git checkout
+    assert env["cpu_model"] and env["memory_bytes"] > 0 and env["date_utc"].endswith("+00:00")
+    energy = json.loads((out / "summary.json").read_text())["energy"]
+    if not energy["available"]:                            # no counters here: the reason, no number
+        assert energy["reason"] and energy["energy_j"] is None and energy["j_per_synaptic_event"]["all"] is None
+    assert {"simulation_start", "simulation_end"} <= set(energy["marks"])
 
     config = tomllib.loads((out / "config.toml").read_text())
     assert config["model"] == "dpsnn"
@@ -193,3 +205,52 @@ def test_under_mpiexec_rank_0_alone_prints_and_writes(small_run):
     for name in first:
         np.testing.assert_array_equal(first[name][0], mpi[name][0])
         np.testing.assert_array_equal(first[name][1], mpi[name][1])
+
+
+# -- energy on a machine without counters ----------------------------------------------------
+def test_energy_from_an_external_trace_after_the_run(tmp_path):
+    """A wall-meter trace (40 W idle, 100 W while simulating) applied to a finished run with a
+    baseline pause: the energy above baseline and the joules per synaptic event, against
+    hand-computed values."""
+    run = tmp_path / "run"
+    done = ranvier_cli("run", *SMALL, "--baseline-s", "0.3", "--out", run)
+    assert done.returncode == 0, done.stderr
+    summary = json.loads((run / "summary.json").read_text())
+    marks = summary["energy"]["marks"]
+    t0, t1 = marks["simulation_start"], marks["simulation_end"]
+    # samples at the marks, so the trapezoid rule has no ramp inside the baseline or the simulation
+    b0, b1 = marks["baseline_start"], marks["baseline_end"]
+    times = np.concatenate([np.arange(b0 - 5, b0, 0.01), [b0, b1, t0, t1], np.arange(t1 + 0.01, t1 + 5, 0.01)])
+    watts = np.where((times >= t0) & (times <= t1), 100.0, 40.0)
+    trace = tmp_path / "trace.csv"
+    trace.write_text("time_s,watts\n" + "".join(f"{float(t)!r},{float(w)}\n" for t, w in zip(times, watts)))
+    done = ranvier_cli("energy", run, "--power-trace", trace)
+    assert done.returncode == 0, done.stderr
+    assert "J per synaptic event" in done.stdout
+    energy = json.loads((run / "summary.json").read_text())["energy"]
+    events = summary["synaptic_events"]["recurrent"] + summary["synaptic_events"]["external"]
+    assert energy["available"] and energy["meter"] == "external" and not energy["estimate"]
+    assert marks["baseline_end"] - marks["baseline_start"] == pytest.approx(0.3, abs=0.05)
+    assert energy["baseline_power_w"] == pytest.approx(40.0)
+    expected = 60.0 * (t1 - t0)
+    assert energy["energy_j"] == pytest.approx(expected, rel=0.02)
+    assert energy["j_per_synaptic_event"]["all"] == pytest.approx(energy["energy_j"] / events)
+
+
+def test_energy_refuses_a_bad_trace_in_one_line(small_run, tmp_path):
+    root, _ = small_run
+    trace = tmp_path / "trace.csv"
+    trace.write_text("time_s,watts\n1795000000,40\nnot-a-number,41\n")
+    done = ranvier_cli("energy", root / "out", "--power-trace", trace)
+    assert done.returncode == 2 and done.stderr.count("\n") == 1 and "trace.csv" in done.stderr
+
+
+def test_power_model_gives_a_labelled_estimate(tmp_path):
+    done = ranvier_cli("run", *SMALL, "--power-model", "static=10,per_core=5", "--out", tmp_path / "out")
+    assert done.returncode == 0, done.stderr
+    energy = json.loads((tmp_path / "out" / "summary.json").read_text())["energy"]
+    assert energy["estimate"] and energy["meter"] == "model"
+    assert energy["energy_j"] == pytest.approx(15.0 * energy["simulation_s"])     # 1 rank x 1 thread
+    assert "estimate" in done.stdout
+    bad = ranvier_cli("run", *SMALL, "--power-model", "static=10,per_kore=5")
+    assert bad.returncode == 2 and "per_kore" in bad.stderr
