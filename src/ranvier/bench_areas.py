@@ -601,11 +601,41 @@ def _finish(plt, out: Path, written: list[str], draw) -> None:
     print(f"\nresults written to {', '.join(str(out / name) for name in written if (out / name).exists())}")
 
 
-def weak_scaling_bench(workload: str, ranks: list[int], threads: int | None = None, duration_ms=None,
-                       repeats: int = 3, parameters: dict | None = None, conventional_exchange: str = "allgather",
-                       tier_exchange: str | None = None, global_interval: int | None = None, out=None) -> Path:
+def weak_scaling_bench(workload: str, ranks: list[int], threads: int | list[int] | None = None, duration_ms=None,
+                       repeats: int = 3, parameters: dict | None = None, conventional_exchange: str | None = None,
+                       tier_exchange: str | None = None, global_interval: int | None = None, out=None,
+                       **generic) -> Path:
     """One area per rank (n_areas = ranks, area_size fixed): both schemes at each rank count,
-    `repeats` times; prints tables; writes CSV, JSON and plot into out."""
+    `repeats` times; prints tables; writes CSV, JSON and plot into out.
+
+    A workload whose model has no n_areas goes to the generic weak scaling of
+    ranvier.bench_scaling (size = per_core x ranks x threads); generic: its own settings
+    (per_core, exchange, energy, baseline_s), refused here for multi-area models."""
+    from . import models
+
+    if "n_areas" not in models.defaults(resolve_workload(workload).model):
+        from . import bench_scaling
+
+        for flag, value in (("--conventional-exchange", conventional_exchange), ("--tier-exchange", tier_exchange),
+                            ("--global-interval", global_interval)):
+            if value is not None:
+                raise ConfigError(f"{flag} applies to multi-area models (with n_areas) only; "
+                                  f"'{workload}' runs the generic weak scaling")
+        if duration_ms is None and workload in models.REGISTRY:
+            duration_ms = DEFAULT_DURATION_MS        # as for the multi-area models (--duration-ms help)
+        return bench_scaling.weak_scaling_bench(
+            workload, ranks, threads=[threads] if isinstance(threads, int) else threads, duration_ms=duration_ms,
+            repeats=repeats, parameters=parameters, out=out, **generic)
+    for name, value in generic.items():
+        if value is not None:
+            raise ConfigError(f"--{name.replace('_', '-')} applies to the generic weak scaling of models without "
+                              f"n_areas; '{workload}' runs one area per rank")
+    if isinstance(threads, (list, tuple)):
+        if len(threads) > 1:
+            raise ConfigError(f"--threads: the multi-area weak scaling takes one thread count per rank, "
+                              f"got {','.join(map(str, threads))}")
+        threads = threads[0] if threads else None
+    conventional_exchange = conventional_exchange or "allgather"
     _check_strategy("--conventional-exchange", conventional_exchange)
     _check_strategy("--tier-exchange", tier_exchange)
     if not ranks:
