@@ -18,7 +18,7 @@ import sys
 import time
 
 from . import config as cfgmod
-from . import environment, theory
+from . import environment, report, theory
 from .errors import ConfigError
 
 EXIT_BAD_INPUT = 2
@@ -168,6 +168,7 @@ def make_parser(exchanges, placements) -> Parser:
     run.add_argument("--out", metavar="DIR", help="write config.toml, summary.json, spikes.h5, timers.h5 here")
     run.add_argument("--force", action="store_true", help="replace a non-empty --out folder")
     commands.add_parser("info", allow_abbrev=False, help="version, build features, MPI, cores")
+    report.add_parser(commands)
     energy = commands.add_parser(
         "energy", allow_abbrev=False, help="energy of a finished run from an external power trace",
         description="Apply a power trace recorded by an external meter (CSV of time and watts) to a run "
@@ -683,7 +684,9 @@ def main(argv=None) -> int:
             return command_bench(args)
         if args.command == "energy":
             return command_energy(args)
-        raise UsageError("a command is required: 'run', 'bench', 'energy' or 'info' (see 'ranvier --help')")
+        if args.command == "report":
+            return report.command(args)
+        raise UsageError("a command is required: 'run', 'bench', 'energy', 'report' or 'info' (see 'ranvier --help')")
     except (UsageError, ConfigError) as e:
         if rank == 0:
             message = " ".join(str(e).split())       # one line, whatever the message holds
