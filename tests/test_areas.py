@@ -205,7 +205,7 @@ def test_mam_benchmark_structure_and_delays():
     assert len(net.projections) == 9
     sim = rv.Simulation(net, threads=1)
     src, tgt, w, d = sim.connections()
-    area = lambda g: g // 500                              # noqa: E731
+    area = lambda g: g // 500
     inter = area(src) != area(tgt)
     # expected out-degree K, half inside the area
     assert abs(src.size / 1500 - 100) < 2

@@ -26,8 +26,7 @@ import numpy as np
 
 from . import config as cfgmod
 from . import cycle_stats, theory
-from .bench import (_output_folder, _pyplot, _say, _text_table, launch_prefix, resolve_workload,
-                    run_worker)
+from .bench import _output_folder, _pyplot, _say, _text_table, launch_prefix, resolve_workload, run_worker
 from .errors import ConfigError
 
 CONVENTIONAL, STRUCTURE_AWARE = "conventional", "structure-aware"

@@ -59,7 +59,7 @@ def collect(ranks: int = 1, ranks_per_node: int = 1, threads: int = 1, argv: lis
     info = _engine.build_info()
     import numpy
     return {
-        "date_utc": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "date_utc": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
         "host": socket.gethostname(),
         "os": f"{platform.system()} {platform.release()}",
         "machine": platform.machine(),

@@ -13,10 +13,9 @@ import time
 
 import numpy as np
 
-from . import _engine
-from .errors import ConfigError
-from . import cycle_stats, theory
+from . import _engine, cycle_stats, theory
 from . import placement as placements
+from .errors import ConfigError
 from .network import Network
 from .parallel import make_comm
 
@@ -301,7 +300,7 @@ class Simulation:
     def size(self) -> int:
         return self.comm.size
 
-    def run(self, duration_ms: float, progress=None, chunk_ms: float | None = None) -> "Result":
+    def run(self, duration_ms: float, progress=None, chunk_ms: float | None = None) -> Result:
         """Advance by duration_ms (a multiple of the minimum delay). progress(done_ms, total_ms, wall_s)
         is called on rank 0 between chunks."""
         try:
