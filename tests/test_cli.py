@@ -254,3 +254,15 @@ def test_power_model_gives_a_labelled_estimate(tmp_path):
     assert "estimate" in done.stdout
     bad = ranvier_cli("run", *SMALL, "--power-model", "static=10,per_kore=5")
     assert bad.returncode == 2 and "per_kore" in bad.stderr
+
+
+def test_bad_energy_option_stops_every_rank(tmp_path):
+    """Options are checked on every rank: a refusal on rank 0 alone would leave the others
+    waiting in the build's first collective."""
+    mpiexec = Path(sys.executable).parent / "mpiexec"
+    mpiexec = str(mpiexec) if mpiexec.exists() else shutil.which("mpiexec")
+    if mpiexec is None:
+        pytest.skip("mpiexec not installed")
+    done = ranvier_cli("run", *SMALL, "--power-model", "static=10,per_kore=5", launcher=(mpiexec, "-n", "2"),
+                       timeout=60)
+    assert done.returncode == 2 and done.stderr.count("ranvier: error:") == 1 and "per_kore" in done.stderr

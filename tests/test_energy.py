@@ -548,3 +548,22 @@ def test_format_lines(tmp_path):
     assert text["J per synaptic event"] == "1 µJ all, 1.5 µJ recurrent only"
     assert ("  note", "counter wrap-around handled (1 time(s))") in rows
     assert not any("estimate" in k for k in labels)
+
+
+def test_node_reports_are_summed(tmp_path):
+    """Two nodes measured by their own RAPL meters: energies and powers add up, J per event is
+    recomputed from the sum; one node without a meter makes the whole run unavailable."""
+    a = rapl_run(tmp_path / "a").report(EVENTS)
+    b = rapl_run(tmp_path / "b").report(EVENTS)
+    both = energy.combine_node_reports([a, b], EVENTS)
+    assert both["available"] and len(both["nodes"]) == 2
+    assert both["energy_j"] == pytest.approx(1200) and both["energy_total_j"] == pytest.approx(2000)
+    assert both["baseline_power_w"] == pytest.approx(80) and both["mean_power_w"] == pytest.approx(200)
+    assert both["j_per_synaptic_event"]["all"] == pytest.approx(1200 / 600e6)
+    assert set(both["domains"]) == {"node0/package-0", "node0/dram-0", "node1/package-0", "node1/dram-0"}
+    assert "summed over 2 nodes" in both["notes"]
+    assert energy.combine_node_reports([a], EVENTS) is a
+    missing = energy.combine_node_reports([a, energy.unavailable_report("no RAPL counters", EVENTS)], EVENTS)
+    assert not missing["available"] and "node 1: no RAPL counters" in missing["reason"]
+    assert missing["energy_j"] is None
+    json.dumps(both)

@@ -386,7 +386,7 @@ def command_run(args, rank: int) -> int:
     out = check_target(args.out, args.force) if args.out else None
     network = models.build(cfg.model, **cfg.parameters)
     cfgmod.check_simulation(cfg, network)
-    meter = _choose_meter(args) if rank == 0 else None      # bad meter options are refused before the build
+    meter = _choose_meter(args)        # on every rank, so bad options stop all ranks before the build
     sim = Simulation(network, **cfg.simulation_kwargs())    # its last checks (memory) come before the build
     talk = rank == 0 and not args.quiet
     bar = ProgressBar() if talk else None
@@ -395,9 +395,10 @@ def command_run(args, rank: int) -> int:
               f"{sim.size} rank(s) x {sim.threads} thread(s); simulating {cfg.simulation['duration_ms'] / 1000:g} s"
               + (f" after a {args.baseline_s:g} s idle baseline" if args.baseline_s else ""),
               file=sys.stderr, flush=True)
-    # Rank 0 measures the power of its node, in a background thread, around an idle baseline
-    # and the simulation; the other ranks idle through the baseline too.
-    session = _energy_session(meter, sim, args) if rank == 0 else None
+    # Live meters (RAPL, NVML) see one node: the first rank of each node measures it, in a
+    # background thread, around an idle baseline and the simulation. A trace or a model
+    # covers the whole run: rank 0 alone. Every rank idles through the baseline.
+    session = _energy_session(meter, sim, args) if _measures(meter, sim) else None
     if session:
         session.start()
         session.mark("baseline_start")
@@ -415,13 +416,15 @@ def command_run(args, rank: int) -> int:
             session.stop()
         if bar:
             bar.close()
+    events = {"recurrent": result.counters["synaptic_events_recurrent"],
+              "external": result.counters["synaptic_events_external"]} if sim.rank == 0 else None
+    events = sim.comm.bcast(events)
+    reports = sim.comm.gather(session.report(events=events) if session else None)
     if sim.rank != 0:
         return 0
     summary = result.summary(fit)
-    summary["energy"] = session.report(events=summary["synaptic_events"])
-    if sim.size > sim.comm.ranks_on_node:
-        summary["energy"].setdefault("notes", []).append(
-            f"measured on the node of rank 0 only: {sim.size // sim.comm.ranks_on_node} nodes took part")
+    from . import energy
+    summary["energy"] = energy.combine_node_reports([r for r in reports if r is not None], events)
     if out is not None:
         env = environment.collect(sim.size, sim.comm.ranks_on_node, sim.threads)
         write_result(out, resolved_dict(cfg, network, sim), result, summary, env)
@@ -440,6 +443,13 @@ def _choose_meter(args):
                                    power_model=args.power_model, cores=args.threads or os.cpu_count() or 1)
     except energy.Unavailable as e:
         return e
+
+
+def _measures(meter, sim) -> bool:
+    """Whether this rank runs an energy session: node leaders for live meters, rank 0 else."""
+    from . import energy
+    live = getattr(meter, "live", False) and not isinstance(meter, energy.Unavailable)
+    return sim.comm.node_rank == 0 if live else sim.rank == 0
 
 
 def _energy_session(meter, sim, args):

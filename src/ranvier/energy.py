@@ -850,6 +850,32 @@ def report_from_marks(meter: Meter | None, marks: dict, events: dict, unavailabl
     return EnergySession.from_marks(meter, marks, unavailable_reason).report(events)
 
 
+def combine_node_reports(reports: list[dict], events: dict) -> dict:
+    """One report for a run measured on several nodes, each by its own live meter (RAPL or
+    NVML sees only its node): energies and powers are summed over nodes, J per synaptic event
+    recomputed from the sum and the run's events. Unavailable if any node's report is. The
+    nodes' own reports are kept under "nodes"."""
+    if len(reports) == 1:
+        return reports[0]
+    missing = [f"node {i}: {r['reason']}" for i, r in enumerate(reports) if not r["available"]]
+    if missing:
+        out = unavailable_report("not measured on every node (" + "; ".join(missing) + ")", events,
+                                 reports[0]["marks"])
+        out["nodes"] = reports
+        return out
+    out = dict(reports[0])
+    out["describes"] = f"{len(reports)} nodes, each: {reports[0]['describes']}"
+    for key in ("baseline_power_w", "energy_total_j", "energy_j", "mean_power_w", "mean_power_above_baseline_w"):
+        values = [r[key] for r in reports]
+        out[key] = None if any(v is None for v in values) else float(sum(values))
+    out["samples"] = int(sum(r["samples"] for r in reports))
+    out["domains"] = {f"node{i}/{name}": d for i, r in enumerate(reports) for name, d in r["domains"].items()}
+    out["j_per_synaptic_event"] = _per_event(out["energy_j"], _events(events))
+    out["notes"] = sorted({n for r in reports for n in r["notes"]}) + [f"summed over {len(reports)} nodes"]
+    out["nodes"] = reports
+    return out
+
+
 # -- the run summary -------------------------------------------------------------------------
 def _joules(x: float) -> str:
     a = abs(x)

@@ -28,6 +28,7 @@ class SerialComm:
     size = 1
     handle = None          # no MPI
     ranks_on_node = 1
+    node_rank = 0          # rank within the node
 
     def gather(self, obj):
         return [obj]
@@ -53,6 +54,7 @@ class MPIComm:
         from mpi4py import MPI
         node = comm.Split_type(MPI.COMM_TYPE_SHARED)
         self.ranks_on_node = node.Get_size()
+        self.node_rank = node.Get_rank()
         node.Free()
 
     def gather(self, obj):
