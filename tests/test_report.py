@@ -174,7 +174,8 @@ def test_report_holds_every_section_and_run(archives, scaling_report):
     row = table_row(md, "1 rank × 1 thread", "energy to solution (J)")
     energy = s1.get("energy") or {"available": False, "reason": "no energy record"}
     if not energy["available"]:
-        assert row[6].startswith(f"unavailable: {energy['reason']}")
+        assert row[6].startswith("unavailable (")
+        assert f"unavailable: {energy['reason']}" in md
         assert set(row[3:6] + row[7:10]) == {"—"}
     # Table IV of the study, with its sources
     for value in ("1.1", "3.4", "5.7"):
@@ -232,7 +233,8 @@ def test_energy_measured(archives, tmp_path):
 def test_energy_unavailable(archives, tmp_path):
     md = read_report([archives.unavailable], tmp_path / "report").md
     row = table_row(md, "1 rank × 1 thread", "energy to solution (J)")
-    assert row[6] == f"unavailable: {UNAVAILABLE_REASON}"
+    assert row[6] == "unavailable (1)"                     # the reason once, under the table
+    assert f"(1) unavailable: {UNAVAILABLE_REASON}" in md
     assert set(row[3:6] + row[7:]) == {"—"}
     row = table_row(md, "Ranvier, 1 rank × 1 thread", "µJ per synaptic event")
     assert row[3] == f"unavailable: {UNAVAILABLE_REASON}"
@@ -243,7 +245,8 @@ def test_archive_without_energy_or_environment(archives, tmp_path):
     md = read_report([archives.old], tmp_path / "report").md
     assert "no environment.json in the archives" in md
     row = table_row(md, "1 rank × 1 thread", "energy to solution (J)")
-    assert row[6].startswith("unavailable: no energy record in summary.json")
+    assert row[6] == "unavailable (1)"
+    assert "(1) unavailable: no energy record in summary.json" in md
     assert set(row[3:6] + row[7:]) == {"—"}
 
 

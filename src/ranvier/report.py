@@ -750,12 +750,14 @@ def section_energy(ctx) -> Section:
                   "here), median over the repeats that measured it: energy to solution is the energy above the idle "
                   "baseline over the simulation (energy_j), as in the study; the total includes the baseline; µJ per "
                   "synaptic event is energy to solution / all (recurrent + external) or recurrent events.")
-    rows, notes = [], {}
+    rows, notes, reasons = [], {}, {}
     for c in ctx.configs:
         e = ctx.energy[c.label]
         wall = sig(_median(r.summary["simulate_seconds"] for r in c.runs))
         if not e["available"]:
-            rows.append([c.label, str(c.cores), wall, DASH, DASH, DASH, f"unavailable: {e['reason']}", DASH, DASH,
+            # each distinct reason is stated once, under the table; rows refer to it by number
+            number = reasons.setdefault(e["reason"], len(reasons) + 1)
+            rows.append([c.label, str(c.cores), wall, DASH, DASH, DASH, f"unavailable ({number})", DASH, DASH,
                          DASH, DASH])
             continue
         time_s = e["time_s"] if e["time_s"] is not None else _median(r.summary["simulate_seconds"] for r in c.runs)
@@ -767,6 +769,8 @@ def section_energy(ctx) -> Section:
     sec.blocks.append(Table(["configuration", "cores", "time (s)", "mean power (W)", "baseline (W)",
                              "above baseline (W)", "energy to solution (J)", "total with baseline (J)",
                              "µJ per synaptic event (all / recurrent)", "meter", "estimate"], rows))
+    for reason, number in reasons.items():
+        sec.blocks.append(f"({number}) unavailable: {reason}")
     for note, labels in notes.items():       # once per distinct note, not once per configuration
         where = "all configurations" if len(labels) == len(ctx.configs) else ", ".join(labels)
         sec.blocks.append(f"Note ({where}): {note}")
