@@ -283,7 +283,7 @@ void Engine::build_target_table() {
 // the update that consumed it), one step offset at a time so the writes stay in one row of the
 // buffer (measured at 20480 neurons: 5.5 -> 4.6 ns per event; huge pages for the synapses then
 // 3.4 ns). Segments are known in advance, so their synapses are prefetched a few entries ahead.
-void Engine::deliver(ThreadState& ts, int64_t cycle) {
+RANVIER_PHASE void Engine::deliver(ThreadState& ts, int64_t cycle) {
   const Synapse* syn = ts.store.synapses.data();
   const int64_t L = cfg_.steps_per_cycle;
   // Entries ahead to prefetch, all lines of the segment: measured best here (4..32 tried).
@@ -320,7 +320,7 @@ void Engine::deliver(ThreadState& ts, int64_t cycle) {
 // efficacy (low 32 bits). Counts vary at random, so the work is laid out in passes without
 // per-neuron branches: block 0 for all neurons (AVX2), counts and first events (vectorised, rare
 // cases fixed after), then the further events from a flat list.
-void Engine::drive(ThreadState& ts, int64_t cycle) {
+RANVIER_PHASE void Engine::drive(ThreadState& ts, int64_t cycle) {
   // Drawn at the window's first cycle for all its steps, into the rows of those steps.
   if ((cycle * cfg_.steps_per_cycle) % cfg_.drive_steps) return;
   const uint64_t L = uint64_t(cfg_.drive_steps);
@@ -422,7 +422,7 @@ void Engine::fire_artificial(ThreadState& ts, const PopulationRange& range, cons
 // Update: exact integration of every neuron over the cycle's steps, step by step; the loop over
 // a population's neurons is vectorised (measured faster here than keeping a block of neurons in
 // registers across the steps). Spikes are collected from a byte mask after each step.
-void Engine::update(ThreadState& ts, int64_t cycle) {
+RANVIER_PHASE void Engine::update(ThreadState& ts, int64_t cycle) {
   const uint64_t n = ts.neurons.size(), stride = ts.input_stride;
   const int64_t L = cfg_.steps_per_cycle;
   const double scale = std::ldexp(1.0, -cfg_.fraction_bits);
@@ -468,7 +468,7 @@ void Engine::update(ThreadState& ts, int64_t cycle) {
 
 // Schedule: every received spike's synapse segments go into the queue of the cycle in which
 // they arrive, with the step offset of arrival.
-void Engine::schedule(ThreadState& ts, const std::vector<SpikeRecord>& records, int64_t cycle) {
+RANVIER_PHASE void Engine::schedule(ThreadState& ts, const std::vector<SpikeRecord>& records, int64_t cycle) {
   const auto& st = ts.store;
   const int64_t L = cfg_.steps_per_cycle;
   const Arrival* arrival = arrival_.data();
@@ -625,7 +625,7 @@ void Engine::exchange_two_tier(int64_t cycle, bool last, double& communicate, do
 // Collocate: gather the threads' spikes into this cycle's send buffer. Two-tier: a spike goes
 // to the group's buffer if it has targets in the group, and to the global buffer, with its
 // offset counted from the start of the D-cycle window, if it has targets elsewhere.
-void Engine::collocate(int64_t cycle) {
+RANVIER_PHASE void Engine::collocate(int64_t cycle) {
   auto& send = send_[cycle & 1];
   send.clear();
   if (!two_tier()) {

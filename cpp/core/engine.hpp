@@ -15,6 +15,11 @@
 
 namespace ranvier {
 
+// Each phase function stays a function of its own (one call per thread and cycle, so no cost
+// worth inlining for): profilers such as callgrind then attribute instructions to phases
+// (bench/instructions.py).
+#define RANVIER_PHASE __attribute__((noinline))
+
 enum Phase { kDeliver, kUpdate, kCollocate, kCommunicate, kSynchronize, kPhases };
 inline constexpr std::array<const char*, kPhases> kPhaseNames = {"deliver", "update", "collocate", "communicate",
                                                                  "synchronize"};
