@@ -12,13 +12,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import statistics
 import sys
 import tempfile
 from pathlib import Path
 
 from ranvier import ConfigError
+from ranvier.environment import cpu_model
 from ranvier.bench import launch
 
 CONFIGURATIONS = [          # (label, ranks, threads per rank)
@@ -62,17 +62,6 @@ def row(label: str, runs: list[dict]) -> list[str]:
             f"{by_type['excitatory']:.2f} / {by_type['inhibitory']:.2f}"]
 
 
-def cpu_model() -> str:
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown CPU"
-
-
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--neurons", type=int, default=20480)
@@ -97,7 +86,7 @@ def main(argv=None) -> int:
 
     lines = [f"dpsnn, {args.neurons:,} neurons, {first['synapses']:,} synapses, "
              f"{args.duration_ms / 1000:g} s simulated, {args.repeats} repeat(s); ranvier {first['version']}; "
-             f"{cpu_model()}, {os.cpu_count()} cores. Real-time factor = wall seconds per simulated second.",
+             f"{cpu_model() or 'unknown CPU'}, {os.cpu_count()} cores. Real-time factor = wall seconds per simulated second.",
              "",
              "| " + " | ".join(header) + " |",
              "|" + "|".join("---" for _ in header) + "|"]

@@ -17,15 +17,14 @@ class AlltoallFixedExchange final : public Exchange {
  public:
   void configure(Communicator& comm, const Placement& placement, const TargetTable& targets, uint32_t) override {
     comm_ = &comm;
-    placement_ = &placement;
-    targets_ = &targets;
+    out_.bind(placement, targets, comm.size());
     const int P = comm.size();
     extra_counts_out_.resize(P); extra_displs_out_.resize(P); extra_counts_in_.resize(P); extra_displs_in_.resize(P);
   }
 
   void start(std::span<const SpikeRecord> local, ExchangeCounters& c) override {
     const int P = comm_->size();
-    out_.fill(local, *placement_, *targets_, P);
+    out_.fill(local);
     const size_t W = block_words(), cap = capacity_.capacity();
     uint64_t most = 0;
     for (int r = 0; r < P; ++r) most = std::max<uint64_t>(most, out_.counts[r]);
@@ -89,8 +88,6 @@ class AlltoallFixedExchange final : public Exchange {
   size_t block_words() const { return 1 + capacity_.capacity(); }
 
   Communicator* comm_ = nullptr;
-  const Placement* placement_ = nullptr;
-  const TargetTable* targets_ = nullptr;
   FixedCapacity capacity_{FixedCapacity::kMinimum};
   Buckets out_;
   std::vector<uint64_t> send_, recv_;

@@ -10,15 +10,14 @@ class AlltoallvExchange final : public Exchange {
  public:
   void configure(Communicator& comm, const Placement& placement, const TargetTable& targets, uint32_t) override {
     comm_ = &comm;
-    placement_ = &placement;
-    targets_ = &targets;
+    out_.bind(placement, targets, comm.size());
     const int P = comm.size();
     recv_counts_.resize(P); recv_displs_.resize(P); words_out_.resize(P); words_in_.resize(P);
   }
 
   void start(std::span<const SpikeRecord> local, ExchangeCounters& c) override {
     const int P = comm_->size(), me = comm_->rank();
-    out_.fill(local, *placement_, *targets_, P);
+    out_.fill(local);
     for (int r = 0; r < P; ++r) words_out_[r] = out_.counts[r];
     comm_->alltoall_word(words_out_.data(), words_in_.data());
     size_t total_in = 0;
@@ -46,8 +45,6 @@ class AlltoallvExchange final : public Exchange {
 
  private:
   Communicator* comm_ = nullptr;
-  const Placement* placement_ = nullptr;
-  const TargetTable* targets_ = nullptr;
   Buckets out_;
   std::vector<size_t> recv_counts_, recv_displs_;
   std::vector<uint64_t> words_out_, words_in_;

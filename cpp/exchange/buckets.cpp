@@ -5,10 +5,11 @@
 
 namespace ranvier {
 
-void Buckets::fill(std::span<const SpikeRecord> local, const Placement& placement, const TargetTable& targets,
-                   int ranks) {
-  const auto& begin = targets.dest_begin;
-  const auto& dest = targets.dest_ranks;
+void Buckets::fill(std::span<const SpikeRecord> local) {
+  const Placement& placement = *placement_;
+  const int ranks = ranks_;
+  const auto& begin = targets_->dest_begin;
+  const auto& dest = targets_->dest_ranks;
   counts.assign(ranks, 0);
   displs.resize(ranks);
   for (SpikeRecord rec : local) {

@@ -75,12 +75,23 @@ class InFlight {
   Request request_ = -1;
 };
 
-// Shared by the strategies that send each spike only where it has targets.
-// Records of `local` grouped by destination rank: records[displs[r] .. displs[r] + counts[r]).
+// Shared by the strategies that send each spike only where it has targets: bound once to the
+// placement and target table (configure), then per interval the records of `local` grouped by
+// destination rank: records[displs[r] .. displs[r] + counts[r]).
 struct Buckets {
   std::vector<size_t> counts, displs;
   std::vector<SpikeRecord> records;
-  void fill(std::span<const SpikeRecord> local, const Placement& placement, const TargetTable& targets, int ranks);
+  void bind(const Placement& placement, const TargetTable& targets, int ranks) {
+    placement_ = &placement;
+    targets_ = &targets;
+    ranks_ = ranks;
+  }
+  void fill(std::span<const SpikeRecord> local);
+
+ private:
+  const Placement* placement_ = nullptr;
+  const TargetTable* targets_ = nullptr;
+  int ranks_ = 0;
 };
 
 // The ranks this rank sends to (some neuron has a target there) and receives from, self excluded.

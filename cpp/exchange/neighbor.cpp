@@ -13,8 +13,7 @@ class NeighborExchange final : public Exchange {
  public:
   void configure(Communicator& comm, const Placement& placement, const TargetTable& targets, uint32_t) override {
     comm_ = &comm;
-    placement_ = &placement;
-    targets_ = &targets;
+    out_.bind(placement, targets, comm.size());
     neighbour_ranks(comm, targets, destinations_, sources_);
     graph_ = comm.graph(sources_, destinations_);
     const size_t out = destinations_.size(), in = sources_.size();
@@ -24,7 +23,7 @@ class NeighborExchange final : public Exchange {
 
   void start(std::span<const SpikeRecord> local, ExchangeCounters& c) override {
     const int me = comm_->rank();
-    out_.fill(local, *placement_, *targets_, comm_->size());
+    out_.fill(local);
     for (size_t k = 0; k < destinations_.size(); ++k) {
       const int d = destinations_[k];
       count_out_[k] = send_counts_[k] = out_.counts[d];
@@ -60,8 +59,6 @@ class NeighborExchange final : public Exchange {
 
  private:
   Communicator* comm_ = nullptr;
-  const Placement* placement_ = nullptr;
-  const TargetTable* targets_ = nullptr;
   std::vector<int> destinations_, sources_;
   std::unique_ptr<Communicator> graph_;
   Buckets out_;

@@ -21,8 +21,7 @@ class P2pExchange final : public Exchange {
 
   void configure(Communicator& comm, const Placement& placement, const TargetTable& targets, uint32_t) override {
     comm_ = &comm;
-    placement_ = &placement;
-    targets_ = &targets;
+    out_.bind(placement, targets, comm.size());
     std::vector<int> sources;
     neighbour_ranks(comm, targets, destinations_, sources);
   }
@@ -30,7 +29,7 @@ class P2pExchange final : public Exchange {
   void start(std::span<const SpikeRecord> local, ExchangeCounters& c) override {
     const int me = comm_->rank();
     tag_ = kTag + int(interval_++ & 1);
-    out_.fill(local, *placement_, *targets_, comm_->size());
+    out_.fill(local);
     buffer_.assign(out_.records.begin() + out_.displs[me], out_.records.begin() + out_.displs[me] + out_.counts[me]);
     messages_out_ = messages_in_ = 0;
     for (int d : destinations_) {
@@ -86,8 +85,6 @@ class P2pExchange final : public Exchange {
   static constexpr int kTag = 7100;
   const bool nbx_;
   Communicator* comm_ = nullptr;
-  const Placement* placement_ = nullptr;
-  const TargetTable* targets_ = nullptr;
   std::vector<int> destinations_;
   Buckets out_;
   std::vector<SpikeRecord> buffer_;

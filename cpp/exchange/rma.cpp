@@ -23,8 +23,7 @@ class RmaExchange final : public Exchange {
 
   void configure(Communicator& comm, const Placement& placement, const TargetTable& targets, uint32_t) override {
     comm_ = &comm;
-    placement_ = &placement;
-    targets_ = &targets;
+    out_.bind(placement, targets, comm.size());
     neighbour_ranks(comm, targets, destinations_, sources_);
     window_ = comm.window(1 + capacity_.capacity());
   }
@@ -32,7 +31,7 @@ class RmaExchange final : public Exchange {
   void start(std::span<const SpikeRecord> local, ExchangeCounters& c) override {
     const int me = comm_->rank();
     tag_ = kTag + int(interval_++ & 1);  // as in p2p: overflow messages of consecutive intervals apart
-    out_.fill(local, *placement_, *targets_, comm_->size());
+    out_.fill(local);
     buffer_.assign(out_.records.begin() + out_.displs[me], out_.records.begin() + out_.displs[me] + out_.counts[me]);
     window_->data()[0] = 0;  // between epochs: local access is allowed
     offsets_.assign(destinations_.size(), 0);
@@ -116,8 +115,6 @@ class RmaExchange final : public Exchange {
   static constexpr uint64_t kAgreeEvery = 16;
   const bool pscw_;
   Communicator* comm_ = nullptr;
-  const Placement* placement_ = nullptr;
-  const TargetTable* targets_ = nullptr;
   std::vector<int> destinations_, sources_;
   std::unique_ptr<Window> window_;
   FixedCapacity capacity_{FixedCapacity::kMinimum, 256 / kAgreeEvery};

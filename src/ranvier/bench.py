@@ -176,6 +176,20 @@ def resolve_workload(workload: str, parameters: dict | None = None) -> cfgmod.Ru
     return cfgmod.override(base, parameters=parameters)
 
 
+def check_parameters(cfg: cfgmod.RunConfig, parameters: dict, reserved: dict | None = None) -> None:
+    """--set: known parameter names of the workload's model only, none that the benchmark sets
+    itself (reserved: name -> why)."""
+    from . import models
+
+    known = models.defaults(cfg.model)
+    for key in parameters:
+        if key not in known:
+            raise ConfigError(f"--set {key}: '{cfg.model}' has no such parameter; known parameters: "
+                              f"{', '.join(sorted(known))}")
+        if key in (reserved or {}):
+            raise ConfigError(f"--set {key}: {reserved[key]}")
+
+
 def exchange_measurements(result) -> dict:
     """The per-cycle exchange figures of one run, from its Result on rank 0."""
     from .simulation import PHASES

@@ -26,7 +26,8 @@ import numpy as np
 
 from . import config as cfgmod
 from . import cycle_stats, theory
-from .bench import _output_folder, _pyplot, _say, _text_table, launch_prefix, resolve_workload, run_worker
+from .bench import (_output_folder, _pyplot, _say, _text_table, check_parameters, launch_prefix, resolve_workload,
+                    run_worker)
 from .errors import ConfigError
 
 CONVENTIONAL, STRUCTURE_AWARE = "conventional", "structure-aware"
@@ -114,12 +115,7 @@ def _base_config(workload: str, parameters: dict | None, reserved: dict, duratio
     if "n_areas" not in known:
         raise ConfigError(f"'{cfg.model}' has no 'n_areas' parameter: these benchmarks vary the number of areas "
                           f"with the ranks; use a multi-area model such as mam-benchmark")
-    for key in parameters:
-        if key not in known:
-            raise ConfigError(f"--set {key}: '{cfg.model}' has no such parameter; known parameters: "
-                              f"{', '.join(sorted(known))}")
-        if key in reserved:
-            raise ConfigError(f"--set {key}: {reserved[key]}")
+    check_parameters(cfg, parameters, reserved)
     if duration_ms is None and workload in models.REGISTRY:
         duration_ms = DEFAULT_DURATION_MS
     cfg = cfgmod.override(cfg, parameters=parameters,
@@ -128,17 +124,6 @@ def _base_config(workload: str, parameters: dict | None, reserved: dict, duratio
     # both schemes run with the barrier and without overlap, whatever a config file says.
     cfg.simulation.update(barrier=True, overlap=False)
     return cfg
-
-
-def _largest_global_interval(network, resolution_ms: float) -> int:
-    """The longest global interval the inter-area delays allow, in cycles (as Simulation computes
-    it; 1 without inter-area projections): checked here so that a bad --global-interval is
-    refused before anything runs."""
-    inter_ms = network.min_inter_area_delay_ms()
-    if not math.isfinite(inter_ms):
-        return 1
-    steps_per_cycle = round(network.min_delay_ms() / resolution_ms)
-    return max(1, round(inter_ms / resolution_ms) // steps_per_cycle)
 
 
 def _plan_point(cfg: cfgmod.RunConfig, overrides: dict, ranks: int, global_interval: int | None,
@@ -160,7 +145,7 @@ def _plan_point(cfg: cfgmod.RunConfig, overrides: dict, ranks: int, global_inter
     if fewest < threads:
         raise ConfigError(f"{where}: the smallest area has {fewest} neuron(s) for {threads} threads; "
                           f"use fewer --threads or raise area_size")
-    largest = _largest_global_interval(network, resolution)
+    largest = max(1, network.largest_global_interval(resolution, round(network.min_delay_ms() / resolution)))
     # Without inter-area projections (one area) two-tier exchanges every cycle whatever is asked.
     inter_area = math.isfinite(network.min_inter_area_delay_ms())
     if global_interval is not None and inter_area and global_interval > largest:

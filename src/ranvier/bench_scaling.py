@@ -35,10 +35,10 @@ from . import bench
 from . import config as cfgmod
 from .bench import _output_folder, _pyplot, _say, _text_table
 from .errors import ConfigError
+from .output import toml_value
 
 STRONG, WEAK = "strong", "weak"
 SIZE_PARAMETERS = ("neurons", "cells")          # a model's size: dpsnn, artificial-cells
-ENERGY_KINDS = ("auto", "rapl", "nvml", "none")
 COMPUTATION_PHASES = ("deliver", "update", "collocate")
 PROFILE_PARTS = ("computation", "communication", "barrier")
 PROFILE_COLORS = {"computation": "#55a868", "communication": "#dd8452", "barrier": "#c44e52", "other": "#bbbbbb"}
@@ -60,19 +60,6 @@ RUN_COLUMNS = [
 
 
 # -- input ----------------------------------------------------------------------------------
-def parse_baseline_s(text: str) -> float:
-    """--baseline-s (an argparse type): seconds >= 0."""
-    import argparse
-
-    try:
-        value = float(text)
-    except ValueError:
-        value = -1.0
-    if not (value >= 0 and math.isfinite(value)):
-        raise argparse.ArgumentTypeError(f"must be a number of seconds >= 0, got {text!r}")
-    return value
-
-
 def _rank_thread_lists(ranks, threads) -> tuple[list[int], list[int]]:
     """--ranks and --threads: non-empty lists of positive integers; sorted, each once."""
     for flag, values in (("--ranks", ranks), ("--threads", threads)):
@@ -82,19 +69,6 @@ def _rank_thread_lists(ranks, threads) -> tuple[list[int], list[int]]:
             if isinstance(v, bool) or not isinstance(v, int) or v < 1:
                 raise ConfigError(f"{flag} must be a list of positive integers such as 1,2,4, got {v!r}")
     return sorted(set(ranks)), sorted(set(threads))
-
-
-def _check_parameters(cfg: cfgmod.RunConfig, parameters: dict, reserved: dict) -> None:
-    """--set: known parameter names of the workload's model only, none the benchmark sets itself."""
-    from . import models
-
-    known = models.defaults(cfg.model)
-    for key in parameters:
-        if key not in known:
-            raise ConfigError(f"--set {key}: '{cfg.model}' has no such parameter; known parameters: "
-                              f"{', '.join(sorted(known))}")
-        if key in reserved:
-            raise ConfigError(f"--set {key}: {reserved[key]}")
 
 
 def size_parameter(model: str) -> str:
@@ -109,32 +83,15 @@ def size_parameter(model: str) -> str:
                       f"cannot grow it with the cores")
 
 
-def _run_supports(flag: str) -> bool:
-    """Whether this ranvier's `run` command has the flag (--energy and --baseline-s are new)."""
-    from . import cli
-    from .simulation import EXCHANGES, PLACEMENTS
-
-    parser = cli.make_parser(EXCHANGES, PLACEMENTS)
-    for action in parser._subparsers._group_actions:          # argparse keeps subcommands here
-        run = getattr(action, "choices", {}).get("run")
-        if run is not None:
-            return flag in run._option_string_actions
-    return True
-
-
 def _check_pass_through(energy, baseline_s) -> None:
-    if energy is not None:
-        if energy not in ENERGY_KINDS:
-            raise ConfigError(f"--energy must be one of {', '.join(ENERGY_KINDS)}, got {energy!r}")
-        if not _run_supports("--energy"):
-            raise ConfigError("--energy: this ranvier's `run` command has no --energy flag, so the runs cannot "
-                              "measure energy; leave --energy out")
+    from .energy import KINDS
+
+    if energy is not None and energy not in KINDS:
+        raise ConfigError(f"--energy must be one of {', '.join(KINDS)}, got {energy!r}")
     if baseline_s is not None:
         if isinstance(baseline_s, bool) or not isinstance(baseline_s, (int, float)) \
                 or not (baseline_s >= 0 and math.isfinite(baseline_s)):
             raise ConfigError(f"--baseline-s must be a number of seconds >= 0, got {baseline_s!r}")
-        if not _run_supports("--baseline-s"):
-            raise ConfigError("--baseline-s: this ranvier's `run` command has no --baseline-s flag; leave it out")
 
 
 def _check_point(cfg: cfgmod.RunConfig, overrides: dict, ranks: int, threads: int, where: str) -> dict:
@@ -179,7 +136,7 @@ def _base_config(workload: str, parameters: dict, reserved: dict, duration_ms, e
     if exchange is not None and exchange not in EXCHANGES:
         raise ConfigError(f"--exchange: unknown strategy '{exchange}'; available: {', '.join(EXCHANGES)}")
     cfg = bench.resolve_workload(workload)       # unknown workloads refused here; model names: 1000 ms
-    _check_parameters(cfg, parameters, reserved)
+    bench.check_parameters(cfg, parameters, reserved)
     return cfgmod.override(cfg, parameters=parameters, simulation={"duration_ms": duration_ms, "exchange": exchange})
 
 
@@ -189,29 +146,13 @@ def _workload_args(workload: str) -> list[str]:
     return ["--model", workload] if workload in models.REGISTRY else [str(Path(workload).absolute())]
 
 
-def toml_scalar(value) -> str:
-    """A --set value as `ranvier run --set` reads it back (a TOML scalar)."""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, (int, np.integer)):
-        return str(int(value))
-    if isinstance(value, (float, np.floating)):
-        value = float(value)
-        if math.isnan(value):
-            return "nan"
-        if math.isinf(value):
-            return "inf" if value > 0 else "-inf"
-        return repr(value)
-    return json.dumps(str(value))
-
-
 def run_argv(workload_args: list[str], overrides: dict, threads: int, duration_ms: float, out: Path,
              exchange: str | None = None, energy: str | None = None, baseline_s: float | None = None) -> list[str]:
     """The `ranvier run` command of one run (mpiexec and its ranks go before it)."""
     argv = [sys.executable, "-m", "ranvier", "run", *workload_args, "--threads", str(threads),
             "--duration-ms", repr(float(duration_ms))]
     for key, value in overrides.items():
-        argv += ["--set", f"{key}={toml_scalar(value)}"]
+        argv += ["--set", f"{key}={toml_value(value)}"]
     if exchange is not None:
         argv += ["--exchange", exchange]
     if energy is not None:

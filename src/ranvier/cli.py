@@ -19,6 +19,7 @@ import time
 
 from . import config as cfgmod
 from . import environment, report, theory
+from .energy import KINDS as ENERGY_KINDS
 from .errors import ConfigError
 
 EXIT_BAD_INPUT = 2
@@ -149,7 +150,7 @@ def make_parser(exchanges, placements) -> Parser:
     run.add_argument("--tier-exchange", choices=[e for e in exchanges if e != "two-tier"],
                      help="two-tier: the strategy both tiers use (default: allgather)")
     energy = run.add_argument_group("energy (see docs/measuring.md)")
-    energy.add_argument("--energy", choices=("auto", "rapl", "nvml", "none"), default="auto",
+    energy.add_argument("--energy", choices=ENERGY_KINDS, default="auto",
                         help="power meter: auto (RAPL, else NVML), rapl, nvml, none (default: auto)")
     energy.add_argument("--baseline-s", type=_non_negative_float, default=0.0, metavar="S",
                         help="idle pause before the simulation, for the baseline power (the DPSNN study used 5)")
@@ -232,15 +233,13 @@ def add_bench_parser(commands, exchanges) -> None:
     mpi.add_argument("--out", metavar="DIR", help="folder for the results (default: bench-results/mpi-<timestamp>)")
 
     # Scaling over ranks x threads, each run a real `ranvier run` (ranvier.bench_scaling).
-    from .bench_scaling import ENERGY_KINDS, parse_baseline_s
-
     def scaling_flags(parser):
         """The flags strong-scaling shares with the generic weak-scaling (models without n_areas)."""
         parser.add_argument("--exchange", choices=exchanges, help="spike-exchange strategy of every run "
                             "(default: the config's, else allgather)")
         parser.add_argument("--energy", choices=ENERGY_KINDS, help="passed to each `ranvier run`: its power meter "
                             "(default: not passed, the run's own default)")
-        parser.add_argument("--baseline-s", type=parse_baseline_s, metavar="S", help="passed to each `ranvier run`: "
+        parser.add_argument("--baseline-s", type=_non_negative_float, metavar="S", help="passed to each `ranvier run`: "
                             "idle seconds before the simulation, for the baseline power")
 
     strong = benches.add_parser(

@@ -10,7 +10,7 @@ import socket
 import sys
 
 
-def _cpu_model() -> str | None:
+def cpu_model() -> str | None:
     try:
         with open("/proc/cpuinfo") as f:
             for line in f:
@@ -63,7 +63,7 @@ def collect(ranks: int = 1, ranks_per_node: int = 1, threads: int = 1, argv: lis
         "host": socket.gethostname(),
         "os": f"{platform.system()} {platform.release()}",
         "machine": platform.machine(),
-        "cpu_model": _cpu_model(),
+        "cpu_model": cpu_model(),
         "cores_logical": os.cpu_count(),
         "cores_physical": _physical_cores(),
         "cores_available": _cores_available(),

@@ -238,6 +238,15 @@ class Network:
     def min_intra_area_delay_ms(self) -> float:
         return min((p.delay_offset_ms for p in self.projections if not self.is_inter_area(p)), default=float("inf"))
 
+    def largest_global_interval(self, resolution_ms: float, steps_per_cycle: int) -> int:
+        """The most cycles a spike may wait for the two-tier global exchange: the shortest
+        inter-area delay in whole cycles (1 without inter-area projections); records carry
+        16-bit step offsets, so at most 65535 steps."""
+        inter_ms = self.min_inter_area_delay_ms()
+        if not math.isfinite(inter_ms):
+            return 1
+        return min(round(inter_ms / resolution_ms) // steps_per_cycle, 65535 // steps_per_cycle)
+
     def expected_spike_rate_hz(self, pop: Population, default_hz: float = 5.0) -> float:
         """The rate a population is expected to fire at: fixed for ignore-and-fire and artificial
         cells, `default_hz` for neurons whose rate depends on the dynamics."""

@@ -107,7 +107,8 @@ def write_timers(path, result) -> None:
 
 
 # -- TOML (flat: top-level scalars, then tables of scalars) --------------------------------
-def _toml_value(value) -> str:
+def toml_value(value) -> str:
+    """A scalar as TOML writes it, so that TOML reads it back as the same type and value."""
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, (int, np.integer)):
@@ -125,9 +126,9 @@ def _toml_value(value) -> str:
 
 
 def dumps_toml(data: dict) -> str:
-    lines = [f"{key} = {_toml_value(v)}" for key, v in data.items() if not isinstance(v, dict)]
+    lines = [f"{key} = {toml_value(v)}" for key, v in data.items() if not isinstance(v, dict)]
     for table, entries in data.items():
         if isinstance(entries, dict):
             lines += ["", f"[{table}]"]
-            lines += [f"{key} = {_toml_value(v)}" for key, v in entries.items() if v is not None]
+            lines += [f"{key} = {toml_value(v)}" for key, v in entries.items() if v is not None]
     return "\n".join(lines) + "\n"

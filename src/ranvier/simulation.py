@@ -130,7 +130,8 @@ class Simulation:
         self.global_interval = self._global_interval(global_interval)
         # The D of the structure-aware scheme for this network (cycle-time statistics lump this
         # many cycles, so conventional and two-tier runs are compared on the same terms).
-        self.lump_cycles = self.global_interval or max(1, self._largest_global_interval()[0])
+        self.lump_cycles = self.global_interval or max(1, network.largest_global_interval(self.resolution_ms,
+                                                                                          self.steps_per_cycle))
         self.placement_segments = None
         if self.placement in placements.AREA_PLACEMENTS:
             bounds, owners = placements.segments(network, self.placement, self.comm.size, self.resolution_ms)
@@ -178,27 +179,20 @@ class Simulation:
         if missing:
             raise ConfigError(f"exchange '{TWO_TIER}' needs every population in an area; {missing} have none: "
                               f"Population(..., area=\"V1\")")
-        largest, why = self._largest_global_interval()
+        largest = net.largest_global_interval(self.resolution_ms, self.steps_per_cycle)
+        inter_ms = net.min_inter_area_delay_ms()
         if requested is None:
-            return max(1, largest) if math.isfinite(net.min_inter_area_delay_ms()) else 1
+            return max(1, largest)
         if not isinstance(requested, int) or isinstance(requested, bool) or requested < 1:
             raise ConfigError(f"global_interval must be a positive integer (cycles of {self.cycle_ms:g} ms), "
                               f"got {requested!r}")
         if requested > largest:
+            why = (f"the shortest inter-area delay is {inter_ms:g} ms = "
+                   f"{round(inter_ms / self.resolution_ms) // self.steps_per_cycle} cycle(s) of {self.cycle_ms:g} ms"
+                   if math.isfinite(inter_ms) else "there are no inter-area projections")
             raise ConfigError(f"global_interval = {requested} cycles is too long: {why}, and a spike held for "
                               f"the global exchange must still arrive in time; choose global_interval <= {largest}")
         return requested
-
-    def _largest_global_interval(self) -> tuple[int, str]:
-        """The most cycles a spike may wait for the global exchange, and why: the shortest
-        inter-area delay in whole cycles (records carry 16-bit offsets: at most 65535 steps)."""
-        inter_ms = self.network.min_inter_area_delay_ms()
-        L = self.steps_per_cycle
-        if not math.isfinite(inter_ms):
-            return 1, "there are no inter-area projections"
-        largest = round(inter_ms / self.resolution_ms) // L
-        why = f"the shortest inter-area delay is {inter_ms:g} ms = {largest} cycle(s) of {self.cycle_ms:g} ms"
-        return min(largest, 65535 // L), why
 
     def estimate_memory(self) -> int:
         """Bytes this rank will need at the peak of the build, computed before anything is built."""
