@@ -37,6 +37,9 @@ WORKLOADS = {
     "dpsnn": ["--model", "dpsnn", "--set", "neurons=2048", "--duration-ms", "200"],
     "mam-benchmark": ["--model", "mam-benchmark", "--set", "n_areas=1", "--set", "area_size=4000",
                       "--set", "K=400", "--set", "rate_hz=10.0", "--duration-ms", "200"],
+    # A tenth of the neurons and of the in-degrees: populations long enough for per-neuron costs
+    # to be those of full scale, few enough synapses for callgrind.
+    "microcircuit": ["--model", "microcircuit", "--set", "scale=0.1", "--set", "k_scale=0.1", "--duration-ms", "100"],
 }
 PHASES = ("deliver", "schedule", "update", "drive", "collocate", "run_cycles", "build")
 LINE = re.compile(r"^\s*([\d,]+)\s+\([^)]*\)\s+\S*?ranvier::Engine::(\w+)\(")
@@ -76,6 +79,7 @@ def measure(name: str, args: list[str], workdir: Path) -> dict:
             "schedule per scheduled event": per("schedule", c["events_scheduled"]),
             "update per neuron-step": per("update", s["neurons"] * steps),
             "drive per external event": per("drive", external),
+            "drive per neuron-step": per("drive", s["neurons"] * steps),
             "run_cycles per synaptic event": per("run_cycles", recurrent + external),
             "build per synapse": per("build", s["synapses"]),
         },

@@ -28,7 +28,10 @@ import traceback
 
 import numpy as np
 
-MODELS = ("dpsnn", "burst", "artificial-cells", "mam-benchmark")
+MODELS = ("dpsnn", "burst", "artificial-cells", "mam-benchmark", "microcircuit")
+# The microcircuit test network: `neurons` sets the scale (of 77,169), and the in-degrees are scaled
+# alike; the thalamic sources fire early so that the Poisson-source cells are exercised too.
+MICROCIRCUIT_TEST = {"thalamus": True, "th_start_ms": 50.0, "th_duration_ms": 20.0}
 # The multi-area test network: small heterogeneous areas firing fast, so that a short run has
 # traffic on both pathways of the two-tier exchange (`neurons` is the mean area size, `synapses` K).
 MAM_TEST = {"n_areas": 4, "rate_hz": 40.0, "rate_sd": 12.0, "area_size_sd_fraction": 0.3}
@@ -135,6 +138,9 @@ def run_config(model="dpsnn", neurons=2048, synapses=1125, ms=300.0, threads=1, 
                               rate_hz=MAM_TEST["rate_hz"], rate_sd=MAM_TEST["rate_sd"],
                               area_size_sd=MAM_TEST["area_size_sd_fraction"] * neurons,
                               delay_ratio=delay_ratio)
+    elif model == "microcircuit":
+        scale = neurons / 77169
+        net = rv.models.build("microcircuit", scale=scale, k_scale=scale, **MICROCIRCUIT_TEST)
     else:
         raise ValueError(f"unknown model {model!r}")
     saved = os.environ.pop("RANVIER_RANKS_PER_NODE", None)

@@ -97,7 +97,13 @@ NB_MODULE(_engine, m) {
       .def_rw("tau_c_ms", &PopulationSpec::tau_c_ms).def_rw("g_c", &PopulationSpec::g_c)
       .def_rw("dc", &PopulationSpec::dc).def_rw("initial_uniform", &PopulationSpec::initial_uniform)
       .def_rw("artificial", &PopulationSpec::artificial).def_rw("isi_min_steps", &PopulationSpec::isi_min_steps)
-      .def_rw("isi_max_steps", &PopulationSpec::isi_max_steps).def_rw("area", &PopulationSpec::area);
+      .def_rw("isi_max_steps", &PopulationSpec::isi_max_steps).def_rw("area", &PopulationSpec::area)
+      .def_rw("psc_exp", &PopulationSpec::psc_exp).def_rw("tau_syn_ms", &PopulationSpec::tau_syn_ms)
+      .def_rw("c_m_pF", &PopulationSpec::c_m_pF).def_rw("i_e_pA", &PopulationSpec::i_e_pA)
+      .def_rw("initial_normal", &PopulationSpec::initial_normal).def_rw("v0_mean_mV", &PopulationSpec::v0_mean_mV)
+      .def_rw("v0_sd_mV", &PopulationSpec::v0_sd_mV).def_rw("poisson_source", &PopulationSpec::poisson_source)
+      .def_rw("source_rate_hz", &PopulationSpec::source_rate_hz).def_rw("start_step", &PopulationSpec::start_step)
+      .def_rw("stop_step", &PopulationSpec::stop_step);
   nb::class_<ProjectionSpec>(m, "ProjectionSpec")
       .def(nb::init<>())
       .def_rw("source", &ProjectionSpec::source).def_rw("target", &ProjectionSpec::target)
@@ -108,7 +114,10 @@ NB_MODULE(_engine, m) {
       .def_rw("delay_scale_ms", &ProjectionSpec::delay_scale_ms).def_rw("delay_cut_ms", &ProjectionSpec::delay_cut_ms)
       .def_rw("delay_step_ms", &ProjectionSpec::delay_step_ms)
       .def_rw("delay_normal", &ProjectionSpec::delay_normal).def_rw("delay_mean_ms", &ProjectionSpec::delay_mean_ms)
-      .def_rw("delay_sd_ms", &ProjectionSpec::delay_sd_ms);
+      .def_rw("delay_sd_ms", &ProjectionSpec::delay_sd_ms)
+      .def_rw("delay_redraw_below_ms", &ProjectionSpec::delay_redraw_below_ms)
+      .def_rw("fixed_total", &ProjectionSpec::fixed_total).def_rw("total_synapses", &ProjectionSpec::total_synapses)
+      .def_rw("weight_clip", &ProjectionSpec::weight_clip);
   nb::class_<DriveSpec>(m, "DriveSpec")
       .def(nb::init<>())
       .def_rw("target", &DriveSpec::target).def_rw("n_synapses", &DriveSpec::n_synapses)

@@ -34,6 +34,29 @@ inline double inverse_normal(double p) {
   return p < kNormalLow ? x : -x;
 }
 
+// Binomial(n, p) by inversion of one uniform u: the probabilities are summed upward from
+// max(0, mean - 10 sd) (the mass below is under 1e-23), so a draw costs O(sd) terms. Exact up
+// to rounding, and the same uniform always gives the same count.
+inline uint64_t binomial_inverse(uint64_t n, double p, double u) {
+  if (n == 0 || p <= 0) return 0;
+  if (p >= 1) return n;
+  if (p > 0.5) return n - binomial_inverse(n, 1.0 - p, 1.0 - u);
+  const double mean = double(n) * p, sd = std::sqrt(mean * (1.0 - p));
+  const uint64_t lo = mean < 30 ? 0 : uint64_t(std::max(0.0, std::floor(mean - 10.0 * sd)));
+  const uint64_t hi = std::min<uint64_t>(n, uint64_t(std::ceil(mean + 10.0 * sd + 30.0)));
+  double pk = std::exp(std::lgamma(double(n) + 1) - std::lgamma(double(lo) + 1) - std::lgamma(double(n - lo) + 1) +
+                       double(lo) * std::log(p) + double(n - lo) * std::log1p(-p));
+  const double odds = p / (1.0 - p);
+  double acc = pk;
+  uint64_t k = lo;
+  while (acc < u && k < hi) {
+    pk *= double(n - k) / double(k + 1) * odds;
+    ++k;
+    acc += pk;
+  }
+  return k;
+}
+
 // Poisson counts by inversion of a tabulated CDF (one uniform per draw). A guide table gives,
 // for each of 256 equal slices of (0, 1), the smallest count whose CDF reaches the slice, so a
 // draw is a lookup and a short forward scan instead of a mispredicted binary search.
@@ -63,6 +86,7 @@ class PoissonTable {
   // drive computes branch-free for many neurons at once; sample() serves the rest.
   static constexpr int kFast = 8;
   const double* cdf() const { return cdf_.data(); }
+  double cdf_at(size_t k) const { return k < cdf_.size() ? cdf_[k] : 1.0; }
 
   uint32_t sample(double u) const {
     uint32_t k = guide_[int(u * kGuide)];

@@ -8,6 +8,9 @@
 #include <stdexcept>
 
 #include "core/philox.hpp"
+#if defined(__AVX2__)
+#include <immintrin.h>
+#endif
 
 namespace ranvier {
 
@@ -15,13 +18,21 @@ Propagators::Propagators(const PopulationSpec& p, double h) {
   P22 = std::exp(-h / p.tau_m_ms);
   Pc = std::exp(-h / p.tau_c_ms);
   const double rate_diff = 1.0 / p.tau_m_ms - 1.0 / p.tau_c_ms;
-  const double P21 = std::abs(rate_diff) < 1e-14 ? h * P22 : (Pc - P22) / rate_diff;
-  gP21 = p.g_c * P21;
+  const double P21_c = std::abs(rate_diff) < 1e-14 ? h * P22 : (Pc - P22) / rate_diff;
+  gP21 = p.g_c * P21_c;
   dc_term = p.dc * p.tau_m_ms * (1.0 - P22);
   theta = p.theta_mV;
   reset = p.reset_mV;
   alpha = p.alpha_c;
   refractory = int32_t(p.refractory_steps);
+  if (p.psc_exp) {
+    // dV/dt = -V/tau_m + I/C_m, dI/dt = -I/tau_syn: over h, V gets P21 * I and P20 * i_e.
+    P11 = std::exp(-h / p.tau_syn_ms);
+    this->P21 = std::abs(p.tau_syn_ms - p.tau_m_ms) < 1e-12
+              ? h / p.c_m_pF * P22
+              : p.tau_m_ms * p.tau_syn_ms / (p.c_m_pF * (p.tau_syn_ms - p.tau_m_ms)) * (P11 - P22);
+    dc_term = p.i_e_pA * p.tau_m_ms / p.c_m_pF * (1.0 - P22);
+  }
 }
 
 namespace {
@@ -36,6 +47,83 @@ inline bool lifca_step(const Propagators& p, double input, double& V, double& c,
   c = spike ? cn + p.alpha : cn;
   r = spike ? p.refractory : r - (r > 0);
   return spike;
+}
+
+// One step of the LIF neuron with exponential currents (NEST's iaf_psc_exp, same order): V
+// integrates the current of the step's start unless refractory, then I decays and takes the
+// step's input, then the threshold. Branch-free, so loops over neurons vectorise.
+inline bool psc_exp_step(const Propagators& p, double input, double& V, double& I, int32_t& r) {
+  const double v = V * p.P22 + I * p.P21 + p.dc_term;
+  const bool active = r == 0;
+  const bool spike = active & (v >= p.theta);
+  V = spike ? p.reset : (active ? v : V);
+  I = I * p.P11 + input;
+  r = spike ? p.refractory : r - (r > 0);
+  return spike;
+}
+
+// psc_exp_step over neurons [0, n): AVX2 four at a time, the rest one at a time. The vector
+// body does the operations of psc_exp_step in the same order without fused multiply-adds, so a
+// neuron's trajectory is the same in either (results do not depend on the decomposition).
+void psc_exp_steps(const Propagators& p, double scale, const int32_t* __restrict in, double* __restrict V,
+                   double* __restrict I, int32_t* __restrict R, uint8_t* __restrict fired, uint64_t n) {
+  uint64_t k = 0;
+#if defined(__AVX2__)
+  const __m256d P22 = _mm256_set1_pd(p.P22), P21 = _mm256_set1_pd(p.P21), P11 = _mm256_set1_pd(p.P11);
+  const __m256d dc = _mm256_set1_pd(p.dc_term), theta = _mm256_set1_pd(p.theta), reset = _mm256_set1_pd(p.reset);
+  const __m256d sc = _mm256_set1_pd(scale);
+  const __m128i zero = _mm_setzero_si128(), refractory = _mm_set1_epi32(p.refractory);
+  const __m256i even = _mm256_setr_epi32(0, 2, 4, 6, 0, 2, 4, 6);
+  for (; k + 4 <= n; k += 4) {
+    const __m256d v0 = _mm256_loadu_pd(V + k), i0 = _mm256_loadu_pd(I + k);
+    const __m128i r = _mm_loadu_si128(reinterpret_cast<const __m128i*>(R + k));
+    const __m256d input = _mm256_mul_pd(_mm256_cvtepi32_pd(_mm_loadu_si128(reinterpret_cast<const __m128i*>(in + k))), sc);
+    const __m256d v = _mm256_add_pd(_mm256_add_pd(_mm256_mul_pd(v0, P22), _mm256_mul_pd(i0, P21)), dc);
+    const __m128i active32 = _mm_cmpeq_epi32(r, zero);
+    const __m256d active = _mm256_castsi256_pd(_mm256_cvtepi32_epi64(active32));
+    const __m256d spike = _mm256_and_pd(active, _mm256_cmp_pd(v, theta, _CMP_GE_OQ));
+    _mm256_storeu_pd(V + k, _mm256_blendv_pd(_mm256_blendv_pd(v0, v, active), reset, spike));
+    _mm256_storeu_pd(I + k, _mm256_add_pd(_mm256_mul_pd(i0, P11), input));
+    const __m128i spike32 = _mm256_castsi256_si128(_mm256_permutevar8x32_epi32(_mm256_castpd_si256(spike), even));
+    const __m128i counted = _mm_add_epi32(r, _mm_cmpgt_epi32(r, zero));  // r - (r > 0)
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(R + k), _mm_blendv_epi8(counted, refractory, spike32));
+    const int bits = _mm256_movemask_pd(spike);
+    const uint32_t bytes = _pdep_u32(uint32_t(bits), 0x01010101u);  // bit i -> byte i
+    std::memcpy(fired + k, &bytes, 4);
+  }
+#endif
+  for (; k < n; ++k) fired[k] = psc_exp_step(p, double(in[k]) * scale, V[k], I[k], R[k]);
+}
+
+// lifca_step over neurons [0, n), vectorised the same way (same operations, same order).
+void lifca_steps(const Propagators& p, double scale, const int32_t* __restrict in, double* __restrict V,
+                 double* __restrict C, int32_t* __restrict R, uint8_t* __restrict fired, uint64_t n) {
+  uint64_t k = 0;
+#if defined(__AVX2__)
+  const __m256d P22 = _mm256_set1_pd(p.P22), Pc = _mm256_set1_pd(p.Pc), gP21 = _mm256_set1_pd(p.gP21);
+  const __m256d dc = _mm256_set1_pd(p.dc_term), theta = _mm256_set1_pd(p.theta), reset = _mm256_set1_pd(p.reset);
+  const __m256d alpha = _mm256_set1_pd(p.alpha), sc = _mm256_set1_pd(scale);
+  const __m128i zero = _mm_setzero_si128(), refractory = _mm_set1_epi32(p.refractory);
+  const __m256i even = _mm256_setr_epi32(0, 2, 4, 6, 0, 2, 4, 6);
+  for (; k + 4 <= n; k += 4) {
+    const __m256d v0 = _mm256_loadu_pd(V + k), c0 = _mm256_loadu_pd(C + k);
+    const __m128i r = _mm_loadu_si128(reinterpret_cast<const __m128i*>(R + k));
+    const __m256d input = _mm256_mul_pd(_mm256_cvtepi32_pd(_mm_loadu_si128(reinterpret_cast<const __m128i*>(in + k))), sc);
+    const __m256d v = _mm256_add_pd(_mm256_sub_pd(_mm256_add_pd(_mm256_mul_pd(v0, P22), dc), _mm256_mul_pd(gP21, c0)), input);
+    const __m256d cn = _mm256_mul_pd(c0, Pc);
+    const __m256d active = _mm256_castsi256_pd(_mm256_cvtepi32_epi64(_mm_cmpeq_epi32(r, zero)));
+    const __m256d spike = _mm256_and_pd(active, _mm256_cmp_pd(v, theta, _CMP_GE_OQ));
+    _mm256_storeu_pd(V + k, _mm256_blendv_pd(reset, v, _mm256_andnot_pd(spike, active)));
+    _mm256_storeu_pd(C + k, _mm256_blendv_pd(cn, _mm256_add_pd(cn, alpha), spike));
+    const __m128i spike32 = _mm256_castsi256_si128(_mm256_permutevar8x32_epi32(_mm256_castpd_si256(spike), even));
+    const __m128i counted = _mm_add_epi32(r, _mm_cmpgt_epi32(r, zero));  // r - (r > 0)
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(R + k), _mm_blendv_epi8(counted, refractory, spike32));
+    const int bits = _mm256_movemask_pd(spike);
+    const uint32_t bytes = _pdep_u32(uint32_t(bits), 0x01010101u);  // bit i -> byte i
+    std::memcpy(fired + k, &bytes, 4);
+  }
+#endif
+  for (; k < n; ++k) fired[k] = lifca_step(p, double(in[k]) * scale, V[k], C[k], R[k]);
 }
 
 // One external event from one 32-bit word w: w * L splits into the step offset within the cycle
@@ -138,18 +226,33 @@ void Engine::build() {
   threads_.resize(T);
   const int64_t L = cfg_.steps_per_cycle;
   std::vector<std::string> errors(T);
+  // In-degrees of fixed-total projections: every rank draws them all (one sequence per
+  // projection), the threads sharing out the projections.
+  InDegrees indegrees(cfg_.projections.size());
+#pragma omp parallel for num_threads(T) schedule(dynamic)
+  for (size_t j = 0; j < cfg_.projections.size(); ++j) {
+    try {
+      draw_indegrees(cfg_, uint32_t(j), indegrees[j]);
+    } catch (const std::exception& e) {
+      errors[omp_get_thread_num()] = e.what();
+    }
+  }
+  for (const auto& e : errors)
+    if (!e.empty()) throw std::runtime_error(e);
 #pragma omp parallel num_threads(T)
   {
     const int t = omp_get_thread_num();
     try {
       ThreadState& ts = threads_[t];
       build_thread_neurons(cfg_, placement_, rank(), t, ts.neurons);
-      build_thread_synapses(cfg_, ts.neurons, ts.store);
+      build_thread_synapses(cfg_, indegrees, ts.neurons, ts.store);
       // Rows padded by one cache line and never a multiple of 4 KiB apart: rows of the input
       // buffer otherwise map to the same cache sets and evict each other.
       ts.input_stride = (ts.neurons.size() + 15) / 16 * 16 + 16;
       ts.input.assign(size_t(cfg_.drive_steps) * ts.input_stride, 0);
       ts.fired.assign(ts.neurons.size() + 8, 0);
+      ts.fixed_drive_words.assign(cfg_.drives.size(), {});
+      ts.fixed_drive_group.assign(cfg_.drives.size(), 0);
       for (const auto& range : ts.neurons.ranges)
         ts.propagators.emplace_back(cfg_.populations[range.population], cfg_.resolution_ms);
     } catch (const std::exception& e) {
@@ -283,15 +386,16 @@ void Engine::build_target_table() {
 // the update that consumed it), one step offset at a time so the writes stay in one row of the
 // buffer (measured at 20480 neurons: 5.5 -> 4.6 ns per event; huge pages for the synapses then
 // 3.4 ns). Segments are known in advance, so their synapses are prefetched a few entries ahead.
-RANVIER_PHASE void Engine::deliver(ThreadState& ts, int64_t cycle) {
-  const Synapse* syn = ts.store.synapses.data();
-  const int64_t L = cfg_.steps_per_cycle;
+namespace {
+// The delivery loop for one layout: Decode gives (target, weight) of a stored synapse.
+template <class Syn, class RowOf, class Decode>
+void deliver_rows(std::vector<std::vector<DeliveryEntry>>& queue, size_t first_queue, int64_t L, const Syn* syn,
+                  RowOf row_of, Decode decode, uint64_t& events, uint64_t& segments) {
   // Entries ahead to prefetch, all lines of the segment: measured best here (4..32 tried).
   constexpr size_t kAhead = 8;
-  uint64_t events = 0, segments = 0;
   for (int64_t o = 0; o < L; ++o) {
-    auto& due = ts.queue[(cycle % queue_cycles_) * L + o];
-    int32_t* row = ts.input.data() + input_row(cycle, o) * ts.input_stride;
+    auto& due = queue[first_queue + o];
+    int32_t* row = row_of(o);
     const size_t entries = due.size();
     for (size_t e = 0; e < entries; ++e) {
       if (e + kAhead < entries) {
@@ -301,12 +405,33 @@ RANVIER_PHASE void Engine::deliver(ThreadState& ts, int64_t cycle) {
         for (; p < end; p += 64) __builtin_prefetch(p);
       }
       const DeliveryEntry entry = due[e];
-      const Synapse* s = syn + entry.first;
-      for (uint32_t i = 0; i < entry.count; ++i) row[s[i].target] += s[i].weight;
+      const Syn* s = syn + entry.first;
+      for (uint32_t i = 0; i < entry.count; ++i) {
+        const auto [target, weight] = decode(s[i]);
+        row[target] += weight;
+      }
       events += entry.count;
     }
     segments += entries;
     due.clear();
+  }
+}
+}  // namespace
+
+RANVIER_PHASE void Engine::deliver(ThreadState& ts, int64_t cycle) {
+  const int64_t L = cfg_.steps_per_cycle;
+  auto rows = [&](int64_t o) { return ts.input.data() + input_row(cycle, o) * ts.input_stride; };
+  const size_t first_queue = size_t((cycle % queue_cycles_) * L);
+  uint64_t events = 0, segments = 0;
+  const SynapseStore& st = ts.store;
+  if (st.is_packed()) {
+    const int bits = st.target_bits;
+    const uint32_t mask = (uint32_t(1) << bits) - 1;
+    deliver_rows(ts.queue, first_queue, L, st.packed.data(), rows,
+                 [=](uint32_t w) { return std::pair<uint32_t, int32_t>(w & mask, int32_t(w) >> bits); }, events, segments);
+  } else {
+    deliver_rows(ts.queue, first_queue, L, st.synapses.data(), rows,
+                 [](const Synapse& s) { return std::pair<uint32_t, int32_t>(s.target, s.weight); }, events, segments);
   }
   ts.counters.synaptic_events_recurrent += events;
   ts.counters.delivery_segments += segments;
@@ -338,6 +463,10 @@ RANVIER_PHASE void Engine::drive(ThreadState& ts, int64_t cycle) {
     const double mean = d.weight_mean, sd = d.weight_sd;
     for (const auto& range : ts.neurons.ranges) {
       if (range.population != d.target) continue;
+      if (L == 1 && sd == 0) {
+        events += fixed_weight_drive(ts, range, di, table, int32_t(std::rint(mean * scale)), window);
+        continue;
+      }
       // In chunks, so the scratch arrays below stay in L1 next to the input buffer.
       constexpr uint64_t kChunk = 512;
       for (uint64_t begin = range.begin; begin < range.end; begin += kChunk) {
@@ -419,6 +548,92 @@ void Engine::fire_artificial(ThreadState& ts, const PopulationRange& range, cons
   }
 }
 
+// The drive of one-step windows with a fixed efficacy (the microcircuit's): only a count per
+// neuron and step, k events adding k * weight. One Philox block per neuron serves four steps
+// (word window % 4 of the block keyed by window / 4), drawn for all neurons at once (AVX2).
+uint64_t Engine::fixed_weight_drive(ThreadState& ts, const PopulationRange& range, uint32_t di,
+                                    const PoissonTable& table, int32_t weight, uint32_t window) {
+  const uint64_t m = range.end - range.begin;
+  auto& words = ts.fixed_drive_words[di];
+  if (words.size() != 4 * m || (window & 3) == 0 || ts.fixed_drive_group[di] != (window >> 2)) {
+    words.resize(4 * m);
+    philox4x32_10_lanes(ts.neurons.gid_lo.data() + range.begin, ts.neurons.gid_hi.data() + range.begin, m,
+                        Purpose::external, di, window >> 2, 0x80000000u, key_from_seed(cfg_.seed), words.data(), m);
+    ts.fixed_drive_group[di] = window >> 2;
+  }
+  const uint32_t* w = words.data() + (window & 3) * m;
+  int32_t* in = ts.input.data() + range.begin;  // the single row of a one-step window
+  // Counts below kCounts by integer compares: word >= T[j] exactly when to_uniform(word) >= cdf[j]
+  // (to_uniform is exact, so T[j] = ceil(cdf[j] 2^32 - 1/2)). Words are capped at 2^32 - 2 and
+  // thresholds at 2^32 - 1, which no capped word reaches: the one word 2^32 - 1 then counts as
+  // 2^32 - 2 (a change of probability 2^-32). Counts of kCounts and more (rare) go to the table.
+  constexpr int kCounts = 10;
+  uint32_t T[kCounts];
+  for (int j = 0; j < kCounts; ++j) T[j] = uint32_t(std::clamp(std::ceil(table.cdf_at(j) * 0x1p32 - 0.5), 0.0, 4294967295.0));
+  uint64_t events = 0;
+  uint64_t i = 0;
+  bool saturated = false;
+#if defined(__AVX2__)
+  {
+    const __m256i cap = _mm256_set1_epi32(int(0xFFFFFFFEu)), full = _mm256_set1_epi32(kCounts);
+    const __m256i wt = _mm256_set1_epi32(weight);
+    __m256i total = _mm256_setzero_si256(), any = _mm256_setzero_si256();
+    __m256i thr[kCounts];
+    for (int j = 0; j < kCounts; ++j) thr[j] = _mm256_set1_epi32(int(T[j]));
+    for (; i + 8 <= m; i += 8) {
+      const __m256i word = _mm256_min_epu32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + i)), cap);
+      __m256i c = _mm256_setzero_si256();
+      for (int j = 0; j < kCounts; ++j)  // word >= T[j] <=> max(word, T[j]) == word; true is -1
+        c = _mm256_sub_epi32(c, _mm256_cmpeq_epi32(_mm256_max_epu32(word, thr[j]), word));
+      __m256i* dst = reinterpret_cast<__m256i*>(in + i);
+      _mm256_storeu_si256(dst, _mm256_add_epi32(_mm256_loadu_si256(dst), _mm256_mullo_epi32(c, wt)));
+      total = _mm256_add_epi32(total, c);
+      any = _mm256_or_si256(any, _mm256_cmpeq_epi32(c, full));
+    }
+    alignas(32) uint32_t lanes[8];
+    _mm256_store_si256(reinterpret_cast<__m256i*>(lanes), total);
+    for (uint32_t x : lanes) events += x;
+    saturated = !_mm256_testz_si256(any, any);
+  }
+#endif
+  for (; i < m; ++i) {
+    const uint32_t word = std::min(w[i], 0xFFFFFFFEu);
+    uint32_t c = 0;
+    for (int j = 0; j < kCounts; ++j) c += word >= T[j];
+    in[i] += int32_t(c) * weight;
+    events += c;
+    saturated |= c == uint32_t(kCounts);
+  }
+  if (saturated) {
+    for (uint64_t k = 0; k < m; ++k) {
+      const uint32_t word = std::min(w[k], 0xFFFFFFFEu);
+      uint32_t c = 0;
+      for (int j = 0; j < kCounts; ++j) c += word >= T[j];
+      if (c < uint32_t(kCounts)) continue;
+      const uint32_t exact = table.sample(to_uniform(w[k]));
+      in[k] += int32_t(exact - c) * weight;
+      events += exact - c;
+    }
+  }
+  return events;
+}
+
+// Poisson sources fire with probability rate * h in each step of their window, one draw per
+// source and step, keyed by (source, step).
+void Engine::fire_poisson(ThreadState& ts, const PopulationRange& range, const PopulationSpec& pop, int64_t step) {
+  uint8_t* fired = ts.fired.data();
+  if (step < pop.start_step || step >= pop.stop_step) {
+    std::fill(fired + range.begin, fired + range.end, 0);
+    return;
+  }
+  const Key key = key_from_seed(cfg_.seed);
+  const double p = pop.source_rate_hz * 1e-3 * cfg_.resolution_ms;
+  for (uint64_t k = range.begin; k < range.end; ++k) {
+    const Counter r = philox4x32_10(make_counter(ts.neurons.gid[k], Purpose::firing, 1, uint32_t(step), 0), key);
+    fired[k] = to_uniform(r[0]) < p;
+  }
+}
+
 // Update: exact integration of every neuron over the cycle's steps, step by step; the loop over
 // a population's neurons is vectorised (measured faster here than keeping a block of neurons in
 // registers across the steps). Spikes are collected from a byte mask after each step.
@@ -442,9 +657,18 @@ RANVIER_PHASE void Engine::update(ThreadState& ts, int64_t cycle) {
         fire_artificial(ts, range, pop, cycle * L + o);
         continue;
       }
+      if (pop.poisson_source) {
+        fire_poisson(ts, range, pop, cycle * L + o);
+        continue;
+      }
       const Propagators& p = props[ri];
-#pragma omp simd
-      for (uint64_t k = range.begin; k < range.end; ++k) fired[k] = lifca_step(p, double(in[k]) * scale, V[k], C[k], R[k]);
+      if (pop.psc_exp) {
+        const uint64_t b = range.begin;
+        psc_exp_steps(p, scale, in + b, V + b, C + b, R + b, fired + b, range.end - b);
+        continue;
+      }
+      const uint64_t b = range.begin;
+      lifca_steps(p, scale, in + b, V + b, C + b, R + b, fired + b, range.end - b);
     }
     std::fill(in, in + n, 0);  // consumed: ready for the next cycle while the row is in cache
     const int64_t step = cycle * L + o + 1;
@@ -652,7 +876,7 @@ RANVIER_PHASE void Engine::collocate(int64_t cycle) {
 
 uint64_t Engine::synapse_count() const {
   uint64_t n = 0;
-  for (const auto& ts : threads_) n += ts.store.synapses.size();
+  for (const auto& ts : threads_) n += ts.store.size();
   return n;
 }
 
@@ -706,8 +930,8 @@ void Engine::connections(std::vector<uint64_t>& src, std::vector<uint64_t>& tgt,
       for (uint32_t h = st.row_head[s]; h < st.row_head[s + 1]; ++h)
         for (uint32_t i = st.seg_first[h]; i < st.seg_first[h + 1]; ++i) {
           src.push_back(s);
-          tgt.push_back(ts.neurons.gid[st.synapses[i].target]);
-          w.push_back(st.synapses[i].weight * scale);
+          tgt.push_back(ts.neurons.gid[st.target(i)]);
+          w.push_back(st.weight(i) * scale);
           d.push_back(st.seg_delay[h]);
         }
   }

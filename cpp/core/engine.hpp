@@ -24,9 +24,10 @@ enum Phase { kDeliver, kUpdate, kCollocate, kCommunicate, kSynchronize, kPhases 
 inline constexpr std::array<const char*, kPhases> kPhaseNames = {"deliver", "update", "collocate", "communicate",
                                                                  "synchronize"};
 
-// Exact propagators of the LIFCA neuron over one step h (both equations are linear).
+// Exact propagators over one step h (the equations are linear) of the LIFCA neuron, and of the
+// LIF neuron with exponential currents (psc_exp: P11, P21; c holds its current I).
 struct Propagators {
-  double P22, Pc, gP21, dc_term, theta, reset, alpha;
+  double P22, Pc, gP21, dc_term, theta, reset, alpha, P11 = 0, P21 = 0;
   int32_t refractory;
   Propagators(const PopulationSpec& p, double h);
 };
@@ -66,6 +67,8 @@ struct ThreadState {
   std::vector<uint32_t> drive_words;                 // scratch: block 0 of the drive, 4 words per neuron
   std::vector<uint32_t> drive_count;                 // scratch: events per neuron this cycle
   std::vector<int32_t> drive_weight;                 // scratch: first event's efficacy, fixed point
+  std::vector<std::vector<uint32_t>> fixed_drive_words;  // per drive: 4 steps of one-step-window counts
+  std::vector<uint32_t> fixed_drive_group;           // per drive: the window / 4 they were drawn for
   uint64_t input_stride = 0;                         // neurons per input row, padded against cache aliasing
   std::vector<SpikeRecord> spikes_out;               // this cycle's spikes
   std::vector<uint64_t> rec_gid;                     // spike recorder
@@ -100,6 +103,9 @@ class Engine {
   void deliver(ThreadState& ts, int64_t cycle);
   void drive(ThreadState& ts, int64_t cycle);
   void update(ThreadState& ts, int64_t cycle);
+  uint64_t fixed_weight_drive(ThreadState& ts, const PopulationRange& range, uint32_t di, const PoissonTable& table,
+                              int32_t weight, uint32_t window);
+  void fire_poisson(ThreadState& ts, const PopulationRange& range, const PopulationSpec& pop, int64_t step);
   void fire_artificial(ThreadState& ts, const PopulationRange& range, const PopulationSpec& pop, int64_t step);
   void schedule(ThreadState& ts, const std::vector<SpikeRecord>& records, int64_t base_cycle);
   void build_target_table();

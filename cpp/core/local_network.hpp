@@ -19,15 +19,27 @@ struct Synapse {          // 8 bytes: one stream to read per delivered segment
 // (ascending) and sorted by target; each delay group is a segment with a header.
 // Headers of source s: [row_head[s], row_head[s+1]); segment h spans synapses
 // [seg_first[h], seg_first[h+1]) with delay seg_delay[h] steps.
+// Two layouts, chosen per thread at build: packed, 4 bytes per synapse (the weight in the high
+// 32 - target_bits bits, the target in the low target_bits), when the thread's neuron indices
+// and every possible weight fit; wide, 8 bytes (Synapse), otherwise. Both hold the same values.
 struct SynapseStore {
   std::vector<uint32_t> row_head;    // global neurons + 1
   std::vector<uint32_t> seg_first;   // segments + 1 (sentinel: total synapses)
   std::vector<uint16_t> seg_delay;   // segments
-  std::vector<Synapse, HugePageAllocator<Synapse>> synapses;
+  std::vector<Synapse, HugePageAllocator<Synapse>> synapses;   // wide layout
+  std::vector<uint32_t, HugePageAllocator<uint32_t>> packed;   // packed layout
+  int target_bits = 0;               // > 0: packed
 
+  bool is_packed() const { return target_bits > 0; }
+  uint64_t size() const { return is_packed() ? packed.size() : synapses.size(); }
+  uint32_t target(uint64_t i) const {
+    return is_packed() ? packed[i] & ((uint32_t(1) << target_bits) - 1) : synapses[i].target;
+  }
+  int32_t weight(uint64_t i) const { return is_packed() ? int32_t(packed[i]) >> target_bits : synapses[i].weight; }
   uint64_t segments(uint64_t source) const { return row_head[source + 1] - row_head[source]; }
   uint64_t bytes() const {
-    return row_head.size() * 4 + seg_first.size() * 4 + seg_delay.size() * 2 + synapses.size() * sizeof(Synapse);
+    return row_head.size() * 4 + seg_first.size() * 4 + seg_delay.size() * 2 + synapses.size() * sizeof(Synapse) +
+           packed.size() * 4;
   }
 };
 
@@ -53,6 +65,13 @@ struct ThreadNeurons {
 // same for any placement, rank count or thread count.
 void build_thread_neurons(const EngineConfig& cfg, const Placement& placement, int rank, int thread,
                           ThreadNeurons& out);
-void build_thread_synapses(const EngineConfig& cfg, const ThreadNeurons& neurons, SynapseStore& out);
+// In-degrees of the fixed-total projections (empty for the others): indegrees[j][i] synapses
+// of projection j end on the i-th neuron of its target population. Drawn from the seed alone.
+using InDegrees = std::vector<std::vector<uint32_t>>;
+void draw_indegrees(const EngineConfig& cfg, uint32_t projection, std::vector<uint32_t>& out);
+// The largest |weight| a projection can draw, in fixed-point units (bounds the packed layout).
+double max_abs_weight(const ProjectionSpec& pr);
+void build_thread_synapses(const EngineConfig& cfg, const InDegrees& indegrees, const ThreadNeurons& neurons,
+                           SynapseStore& out);
 
 }  // namespace ranvier

@@ -19,19 +19,40 @@ struct PopulationSpec {
   bool artificial = false;
   int64_t isi_min_steps = 100, isi_max_steps = 200;
   int32_t area = -1;              // the brain area it belongs to (-1: none)
+  // Leaky integrate-and-fire with exponential post-synaptic currents (iaf_psc_exp), integrated
+  // exactly: V (mV, relative to rest; theta_mV and reset_mV likewise) and the synaptic current
+  // I (pA, decays with tau_syn_ms; synaptic input is added to I). tau_m_ms, refractory_steps
+  // as above; i_e_pA a constant current.
+  bool psc_exp = false;
+  double tau_syn_ms = 0.5, c_m_pF = 250, i_e_pA = 0;
+  bool initial_normal = false;    // V ~ N(v0_mean_mV, v0_sd_mV) instead of V = reset
+  double v0_mean_mV = 0, v0_sd_mV = 0;
+  // Poisson sources (thalamic input): no membrane, input ignored; each fires with probability
+  // rate_hz * h in each step of [start_step, stop_step).
+  bool poisson_source = false;
+  double source_rate_hz = 0;
+  int64_t start_step = 0, stop_step = 0;
 };
 
-// Every ordered pair (s in source, t in target, s != t) is a synapse with this probability.
+// Every ordered pair (s in source, t in target, s != t) is a synapse with this probability;
+// or, with fixed_total, exactly total_synapses synapses, each with a source and a target drawn
+// uniformly (multapses and autapses allowed).
 struct ProjectionSpec {
   uint32_t source = 0, target = 0;        // population indices
   double probability = 0;
-  double weight_mean = 0, weight_sd = 0;  // mV; redrawn until strictly inside (0, 2 mean)
+  bool fixed_total = false;
+  uint64_t total_synapses = 0;
+  // Efficacies in the target's input unit (mV, or pA for psc_exp); redrawn until strictly inside
+  // (0, 2 mean), or with weight_clip set to zero where the sign flips.
+  double weight_mean = 0, weight_sd = 0;
+  bool weight_clip = false;
   int64_t delay_offset_steps = 1, delay_step_steps = 1;
   double delay_scale_ms = 1, delay_cut_ms = 1, delay_step_ms = 1;  // offset + floor(x/step)*step, x ~ Exp(scale) < cut
-  // Gaussian delays instead: x ~ N(mean, sd) redrawn until x >= delay_offset_steps * h, then
-  // rounded to the nearest step.
+  // Gaussian delays instead: x ~ N(mean, sd) redrawn until x >= delay_offset_steps * h (or, when
+  // delay_redraw_below_ms >= 0, until x >= that), then rounded to the nearest step and raised to
+  // at least delay_offset_steps.
   bool delay_normal = false;
-  double delay_mean_ms = 1, delay_sd_ms = 0;
+  double delay_mean_ms = 1, delay_sd_ms = 0, delay_redraw_below_ms = -1;
 };
 
 struct DriveSpec {                        // Poisson input drawn on the fly

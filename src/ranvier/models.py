@@ -44,7 +44,10 @@ def _check_overrides(model: str, defaults: dict, overrides: dict) -> dict:
     params = dict(defaults)
     for key, value in overrides.items():
         default = defaults[key]
-        if isinstance(default, str):
+        if isinstance(default, bool):
+            if not isinstance(value, bool):
+                raise ConfigError(f"{model}: '{key}' must be true or false, got {value!r}")
+        elif isinstance(default, str):
             if not isinstance(value, str):
                 raise ConfigError(f"{model}: '{key}' must be a string, got {value!r}")
         elif isinstance(default, int) and not isinstance(default, bool):
@@ -239,8 +242,153 @@ def mam_benchmark(**overrides) -> Network:
     return net
 
 
+# microcircuit: the Potjans-Diesmann cortical microcircuit (shared/models/microcircuit.md).
+MICROCIRCUIT_POPULATIONS = ("L23E", "L23I", "L4E", "L4I", "L5E", "L5I", "L6E", "L6I")
+MICROCIRCUIT_SIZES = (20683, 5834, 21915, 5479, 4850, 1065, 14395, 2948)
+MICROCIRCUIT_K_EXT = (1600, 1500, 2100, 1900, 2000, 1900, 2900, 2100)
+MICROCIRCUIT_REFERENCE_RATES = dict(zip(MICROCIRCUIT_POPULATIONS,
+                                        (0.903, 2.965, 4.414, 5.876, 7.569, 8.633, 1.105, 7.829)))
+# Connection probabilities, row: target, column: source, in population order.
+MICROCIRCUIT_CONN_PROBS = (
+    (0.1009, 0.1689, 0.0437, 0.0818, 0.0323, 0.0, 0.0076, 0.0),
+    (0.1346, 0.1371, 0.0316, 0.0515, 0.0755, 0.0, 0.0042, 0.0),
+    (0.0077, 0.0059, 0.0497, 0.135, 0.0067, 0.0003, 0.0453, 0.0),
+    (0.0691, 0.0029, 0.0794, 0.1597, 0.0033, 0.0, 0.1057, 0.0),
+    (0.1004, 0.0622, 0.0505, 0.0057, 0.0831, 0.3726, 0.0204, 0.0),
+    (0.0548, 0.0269, 0.0257, 0.0022, 0.06, 0.3158, 0.0086, 0.0),
+    (0.0156, 0.0066, 0.0211, 0.0166, 0.0572, 0.0197, 0.0396, 0.2252),
+    (0.0364, 0.001, 0.0034, 0.0005, 0.0277, 0.008, 0.0658, 0.1443),
+)
+MICROCIRCUIT_V0_MEAN = (-68.28, -63.16, -63.33, -63.45, -63.11, -61.66, -66.72, -61.43)
+MICROCIRCUIT_V0_SD = (5.36, 4.57, 4.74, 4.94, 4.94, 4.55, 5.46, 4.48)
+# Thalamic input (Potjans & Diesmann 2014): 902 Poisson sources into L4 and L6.
+MICROCIRCUIT_TH_CONN_PROBS = (0.0, 0.0, 0.0983, 0.0619, 0.0, 0.0, 0.0512, 0.0196)
+
+MICROCIRCUIT_DEFAULTS = {
+    "scale": 1.0,                  # neurons per population (and synapse totals) scaled by this
+    "k_scale": 1.0,                # in-degrees scaled by this; below 1, weights / sqrt(k_scale) and a DC current
+                                   # replaces the mean input lost (the usual compensation)
+    "input": "poisson",            # external input: "poisson" (K_ext * bg_rate_hz per neuron) or "dc" (its mean current)
+    "bg_rate_hz": 8.0,
+    "psp_mV": 0.15,                # mean excitatory PSP, converted to a current amplitude (87.8 pA)
+    "psp_L4E_to_L23E_factor": 2.0,
+    "g": -4.0,                     # inhibitory weight relative to excitatory
+    "weight_relative_sd": 0.1,     # Gaussian, clipped at zero
+    "delay_exc_ms": 1.5, "delay_inh_ms": 0.75,
+    "delay_relative_sd": 0.5,
+    "delay_redraw_below_ms": 0.05, # redrawn below 0.5 h, then rounded to the grid
+    "d_min_ms": 0.1,               # so every delay is at least one step of h = 0.1 ms
+    "E_L_mV": -65.0, "V_th_mV": -50.0, "V_reset_mV": -65.0,
+    "C_m_pF": 250.0, "tau_m_ms": 10.0, "tau_syn_ms": 0.5, "tau_arp_ms": 2.0,
+    "thalamus": False,             # 902 thalamic Poisson sources into L4 and L6
+    "th_neurons": 902, "th_rate_hz": 120.0, "th_start_ms": 700.0, "th_duration_ms": 10.0,
+    "psp_th_mV": 0.15,
+}
+
+
+def psp_to_psc(psp_mV: float, tau_m_ms: float, tau_syn_ms: float, C_m_pF: float) -> float:
+    """The current amplitude (pA) whose exponential PSC gives a membrane response peaking at psp_mV."""
+    s = 1.0 / (tau_syn_ms - tau_m_ms)
+    a = tau_m_ms * tau_syn_ms * s / C_m_pF
+    r = (tau_m_ms / tau_syn_ms) ** s
+    return psp_mV / (a * (r ** tau_m_ms - r ** tau_syn_ms))
+
+
+def microcircuit_synapse_total(p: float, n_target: int, n_source: int) -> float:
+    """S = ln(1 - p) / ln(1 - 1 / (N_t N_s)): the fixed total that connects a pair with probability p."""
+    if p <= 0:
+        return 0.0
+    return math.log1p(-p) / math.log1p(-1.0 / (float(n_target) * float(n_source)))
+
+
+def microcircuit(**overrides) -> Network:
+    """The Potjans-Diesmann microcircuit: 8 populations of LIF neurons with exponential currents,
+    fixed total synapse numbers per projection, Gaussian weights clipped at zero and Gaussian
+    delays; Poisson or DC background input; optional thalamic input. `scale` scales the neuron
+    numbers, `k_scale` the in-degrees (with DC compensation of the mean input lost)."""
+    p = _check_overrides("microcircuit", MICROCIRCUIT_DEFAULTS, overrides)
+    scale, k_scale = p["scale"], p["k_scale"]
+    if not 0.0 < scale <= 1.0:
+        raise ConfigError(f"microcircuit: 'scale' must lie in (0, 1], got {scale!r}")
+    if not 0.0 < k_scale <= 1.0:
+        raise ConfigError(f"microcircuit: 'k_scale' must lie in (0, 1], got {k_scale!r}")
+    if p["input"] not in ("poisson", "dc"):
+        raise ConfigError(f"microcircuit: 'input' must be \"poisson\" or \"dc\", got {p['input']!r}")
+    for key in ("bg_rate_hz", "psp_mV", "C_m_pF", "tau_m_ms", "tau_syn_ms", "delay_exc_ms", "delay_inh_ms", "d_min_ms"):
+        if p[key] <= 0:
+            raise ConfigError(f"microcircuit: '{key}' must be positive, got {p[key]!r}")
+    if p["tau_m_ms"] == p["tau_syn_ms"]:
+        raise ConfigError("microcircuit: 'tau_m_ms' and 'tau_syn_ms' must differ (the PSP-to-PSC factor divides by their difference)")
+    if p["g"] >= 0:
+        raise ConfigError(f"microcircuit: 'g' must be negative (inhibitory relative weight), got {p['g']!r}")
+    names, full = MICROCIRCUIT_POPULATIONS, MICROCIRCUIT_SIZES
+    sizes = [max(1, round(n * scale)) for n in full]
+    w = psp_to_psc(p["psp_mV"], p["tau_m_ms"], p["tau_syn_ms"], p["C_m_pF"])
+    # Mean weights of the full-scale model [target][source], pA.
+    w_full = [[(w if names[j].endswith("E") else p["g"] * w) for j in range(8)] for _ in range(8)]
+    w_full[0][2] = w * p["psp_L4E_to_L23E_factor"]
+    s_full = [[microcircuit_synapse_total(MICROCIRCUIT_CONN_PROBS[i][j], full[i], full[j]) for j in range(8)]
+              for i in range(8)]
+    sqrt_k = math.sqrt(k_scale)
+    # DC current (pA): the mean of the Poisson input in "dc" mode, plus, with k_scale < 1, the mean
+    # input the scaled-down in-degrees no longer carry (weights grow by 1/sqrt(k) to keep the variance).
+    tau_s = p["tau_syn_ms"]
+    dc = []
+    for i in range(8):
+        mean_external = 1e-3 * tau_s * w * MICROCIRCUIT_K_EXT[i] * p["bg_rate_hz"]
+        current = mean_external if p["input"] == "dc" else 0.0
+        if k_scale < 1:
+            recurrent = sum(w_full[i][j] * s_full[i][j] / full[i] * MICROCIRCUIT_REFERENCE_RATES[names[j]]
+                            for j in range(8))
+            current += 1e-3 * tau_s * (1.0 - sqrt_k) * recurrent
+            if p["input"] == "poisson":
+                current += (1.0 - sqrt_k) * mean_external
+        dc.append(current)
+
+    net = Network(name="microcircuit", parameters=p)
+    for i, name in enumerate(names):
+        params = {"E_L_mV": p["E_L_mV"], "V_th_mV": p["V_th_mV"], "V_reset_mV": p["V_reset_mV"],
+                  "C_m_pF": p["C_m_pF"], "tau_m_ms": p["tau_m_ms"], "tau_syn_ms": tau_s,
+                  "tau_arp_ms": p["tau_arp_ms"], "I_e_pA": dc[i],
+                  "V0_mean_mV": MICROCIRCUIT_V0_MEAN[i], "V0_sd_mV": MICROCIRCUIT_V0_SD[i]}
+        net.add_population(Population(name, sizes[i], params, model="psc_exp", excitatory=name.endswith("E")))
+    if p["thalamus"]:
+        th = max(1, round(p["th_neurons"] * scale))
+        net.add_population(Population("TH", th, {"rate_hz": p["th_rate_hz"], "start_ms": p["th_start_ms"],
+                                                 "stop_ms": p["th_start_ms"] + p["th_duration_ms"]},
+                                      model="poisson_source"))
+    sd = p["weight_relative_sd"]
+
+    def delays(source_excitatory: bool) -> dict:
+        mean = p["delay_exc_ms"] if source_excitatory else p["delay_inh_ms"]
+        return dict(delay_offset_ms=p["d_min_ms"], delay_distribution="normal", delay_mean_ms=mean,
+                    delay_sd_ms=mean * p["delay_relative_sd"], delay_redraw_below_ms=p["delay_redraw_below_ms"],
+                    origin={"delay_offset_ms": "d_min_ms"})
+
+    for i, target in enumerate(names):
+        for j, source in enumerate(names):
+            total = round(s_full[i][j] * scale * k_scale)
+            if total == 0:
+                continue
+            mean = w_full[i][j] / sqrt_k
+            net.connect(Projection(source, target, MICROCIRCUIT_CONN_PROBS[i][j], mean, abs(mean) * sd,
+                                   total_synapses=total, weight_clip=True, **delays(source.endswith("E"))))
+        k_ext = round(MICROCIRCUIT_K_EXT[i] * k_scale)
+        if p["input"] == "poisson" and k_ext > 0:
+            net.drive(PoissonDrive(target, k_ext, p["bg_rate_hz"], w / sqrt_k, 0.0))
+        if p["thalamus"] and MICROCIRCUIT_TH_CONN_PROBS[i] > 0:
+            w_th = psp_to_psc(p["psp_th_mV"], p["tau_m_ms"], tau_s, p["C_m_pF"]) / sqrt_k
+            total = round(microcircuit_synapse_total(MICROCIRCUIT_TH_CONN_PROBS[i], full[i], p["th_neurons"])
+                          * scale * k_scale)
+            if total:
+                net.connect(Projection("TH", target, MICROCIRCUIT_TH_CONN_PROBS[i], w_th, w_th * sd,
+                                       total_synapses=total, weight_clip=True, **delays(True)))
+    return net
+
+
 REGISTRY = {"dpsnn": (dpsnn, DPSNN_DEFAULTS), "artificial-cells": (artificial_cells, ARTIFICIAL_CELLS_DEFAULTS),
-            "mam-benchmark": (mam_benchmark, MAM_BENCHMARK_DEFAULTS)}
+            "mam-benchmark": (mam_benchmark, MAM_BENCHMARK_DEFAULTS),
+            "microcircuit": (microcircuit, MICROCIRCUIT_DEFAULTS)}
 
 
 def build(name: str, **params) -> Network:

@@ -34,8 +34,31 @@ ARTIFICIAL_PARAMETERS = {
 IGNORE_AND_FIRE_PARAMETERS = {
     "rate_hz": "firing rate (the period 1000 / rate_hz ms is rounded to whole steps)",
 }
+# Leaky integrate-and-fire with exponential post-synaptic currents (NEST's iaf_psc_exp), integrated
+# exactly on the time grid: synaptic input (pA) jumps the current I, which decays with tau_syn_ms.
+# Absolute potentials; the initial V is drawn from N(V0_mean_mV, V0_sd_mV) per neuron.
+PSC_EXP_PARAMETERS = {
+    "E_L_mV": "resting potential",
+    "V_th_mV": "firing threshold",
+    "V_reset_mV": "reset potential (V is held here while refractory)",
+    "C_m_pF": "membrane capacitance",
+    "tau_m_ms": "membrane time constant",
+    "tau_syn_ms": "time constant of the synaptic current (excitatory and inhibitory)",
+    "tau_arp_ms": "absolute refractory period",
+    "I_e_pA": "constant input current",
+    "V0_mean_mV": "mean of the initial membrane potential",
+    "V0_sd_mV": "standard deviation of the initial membrane potential",
+}
+# Poisson sources (thalamic input): fire as independent Poisson processes at rate_hz during
+# [start_ms, stop_ms), silent otherwise; input is ignored.
+POISSON_SOURCE_PARAMETERS = {
+    "rate_hz": "firing rate inside the window",
+    "start_ms": "start of the firing window",
+    "stop_ms": "end of the firing window",
+}
 NEURON_MODELS = {"lifca": LIFCA_PARAMETERS, "artificial": ARTIFICIAL_PARAMETERS,
-                 "ignore_and_fire": IGNORE_AND_FIRE_PARAMETERS}
+                 "ignore_and_fire": IGNORE_AND_FIRE_PARAMETERS, "psc_exp": PSC_EXP_PARAMETERS,
+                 "poisson_source": POISSON_SOURCE_PARAMETERS}
 DELAY_DISTRIBUTIONS = ("exponential", "normal")
 INITIAL_STATES = ("reset", "uniform")
 
@@ -60,7 +83,7 @@ class Population:
     excitatory: bool = True
     first_id: int = 0               # assigned by Network.add_population
     origin: dict = field(default_factory=dict)   # parameter -> the model parameter that set it
-    model: str = "lifca"            # "lifca", "artificial" or "ignore_and_fire"
+    model: str = "lifca"            # a key of NEURON_MODELS
     area: str | None = None         # the brain area it belongs to (multi-area models)
 
     def validate(self) -> None:
@@ -82,6 +105,26 @@ class Population:
         if self.model == "ignore_and_fire":
             _positive(where, "rate_hz", self.params["rate_hz"])
             return
+        if self.model == "poisson_source":
+            _positive(where, "rate_hz", self.params["rate_hz"], allow_zero=True)
+            start = _positive(where, "start_ms", self.params["start_ms"], allow_zero=True)
+            stop = _positive(where, "stop_ms", self.params["stop_ms"], allow_zero=True)
+            if stop < start:
+                raise ConfigError(f"{where}: 'stop_ms' ({stop}) must not be below 'start_ms' ({start})")
+            return
+        if self.model == "psc_exp":
+            for key in ("C_m_pF", "tau_m_ms", "tau_syn_ms"):
+                _positive(where, key, self.params[key])
+            for key in ("tau_arp_ms", "V0_sd_mV"):
+                _positive(where, key, self.params[key], allow_zero=True)
+            for key in ("E_L_mV", "V_th_mV", "V_reset_mV", "I_e_pA", "V0_mean_mV"):
+                x = self.params[key]
+                if isinstance(x, bool) or not isinstance(x, (int, float)) or not math.isfinite(x):
+                    raise ConfigError(f"{where}: '{key}' must be a number, got {x!r}")
+            if float(self.params["V_reset_mV"]) >= float(self.params["V_th_mV"]):
+                raise ConfigError(f"{where}: 'V_reset_mV' ({self.params['V_reset_mV']}) must be below "
+                                  f"'V_th_mV' ({self.params['V_th_mV']})")
+            return
         if self.model == "artificial":
             lo = _positive(where, "isi_min_ms", self.params["isi_min_ms"])
             hi = _positive(where, "isi_max_ms", self.params["isi_max_ms"])
@@ -101,12 +144,16 @@ class Population:
 
 @dataclass
 class Projection:
-    """All ordered pairs (s in source, t in target, s != t) connected with probability p.
+    """All ordered pairs (s in source, t in target, s != t) connected with probability p; or, with
+    total_synapses set, exactly that many synapses, each with a source and a target drawn
+    uniformly (multapses and autapses allowed; the rule of the microcircuit).
 
-    weight: Gaussian (mean_mV, sd_mV), redrawn until strictly between 0 and 2 * mean
-    (sign kept). delay, "exponential" (the DPSNN delay law): offset_ms + floor(x / step_ms) *
+    weight: Gaussian (mean_mV, sd_mV) in the target's input unit (mV for lifca, pA for psc_exp),
+    redrawn until strictly between 0 and 2 * mean (sign kept); with weight_clip, set to zero
+    where the sign flips instead. delay, "exponential" (the DPSNN delay law): offset_ms + floor(x / step_ms) *
     step_ms with x exponential of scale scale_ms, redrawn until x < cut_ms. "normal": x ~
-    N(delay_mean_ms, delay_sd_ms) redrawn until x >= delay_offset_ms, rounded to the nearest step.
+    N(delay_mean_ms, delay_sd_ms) redrawn until x >= delay_offset_ms (or >= delay_redraw_below_ms
+    when given), rounded to the nearest step, at least delay_offset_ms.
     """
     source: str
     target: str
@@ -121,12 +168,20 @@ class Projection:
     delay_distribution: str = "exponential"
     delay_mean_ms: float | None = None
     delay_sd_ms: float | None = None
+    total_synapses: int | None = None
+    weight_clip: bool = False
+    delay_redraw_below_ms: float | None = None
 
     def validate(self) -> None:
         where = f"projection {self.source}->{self.target}"
         p = float(self.probability)
         if not (0.0 <= p <= 1.0):
             raise ConfigError(f"{where}: 'probability' must lie in [0, 1], got {self.probability!r}")
+        if self.total_synapses is not None and (not isinstance(self.total_synapses, int)
+                                                or isinstance(self.total_synapses, bool) or self.total_synapses < 0):
+            raise ConfigError(f"{where}: 'total_synapses' must be a non-negative integer, got {self.total_synapses!r}")
+        if self.delay_redraw_below_ms is not None:
+            _positive(where, "delay_redraw_below_ms", self.delay_redraw_below_ms, allow_zero=True)
         if self.weight_mean_mV == 0:
             raise ConfigError(f"{where}: 'weight_mean_mV' must be non-zero (its sign says excitatory or inhibitory)")
         _positive(where, "weight_sd_mV", self.weight_sd_mV, allow_zero=True)
@@ -214,6 +269,9 @@ class Network:
     def expected_synapses(self) -> float:
         total = 0.0
         for pr in self.projections:
+            if pr.total_synapses is not None:
+                total += pr.total_synapses
+                continue
             ns, nt = self.population(pr.source).size, self.population(pr.target).size
             pairs = ns * nt - (min(ns, nt) if pr.source == pr.target else 0)
             total += pr.probability * pairs
@@ -254,6 +312,8 @@ class Network:
             return float(pop.params["rate_hz"])
         if pop.model == "artificial":
             return 2000.0 / (float(pop.params["isi_min_ms"]) + float(pop.params["isi_max_ms"]))
+        if pop.model == "poisson_source":
+            return 0.0
         return default_hz
 
     def validate(self, resolution_ms: float) -> None:
@@ -290,5 +350,7 @@ class Network:
             elif p.model == "artificial":
                 for key in ARTIFICIAL_PARAMETERS:
                     steps(f"population '{p.name}'", key, p.params[key], p.origin, minimum=1)
+            elif p.model == "poisson_source":
+                continue
             else:
                 steps(f"population '{p.name}'", "tau_arp_ms", p.params["tau_arp_ms"], p.origin)

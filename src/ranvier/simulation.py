@@ -49,6 +49,14 @@ def _available_memory_bytes() -> int:
     return 2**62
 
 
+def _max_abs_weight(pr) -> float:
+    """The largest |weight| a projection can draw (the engine's max_abs_weight): |z| < 6.5."""
+    m = abs(pr.weight_mean_mV)
+    if pr.weight_sd_mV <= 0:
+        return m
+    return m + 6.5 * pr.weight_sd_mV if pr.weight_clip else 2 * m
+
+
 def _choose(where: str, value, allowed) -> str:
     if value not in allowed:
         raise ConfigError(f"{where} must be one of {list(allowed)}, got {value!r}")
@@ -224,6 +232,21 @@ class Simulation:
                 s.isi_max_steps = round(p.params["isi_max_ms"] / h)
                 pops.append(s)
                 continue
+            if p.model == "poisson_source":
+                s.poisson_source, s.source_rate_hz = True, p.params["rate_hz"]
+                s.start_step, s.stop_step = round(p.params["start_ms"] / h), round(p.params["stop_ms"] / h)
+                pops.append(s)
+                continue
+            if p.model == "psc_exp":   # potentials relative to rest in the engine
+                q = p.params
+                s.psc_exp = True
+                s.tau_m_ms, s.tau_syn_ms, s.c_m_pF, s.i_e_pA = q["tau_m_ms"], q["tau_syn_ms"], q["C_m_pF"], q["I_e_pA"]
+                s.theta_mV, s.reset_mV = q["V_th_mV"] - q["E_L_mV"], q["V_reset_mV"] - q["E_L_mV"]
+                s.refractory_steps = round(q["tau_arp_ms"] / h)
+                s.initial_normal = True
+                s.v0_mean_mV, s.v0_sd_mV = q["V0_mean_mV"] - q["E_L_mV"], q["V0_sd_mV"]
+                pops.append(s)
+                continue
             s.tau_m_ms, s.theta_mV, s.reset_mV = p.params["tau_m_ms"], p.params["theta_mV"], p.params["reset_mV"]
             s.refractory_steps = round(p.params["tau_arp_ms"] / h)
             s.alpha_c, s.tau_c_ms = p.params["alpha_c"], p.params["tau_c_ms"]
@@ -236,6 +259,11 @@ class Simulation:
             s = _engine.ProjectionSpec()
             s.source, s.target = index[pr.source], index[pr.target]
             s.probability, s.weight_mean, s.weight_sd = pr.probability, pr.weight_mean_mV, pr.weight_sd_mV
+            if pr.total_synapses is not None:
+                s.fixed_total, s.total_synapses = True, pr.total_synapses
+            s.weight_clip = pr.weight_clip
+            if pr.delay_redraw_below_ms is not None:
+                s.delay_redraw_below_ms = pr.delay_redraw_below_ms
             s.delay_offset_steps = round(pr.delay_offset_ms / h)
             s.delay_step_steps = round(pr.delay_step_ms / h)
             if pr.delay_distribution == "normal":
@@ -243,7 +271,7 @@ class Simulation:
             else:
                 s.delay_scale_ms, s.delay_cut_ms, s.delay_step_ms = pr.delay_scale_ms, pr.delay_cut_ms, pr.delay_step_ms
             projs.append(s)
-            max_weight = max(max_weight, 2 * abs(pr.weight_mean_mV))
+            max_weight = max(max_weight, _max_abs_weight(pr))
         drives = []
         for d in net.drives:
             s = _engine.DriveSpec()
@@ -274,16 +302,29 @@ class Simulation:
         """Fixed-point scale 2^-bits for synaptic input, so that no sum can overflow int32.
 
         Bound: every synapse of the largest plausible in-degree arriving in one step at the
-        largest weight. The choice depends on the network alone, never on the decomposition.
+        largest weight. Where a coarser scale still resolves the smallest mean weight to 1/1024
+        of itself, the scale is lowered until every weight fits beside a neuron index in 32
+        bits, so the engine can store synapses in 4 bytes instead of 8. The choice depends on
+        the network alone, never on the decomposition.
         """
         net = self.network
         in_degree = 0.0
         for p in net.populations:
-            k = sum(pr.probability * net.population(pr.source).size for pr in net.projections if pr.target == p.name)
+            k = sum(pr.total_synapses / p.size if pr.total_synapses is not None
+                    else pr.probability * net.population(pr.source).size
+                    for pr in net.projections if pr.target == p.name)
             in_degree = max(in_degree, k + 8 * math.sqrt(k + 1))
         external = max((d.n_synapses * d.rate_hz * 1e-3 * self.min_delay_ms for d in net.drives), default=0.0)
         bound = max(max_weight, 1e-9) * (in_degree + external + 16 * math.sqrt(external + 1) + 16)
-        return int(max(8, min(24, math.floor(math.log2((2**31 - 1) / bound)))))
+        overflow_bits = math.floor(math.log2((2**31 - 1) / bound))
+        target_bits = max(1, math.ceil(math.log2(net.size)))
+        packed_bits = math.floor(math.log2((2 ** (31 - target_bits) - 1) / max(max_weight, 1e-9)))
+        weights = [abs(pr.weight_mean_mV) for pr in net.projections] + \
+                  [abs(d.weight_mean_mV) for d in net.drives if d.n_synapses and d.rate_hz]
+        smallest = min(weights, default=0.0)
+        if packed_bits < overflow_bits and smallest * 2.0 ** packed_bits >= 1024:
+            return packed_bits
+        return int(max(8, min(24, overflow_bits)))
 
     # -- running ------------------------------------------------------------------------
     @property
