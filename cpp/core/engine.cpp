@@ -62,6 +62,46 @@ inline bool psc_exp_step(const Propagators& p, double input, double& V, double& 
   return spike;
 }
 
+// Poisson counts by integer compares: word >= T[j] exactly when to_uniform(word) >= cdf[j]
+// (to_uniform is exact, so T[j] = ceil(cdf[j] 2^32 - 1/2)). Words are capped at 2^32 - 2 and
+// thresholds at 2^32 - 1, which no capped word reaches: the one word 2^32 - 1 then counts as
+// 2^32 - 2 (a change of probability 2^-32). Counts stop at kCounts; those (rare) are drawn
+// exactly from the table by the caller, which poisson_counts tells whether any occurred.
+constexpr uint32_t kCounts = 10;
+
+void poisson_thresholds(const PoissonTable& table, uint32_t* T) {
+  for (uint32_t j = 0; j < kCounts; ++j)
+    T[j] = uint32_t(std::clamp(std::ceil(table.cdf_at(j) * 0x1p32 - 0.5), 0.0, 4294967295.0));
+}
+
+bool poisson_counts(const uint32_t* __restrict w, uint64_t m, const uint32_t* T, uint32_t* __restrict count) {
+  uint64_t i = 0;
+  bool saturated = false;
+#if defined(__AVX2__)
+  const __m256i cap = _mm256_set1_epi32(int(0xFFFFFFFEu)), full = _mm256_set1_epi32(kCounts);
+  __m256i any = _mm256_setzero_si256();
+  __m256i thr[kCounts];
+  for (uint32_t j = 0; j < kCounts; ++j) thr[j] = _mm256_set1_epi32(int(T[j]));
+  for (; i + 8 <= m; i += 8) {
+    const __m256i word = _mm256_min_epu32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + i)), cap);
+    __m256i c = _mm256_setzero_si256();
+    for (uint32_t j = 0; j < kCounts; ++j)  // word >= T[j] <=> max(word, T[j]) == word; true is -1
+      c = _mm256_sub_epi32(c, _mm256_cmpeq_epi32(_mm256_max_epu32(word, thr[j]), word));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(count + i), c);
+    any = _mm256_or_si256(any, _mm256_cmpeq_epi32(c, full));
+  }
+  saturated = !_mm256_testz_si256(any, any);
+#endif
+  for (; i < m; ++i) {
+    const uint32_t word = std::min(w[i], 0xFFFFFFFEu);
+    uint32_t c = 0;
+    for (uint32_t j = 0; j < kCounts; ++j) c += word >= T[j];
+    count[i] = c;
+    saturated |= c == kCounts;
+  }
+  return saturated;
+}
+
 // psc_exp_step over neurons [0, n): AVX2 four at a time, the rest one at a time. The vector
 // body does the operations of psc_exp_step in the same order without fused multiply-adds, so a
 // neuron's trajectory is the same in either (results do not depend on the decomposition).
@@ -150,20 +190,6 @@ void efficacies(const uint32_t* __restrict words, uint64_t m, uint64_t L, double
   for (uint64_t i = 0; i < m; ++i) weight[i] = central_efficacy(words[i], L, mean, sd, scale);
 }
 
-void counts_and_weights(const uint32_t* __restrict count_words, const uint32_t* __restrict event_words, uint64_t m,
-                        const double* __restrict cdf, uint64_t L, double mean, double sd, double scale,
-                        uint32_t* __restrict count, int32_t* __restrict weight) {
-  double head[PoissonTable::kFast - 1];
-  for (int j = 0; j < PoissonTable::kFast - 1; ++j) head[j] = cdf[j];
-#pragma omp simd
-  for (uint64_t i = 0; i < m; ++i) {
-    const double u = to_uniform(count_words[i]);
-    uint32_t c = 0;
-    for (int j = 0; j < PoissonTable::kFast - 1; ++j) c += u >= head[j];
-    count[i] = c;
-    weight[i] = central_efficacy(event_words[i], L, mean, sd, scale);
-  }
-}
 Placement make_placement(const EngineConfig& cfg, int ranks) {
   if (cfg.placement != "segments") return Placement(cfg.placement, cfg.neuron_count(), ranks, cfg.threads);
   if (cfg.placement_bounds.empty() || cfg.placement_bounds.back() != cfg.neuron_count())
@@ -459,7 +485,6 @@ RANVIER_PHASE void Engine::drive(ThreadState& ts, int64_t cycle) {
     const auto& d = cfg_.drives[di];
     if (d.n_synapses == 0 || d.rate_hz <= 0) continue;
     const PoissonTable& table = poisson_[d.target];
-    const double* cdf = table.cdf();
     const double mean = d.weight_mean, sd = d.weight_sd;
     for (const auto& range : ts.neurons.ranges) {
       if (range.population != d.target) continue;
@@ -467,6 +492,9 @@ RANVIER_PHASE void Engine::drive(ThreadState& ts, int64_t cycle) {
         events += fixed_weight_drive(ts, range, di, table, int32_t(std::rint(mean * scale)), window);
         continue;
       }
+      uint32_t T[kCounts];
+      poisson_thresholds(table, T);
+      bool saturated = false;
       // In chunks, so the scratch arrays below stay in L1 next to the input buffer.
       constexpr uint64_t kChunk = 512;
       for (uint64_t begin = range.begin; begin < range.end; begin += kChunk) {
@@ -475,42 +503,41 @@ RANVIER_PHASE void Engine::drive(ThreadState& ts, int64_t cycle) {
         int32_t* in = input + begin;
         auto& words = ts.drive_words;
         auto& count = ts.drive_count;
-        auto& weight = ts.drive_weight;
-        if (words.size() < 4 * m) { words.resize(4 * m); count.resize(m); weight.resize(m); }
+        if (words.size() < 4 * m) { words.resize(4 * m); count.resize(m); }
         philox4x32_10_lanes(ts.neurons.gid_lo.data() + begin, ts.neurons.gid_hi.data() + begin, m,
                             Purpose::external, di, window, 0, key, words.data(), m);
-        counts_and_weights(words.data(), words.data() + m, m, cdf, L, mean, sd, scale, count.data(), weight.data());
-        // Fix the rare lanes, add first events, and list further events as (neuron, word):
-        // words 2 and 3 of block 0 are written unconditionally and kept if the count needs them.
+        saturated = poisson_counts(words.data(), m, T, count.data());
+        // Every event as (neuron, word) in one flat list: words 1-3 of block 0 are written for
+        // every neuron and kept as far as its count needs them (no branch per neuron); counts of
+        // kCounts and more are drawn exactly, and events past the third use further blocks.
         auto& ev_neuron = ts.extra_neuron;
         auto& ev_word = ts.extra_word;
-        if (ev_neuron.size() < 2 * m + 2) { ev_neuron.resize(2 * m + 2); ev_word.resize(2 * m + 2); }
-        size_t more = 0;
+        if (ev_neuron.size() < 3 * m + 3) { ev_neuron.resize(3 * m + 3); ev_word.resize(3 * m + 3); }
+        size_t n_events = 0;
         for (uint64_t i = 0; i < m; ++i) {
-          if (count[i] == PoissonTable::kFast - 1) count[i] = table.sample(to_uniform(words[i]));
-          fix_tail(words[m + i], L, mean, sd, scale, weight[i]);
-          const uint32_t c = count[i];
-          events += c;
-          in[event_offset(words[m + i], L) * stride + i] += c ? weight[i] : 0;
-          if (ev_neuron.size() < more + c + 2) { ev_neuron.resize(2 * (more + c + 2)); ev_word.resize(ev_neuron.size()); }
-          ev_neuron[more] = uint32_t(i);
-          ev_word[more] = words[2 * m + i];
-          ev_neuron[more + 1] = uint32_t(i);
-          ev_word[more + 1] = words[3 * m + i];
-          const uint32_t further = c > 3 ? 2 : (c ? c - 1 : 0);
-          more += further;
-          for (uint32_t j = 3; j < c; ++j) {  // counts of 4 and more: rare, further blocks
+          uint32_t c = count[i];
+          if (saturated && c == kCounts) c = table.sample(to_uniform(words[i]));
+          if (c > 3 && ev_neuron.size() < n_events + c + 3 * (m - i)) {
+            ev_neuron.resize(2 * (n_events + c + 3 * m)); ev_word.resize(ev_neuron.size());
+          }
+          for (int j = 0; j < 3; ++j) {
+            ev_neuron[n_events + j] = uint32_t(i);
+            ev_word[n_events + j] = words[(j + 1) * m + i];
+          }
+          n_events += std::min<uint32_t>(c, 3);
+          for (uint32_t j = 3; j < c; ++j) {  // rare: further blocks
             const Counter b = philox4x32_10(make_counter(gid[i], Purpose::external, di, window, 1 + (j - 3) / 4), key);
-            ev_neuron[more] = uint32_t(i);
-            ev_word[more] = b[(j - 3) % 4];
-            ++more;
+            ev_neuron[n_events] = uint32_t(i);
+            ev_word[n_events] = b[(j - 3) % 4];
+            ++n_events;
           }
         }
-        // Further events: efficacies vectorised, tails fixed, then added.
+        events += n_events;
+        // Efficacies vectorised, the few normal tails fixed, then added at their steps.
         auto& ev_weight = ts.extra_weight;
-        if (ev_weight.size() < more) ev_weight.resize(ev_neuron.size());
-        efficacies(ev_word.data(), more, L, mean, sd, scale, ev_weight.data());
-        for (size_t e = 0; e < more; ++e) {
+        if (ev_weight.size() < n_events) ev_weight.resize(ev_neuron.size());
+        efficacies(ev_word.data(), n_events, L, mean, sd, scale, ev_weight.data());
+        for (size_t e = 0; e < n_events; ++e) {
           fix_tail(ev_word[e], L, mean, sd, scale, ev_weight[e]);
           in[event_offset(ev_word[e], L) * stride + ev_neuron[e]] += ev_weight[e];
         }
@@ -563,53 +590,30 @@ uint64_t Engine::fixed_weight_drive(ThreadState& ts, const PopulationRange& rang
   }
   const uint32_t* w = words.data() + (window & 3) * m;
   int32_t* in = ts.input.data() + range.begin;  // the single row of a one-step window
-  // Counts below kCounts by integer compares: word >= T[j] exactly when to_uniform(word) >= cdf[j]
-  // (to_uniform is exact, so T[j] = ceil(cdf[j] 2^32 - 1/2)). Words are capped at 2^32 - 2 and
-  // thresholds at 2^32 - 1, which no capped word reaches: the one word 2^32 - 1 then counts as
-  // 2^32 - 2 (a change of probability 2^-32). Counts of kCounts and more (rare) go to the table.
-  constexpr int kCounts = 10;
   uint32_t T[kCounts];
-  for (int j = 0; j < kCounts; ++j) T[j] = uint32_t(std::clamp(std::ceil(table.cdf_at(j) * 0x1p32 - 0.5), 0.0, 4294967295.0));
+  poisson_thresholds(table, T);
+  constexpr uint64_t kChunk = 512;
+  if (ts.drive_count.size() < kChunk) ts.drive_count.resize(kChunk);
+  uint32_t* count = ts.drive_count.data();
   uint64_t events = 0;
-  uint64_t i = 0;
   bool saturated = false;
-#if defined(__AVX2__)
-  {
-    const __m256i cap = _mm256_set1_epi32(int(0xFFFFFFFEu)), full = _mm256_set1_epi32(kCounts);
-    const __m256i wt = _mm256_set1_epi32(weight);
-    __m256i total = _mm256_setzero_si256(), any = _mm256_setzero_si256();
-    __m256i thr[kCounts];
-    for (int j = 0; j < kCounts; ++j) thr[j] = _mm256_set1_epi32(int(T[j]));
-    for (; i + 8 <= m; i += 8) {
-      const __m256i word = _mm256_min_epu32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + i)), cap);
-      __m256i c = _mm256_setzero_si256();
-      for (int j = 0; j < kCounts; ++j)  // word >= T[j] <=> max(word, T[j]) == word; true is -1
-        c = _mm256_sub_epi32(c, _mm256_cmpeq_epi32(_mm256_max_epu32(word, thr[j]), word));
-      __m256i* dst = reinterpret_cast<__m256i*>(in + i);
-      _mm256_storeu_si256(dst, _mm256_add_epi32(_mm256_loadu_si256(dst), _mm256_mullo_epi32(c, wt)));
-      total = _mm256_add_epi32(total, c);
-      any = _mm256_or_si256(any, _mm256_cmpeq_epi32(c, full));
+  for (uint64_t begin = 0; begin < m; begin += kChunk) {
+    const uint64_t n = std::min(kChunk, m - begin);
+    saturated |= poisson_counts(w + begin, n, T, count);
+    uint32_t sum = 0;
+#pragma omp simd reduction(+ : sum)
+    for (uint64_t i = 0; i < n; ++i) {
+      in[begin + i] += int32_t(count[i]) * weight;
+      sum += count[i];
     }
-    alignas(32) uint32_t lanes[8];
-    _mm256_store_si256(reinterpret_cast<__m256i*>(lanes), total);
-    for (uint32_t x : lanes) events += x;
-    saturated = !_mm256_testz_si256(any, any);
-  }
-#endif
-  for (; i < m; ++i) {
-    const uint32_t word = std::min(w[i], 0xFFFFFFFEu);
-    uint32_t c = 0;
-    for (int j = 0; j < kCounts; ++j) c += word >= T[j];
-    in[i] += int32_t(c) * weight;
-    events += c;
-    saturated |= c == uint32_t(kCounts);
+    events += sum;
   }
   if (saturated) {
     for (uint64_t k = 0; k < m; ++k) {
       const uint32_t word = std::min(w[k], 0xFFFFFFFEu);
       uint32_t c = 0;
-      for (int j = 0; j < kCounts; ++j) c += word >= T[j];
-      if (c < uint32_t(kCounts)) continue;
+      for (uint32_t j = 0; j < kCounts; ++j) c += word >= T[j];
+      if (c < kCounts) continue;
       const uint32_t exact = table.sample(to_uniform(w[k]));
       in[k] += int32_t(exact - c) * weight;
       events += exact - c;

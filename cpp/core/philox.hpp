@@ -36,7 +36,11 @@ inline Counter make_counter(uint64_t id, Purpose purpose, uint32_t tag, uint32_t
 }
 
 // Uniform in the open interval (0, 1) from one 32-bit word.
-inline double to_uniform(uint32_t word) { return (double(word) + 0.5) * 0x1p-32; }
+// Written as (word - 2^31, a signed int) + 2^31 + 1/2, which is exact and equals double(word) + 1/2:
+// signed conversions vectorise in one instruction, unsigned ones do not before AVX-512.
+inline double to_uniform(uint32_t word) {
+  return (double(int32_t(word ^ 0x80000000u)) + 2147483648.5) * 0x1p-32;
+}
 
 // Block `block` for each of the counters (id_lo[i] | id_hi[i] << 32, purpose, tag, a), i < n,
 // into out[w * stride + i]: 8 counters at a time with AVX2, then one at a time. Bit-identical to
