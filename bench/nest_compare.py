@@ -323,6 +323,10 @@ def nest_simulate(w: dict) -> dict:
         pop.V_m = nest.random.normal(mean=V0_MEAN_MV[i], std=V0_SD_MV[i])
         pops.append(pop)
     create_s = time.perf_counter() - start
+    # NEST holds at most 2^27 - 2 connections per thread and synapse model: one copy of
+    # static_synapse per source population keeps the full-scale model under it on 2 threads.
+    for name in POPULATIONS:
+        nest.CopyModel("static_synapse", f"static_from_{name}")
     for i in range(8):            # target
         for j in range(8):        # source
             if numbers[i][j] == 0:
@@ -335,7 +339,8 @@ def nest_simulate(w: dict) -> dict:
             nest.Connect(pops[j], pops[i],
                          conn_spec={"rule": "fixed_total_number", "N": numbers[i][j],
                                     "allow_autapses": True, "allow_multapses": True},
-                         syn_spec={"synapse_model": "static_synapse", "weight": weight, "delay": delay})
+                         syn_spec={"synapse_model": f"static_from_{POPULATIONS[j]}", "weight": weight,
+                                   "delay": delay})
     synapses = nest.GetKernelStatus("num_connections")
     recorders = []
     for i in range(8):

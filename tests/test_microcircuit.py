@@ -213,3 +213,46 @@ def test_reduced_scale_is_asynchronous_irregular_near_the_reference_rates():
         assert ref / 2.2 < s["rate_hz"] < ref * 2.2, (name, s["rate_hz"], ref)
         assert 0.35 < s["cv_isi"] < 1.3, (name, s)     # 0.5-0.65 here: a 1 s window biases CV low
         assert s["synchrony"] < 8.0, (name, s)
+
+
+def test_packed_and_wide_synapse_layouts_give_the_same_spikes(monkeypatch):
+    """A thread stores synapses in 4 bytes when its neuron indices and weights fit in 32 bits,
+    else in 8. 66,560 neurons at 2^-13 mV: one thread needs 17 index bits and has 15 left, too
+    few for weights up to 3 mV (24,576 units): 8 bytes; two threads need 16 and have 16: 4
+    bytes. The values, and so the spikes, are the same."""
+    monkeypatch.setattr(rv.Simulation, "_fraction_bits", lambda self, max_weight: 13)
+    net = models.dpsnn(neurons=66560, synapses_per_neuron=20)
+    runs = {}
+    for threads in (1, 2):
+        sim = rv.Simulation(net, threads=threads)
+        layout = sim._engine.synapse_entry_bytes()
+        res = sim.run(100.0)
+        runs[threads] = (layout, res.spike_ids, res.spike_steps)
+    assert runs[1][0] == [8] and runs[2][0] == [4, 4]       # wide, then packed
+    assert runs[1][1].size > 1000
+    assert np.array_equal(runs[1][1], runs[2][1]) and np.array_equal(runs[1][2], runs[2][2])
+
+
+def test_avx512_and_avx2_kernels_give_the_same_spikes(engine):
+    """The neuron loops and Philox run AVX-512 versions where the CPU has them. Both workloads'
+    spikes must be those of the AVX2 kernels (RANVIER_SIMD=avx2, a fresh process)."""
+    import os
+    import subprocess
+    import sys
+    if engine.simd_kernels() != "avx512":
+        pytest.skip("this CPU has no AVX-512: only the AVX2 kernels exist here")
+    code = ("import ranvier as rv, numpy as np, sys\n"
+            "for net in (rv.models.build('microcircuit', scale=0.03, k_scale=0.03),\n"
+            "            rv.models.dpsnn(neurons=2048, synapses_per_neuron=200)):\n"
+            "    r = rv.Simulation(net, threads=1).run(200.0)\n"
+            "    np.save(sys.stdout.buffer, np.stack([r.spike_ids, r.spike_steps]))\n")
+    runs = []
+    for simd in ("avx512", "avx2"):
+        env = dict(os.environ, RANVIER_SIMD=simd)
+        out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, check=True).stdout
+        import io
+        f = io.BytesIO(out)
+        runs.append([np.load(f), np.load(f)])
+    for a, b in zip(*runs):
+        assert a.shape[1] > 100
+        assert np.array_equal(a, b)

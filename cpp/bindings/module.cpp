@@ -65,6 +65,22 @@ NB_MODULE(_engine, m) {
     const Counter out = philox4x32_10({ctr[0], ctr[1], ctr[2], ctr[3]}, {key[0], key[1]});
     return std::vector<uint32_t>(out.begin(), out.end());
   }, "counter"_a, "key"_a);
+  // The vectorised Philox paths (AVX-512, AVX2, scalar tail), for tests against philox4x32_10.
+  m.def("philox_lanes", [](std::vector<uint64_t> ids, uint32_t purpose, uint32_t tag, uint32_t a, uint32_t block,
+                           std::vector<uint32_t> key) {
+    std::vector<uint32_t> lo(ids.size()), hi(ids.size()), out(4 * ids.size());
+    for (size_t i = 0; i < ids.size(); ++i) { lo[i] = uint32_t(ids[i]); hi[i] = uint32_t(ids[i] >> 32); }
+    philox4x32_10_lanes(lo.data(), hi.data(), ids.size(), Purpose(purpose), tag, a, block, {key.at(0), key.at(1)},
+                        out.data(), ids.size());
+    return out;
+  }, "ids"_a, "purpose"_a, "tag"_a, "a"_a, "block"_a, "key"_a);
+  m.def("philox_series", [](std::vector<uint32_t> base, int word, size_t n, std::vector<uint32_t> key) {
+    if (base.size() != 4 || (word != 2 && word != 3)) throw nb::value_error("base needs 4 words; word is 2 or 3");
+    std::vector<uint32_t> out(4 * n);
+    philox4x32_10_series({base[0], base[1], base[2], base[3]}, word, n, {key.at(0), key.at(1)}, out.data(), n);
+    return out;
+  }, "base"_a, "word"_a, "n"_a, "key"_a);
+  m.def("simd_kernels", []() { return avx512_kernels() ? "avx512" : "avx2"; });
   m.def("inverse_normal", &inverse_normal, "p"_a);
   m.def("build_info", []() {
     nb::dict d;
@@ -80,7 +96,7 @@ NB_MODULE(_engine, m) {
 #ifdef __AVX512F__
     d["simd"] = "avx512";
 #elif defined(__AVX2__)
-    d["simd"] = "avx2";
+    d["simd"] = avx512_kernels() ? "avx2, neuron loops avx512" : "avx2";
 #else
     d["simd"] = "sse2";
 #endif
@@ -147,6 +163,7 @@ NB_MODULE(_engine, m) {
       .def_prop_ro("cycles_done", &Engine::cycles_done)
       .def("synapse_count", &Engine::synapse_count)
       .def("synapse_bytes", &Engine::synapse_bytes)
+      .def("synapse_entry_bytes", &Engine::synapse_entry_bytes)
       .def("spikes", [](const Engine& e) {
         std::vector<uint64_t> gid;
         std::vector<int64_t> step;

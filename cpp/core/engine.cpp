@@ -4,8 +4,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <stdexcept>
+#include <string>
 
 #include "core/philox.hpp"
 #if defined(__AVX2__)
@@ -62,6 +64,63 @@ inline bool psc_exp_step(const Propagators& p, double input, double& V, double& 
   return spike;
 }
 
+#if defined(RANVIER_HAVE_AVX512_KERNELS)
+// AVX-512 versions of the neuron loops, chosen at run time (avx512_kernels()): 8 neurons per
+// instruction, the same operations in the same order as the scalar step, so a neuron's
+// trajectory is bit-identical whichever kernel runs it.
+
+RANVIER_AVX512 void lifca_steps_avx512(const Propagators& p, double scale, const int32_t* __restrict in,
+                                       double* __restrict V, double* __restrict C, int32_t* __restrict R,
+                                       uint8_t* __restrict fired, uint64_t n) {
+  uint64_t k = 0;
+  const __m512d P22 = _mm512_set1_pd(p.P22), Pc = _mm512_set1_pd(p.Pc), gP21 = _mm512_set1_pd(p.gP21);
+  const __m512d dc = _mm512_set1_pd(p.dc_term), theta = _mm512_set1_pd(p.theta), reset = _mm512_set1_pd(p.reset);
+  const __m512d alpha = _mm512_set1_pd(p.alpha), sc = _mm512_set1_pd(scale);
+  const __m256i zero = _mm256_setzero_si256(), refractory = _mm256_set1_epi32(p.refractory);
+  for (; k + 8 <= n; k += 8) {
+    const __m512d v0 = _mm512_loadu_pd(V + k), c0 = _mm512_loadu_pd(C + k);
+    const __m256i r = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(R + k));
+    const __m512d input = _mm512_mul_pd(_mm512_cvtepi32_pd(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(in + k))), sc);
+    const __m512d v = _mm512_add_pd(_mm512_sub_pd(_mm512_add_pd(_mm512_mul_pd(v0, P22), dc), _mm512_mul_pd(gP21, c0)), input);
+    const __m512d cn = _mm512_mul_pd(c0, Pc);
+    const __mmask8 active = _mm256_cmpeq_epi32_mask(r, zero);
+    const __mmask8 spike = _mm512_mask_cmp_pd_mask(active, v, theta, _CMP_GE_OQ);
+    _mm512_storeu_pd(V + k, _mm512_mask_blend_pd(__mmask8(active & ~spike), reset, v));
+    _mm512_storeu_pd(C + k, _mm512_mask_add_pd(cn, spike, cn, alpha));
+    const __m256i counted = _mm256_add_epi32(r, _mm256_cmpgt_epi32(r, zero));  // r - (r > 0)
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(R + k), _mm256_mask_blend_epi32(spike, counted, refractory));
+    const uint64_t bytes = _pdep_u64(uint64_t(spike), 0x0101010101010101ull);  // bit i -> byte i
+    std::memcpy(fired + k, &bytes, 8);
+  }
+  for (; k < n; ++k) fired[k] = lifca_step(p, double(in[k]) * scale, V[k], C[k], R[k]);
+}
+
+RANVIER_AVX512 void psc_exp_steps_avx512(const Propagators& p, double scale, const int32_t* __restrict in,
+                                         double* __restrict V, double* __restrict I, int32_t* __restrict R,
+                                         uint8_t* __restrict fired, uint64_t n) {
+  uint64_t k = 0;
+  const __m512d P22 = _mm512_set1_pd(p.P22), P21 = _mm512_set1_pd(p.P21), P11 = _mm512_set1_pd(p.P11);
+  const __m512d dc = _mm512_set1_pd(p.dc_term), theta = _mm512_set1_pd(p.theta), reset = _mm512_set1_pd(p.reset);
+  const __m512d sc = _mm512_set1_pd(scale);
+  const __m256i zero = _mm256_setzero_si256(), refractory = _mm256_set1_epi32(p.refractory);
+  for (; k + 8 <= n; k += 8) {
+    const __m512d v0 = _mm512_loadu_pd(V + k), i0 = _mm512_loadu_pd(I + k);
+    const __m256i r = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(R + k));
+    const __m512d input = _mm512_mul_pd(_mm512_cvtepi32_pd(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(in + k))), sc);
+    const __m512d v = _mm512_add_pd(_mm512_add_pd(_mm512_mul_pd(v0, P22), _mm512_mul_pd(i0, P21)), dc);
+    const __mmask8 active = _mm256_cmpeq_epi32_mask(r, zero);
+    const __mmask8 spike = _mm512_mask_cmp_pd_mask(active, v, theta, _CMP_GE_OQ);
+    _mm512_storeu_pd(V + k, _mm512_mask_blend_pd(spike, _mm512_mask_blend_pd(active, v0, v), reset));
+    _mm512_storeu_pd(I + k, _mm512_add_pd(_mm512_mul_pd(i0, P11), input));
+    const __m256i counted = _mm256_add_epi32(r, _mm256_cmpgt_epi32(r, zero));  // r - (r > 0)
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(R + k), _mm256_mask_blend_epi32(spike, counted, refractory));
+    const uint64_t bytes = _pdep_u64(uint64_t(spike), 0x0101010101010101ull);  // bit i -> byte i
+    std::memcpy(fired + k, &bytes, 8);
+  }
+  for (; k < n; ++k) fired[k] = psc_exp_step(p, double(in[k]) * scale, V[k], I[k], R[k]);
+}
+#endif
+
 // Poisson counts by integer compares: word >= T[j] exactly when to_uniform(word) >= cdf[j]
 // (to_uniform is exact, so T[j] = ceil(cdf[j] 2^32 - 1/2)). Words are capped at 2^32 - 2 and
 // thresholds at 2^32 - 1, which no capped word reaches: the one word 2^32 - 1 then counts as
@@ -102,6 +161,19 @@ bool poisson_counts(const uint32_t* __restrict w, uint64_t m, const uint32_t* T,
   return saturated;
 }
 
+#if defined(__AVX2__)
+// The end of a neuron step for 4 lanes: refractory counters (reset to `refractory` on a spike,
+// else counted down to zero) and one byte per lane in `fired`.
+inline void refractory_and_spikes4(__m128i r, __m256d spike, __m128i refractory, int32_t* R, uint8_t* fired) {
+  const __m256i even = _mm256_setr_epi32(0, 2, 4, 6, 0, 2, 4, 6);
+  const __m128i spike32 = _mm256_castsi256_si128(_mm256_permutevar8x32_epi32(_mm256_castpd_si256(spike), even));
+  const __m128i counted = _mm_add_epi32(r, _mm_cmpgt_epi32(r, _mm_setzero_si128()));  // r - (r > 0)
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(R), _mm_blendv_epi8(counted, refractory, spike32));
+  const uint32_t bytes = _pdep_u32(uint32_t(_mm256_movemask_pd(spike)), 0x01010101u);  // bit i -> byte i
+  std::memcpy(fired, &bytes, 4);
+}
+#endif
+
 // psc_exp_step over neurons [0, n): AVX2 four at a time, the rest one at a time. The vector
 // body does the operations of psc_exp_step in the same order without fused multiply-adds, so a
 // neuron's trajectory is the same in either (results do not depend on the decomposition).
@@ -113,7 +185,6 @@ void psc_exp_steps(const Propagators& p, double scale, const int32_t* __restrict
   const __m256d dc = _mm256_set1_pd(p.dc_term), theta = _mm256_set1_pd(p.theta), reset = _mm256_set1_pd(p.reset);
   const __m256d sc = _mm256_set1_pd(scale);
   const __m128i zero = _mm_setzero_si128(), refractory = _mm_set1_epi32(p.refractory);
-  const __m256i even = _mm256_setr_epi32(0, 2, 4, 6, 0, 2, 4, 6);
   for (; k + 4 <= n; k += 4) {
     const __m256d v0 = _mm256_loadu_pd(V + k), i0 = _mm256_loadu_pd(I + k);
     const __m128i r = _mm_loadu_si128(reinterpret_cast<const __m128i*>(R + k));
@@ -124,12 +195,7 @@ void psc_exp_steps(const Propagators& p, double scale, const int32_t* __restrict
     const __m256d spike = _mm256_and_pd(active, _mm256_cmp_pd(v, theta, _CMP_GE_OQ));
     _mm256_storeu_pd(V + k, _mm256_blendv_pd(_mm256_blendv_pd(v0, v, active), reset, spike));
     _mm256_storeu_pd(I + k, _mm256_add_pd(_mm256_mul_pd(i0, P11), input));
-    const __m128i spike32 = _mm256_castsi256_si128(_mm256_permutevar8x32_epi32(_mm256_castpd_si256(spike), even));
-    const __m128i counted = _mm_add_epi32(r, _mm_cmpgt_epi32(r, zero));  // r - (r > 0)
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(R + k), _mm_blendv_epi8(counted, refractory, spike32));
-    const int bits = _mm256_movemask_pd(spike);
-    const uint32_t bytes = _pdep_u32(uint32_t(bits), 0x01010101u);  // bit i -> byte i
-    std::memcpy(fired + k, &bytes, 4);
+    refractory_and_spikes4(r, spike, refractory, R + k, fired + k);
   }
 #endif
   for (; k < n; ++k) fired[k] = psc_exp_step(p, double(in[k]) * scale, V[k], I[k], R[k]);
@@ -144,7 +210,6 @@ void lifca_steps(const Propagators& p, double scale, const int32_t* __restrict i
   const __m256d dc = _mm256_set1_pd(p.dc_term), theta = _mm256_set1_pd(p.theta), reset = _mm256_set1_pd(p.reset);
   const __m256d alpha = _mm256_set1_pd(p.alpha), sc = _mm256_set1_pd(scale);
   const __m128i zero = _mm_setzero_si128(), refractory = _mm_set1_epi32(p.refractory);
-  const __m256i even = _mm256_setr_epi32(0, 2, 4, 6, 0, 2, 4, 6);
   for (; k + 4 <= n; k += 4) {
     const __m256d v0 = _mm256_loadu_pd(V + k), c0 = _mm256_loadu_pd(C + k);
     const __m128i r = _mm_loadu_si128(reinterpret_cast<const __m128i*>(R + k));
@@ -155,12 +220,7 @@ void lifca_steps(const Propagators& p, double scale, const int32_t* __restrict i
     const __m256d spike = _mm256_and_pd(active, _mm256_cmp_pd(v, theta, _CMP_GE_OQ));
     _mm256_storeu_pd(V + k, _mm256_blendv_pd(reset, v, _mm256_andnot_pd(spike, active)));
     _mm256_storeu_pd(C + k, _mm256_blendv_pd(cn, _mm256_add_pd(cn, alpha), spike));
-    const __m128i spike32 = _mm256_castsi256_si128(_mm256_permutevar8x32_epi32(_mm256_castpd_si256(spike), even));
-    const __m128i counted = _mm_add_epi32(r, _mm_cmpgt_epi32(r, zero));  // r - (r > 0)
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(R + k), _mm_blendv_epi8(counted, refractory, spike32));
-    const int bits = _mm256_movemask_pd(spike);
-    const uint32_t bytes = _pdep_u32(uint32_t(bits), 0x01010101u);  // bit i -> byte i
-    std::memcpy(fired + k, &bytes, 4);
+    refractory_and_spikes4(r, spike, refractory, R + k, fired + k);
   }
 #endif
   for (; k < n; ++k) fired[k] = lifca_step(p, double(in[k]) * scale, V[k], C[k], R[k]);
@@ -668,10 +728,18 @@ RANVIER_PHASE void Engine::update(ThreadState& ts, int64_t cycle) {
       const Propagators& p = props[ri];
       if (pop.psc_exp) {
         const uint64_t b = range.begin;
+#if defined(RANVIER_HAVE_AVX512_KERNELS)
+        if (avx512_) psc_exp_steps_avx512(p, scale, in + b, V + b, C + b, R + b, fired + b, range.end - b);
+        else
+#endif
         psc_exp_steps(p, scale, in + b, V + b, C + b, R + b, fired + b, range.end - b);
         continue;
       }
       const uint64_t b = range.begin;
+#if defined(RANVIER_HAVE_AVX512_KERNELS)
+      if (avx512_) lifca_steps_avx512(p, scale, in + b, V + b, C + b, R + b, fired + b, range.end - b);
+      else
+#endif
       lifca_steps(p, scale, in + b, V + b, C + b, R + b, fired + b, range.end - b);
     }
     std::fill(in, in + n, 0);  // consumed: ready for the next cycle while the row is in cache
@@ -882,6 +950,12 @@ uint64_t Engine::synapse_count() const {
   uint64_t n = 0;
   for (const auto& ts : threads_) n += ts.store.size();
   return n;
+}
+
+std::vector<int> Engine::synapse_entry_bytes() const {
+  std::vector<int> out;
+  for (const auto& ts : threads_) out.push_back(ts.store.is_packed() ? 4 : 8);
+  return out;
 }
 
 uint64_t Engine::synapse_bytes() const {

@@ -10,6 +10,7 @@
 #include "core/distributions.hpp"
 #include "core/local_network.hpp"
 #include "core/placement.hpp"
+#include "core/simd.hpp"
 #include "core/spec.hpp"
 #include "exchange/exchange.hpp"
 
@@ -90,6 +91,7 @@ class Engine {
   int64_t cycles_done() const { return cycle_; }
   uint64_t synapse_count() const;
   uint64_t synapse_bytes() const;
+  std::vector<int> synapse_entry_bytes() const;  // per thread: 4 (packed) or 8 (wide)
   Counters counters() const;               // summed over threads, pending events included separately
   uint64_t events_pending() const;
   void spikes(std::vector<uint64_t>& gid, std::vector<int64_t>& step) const;
@@ -153,6 +155,7 @@ class Engine {
   int64_t queue_cycles_ = 1;
   std::vector<Arrival> arrival_;           // indexed by step offset + delay
   Counters rank_counters_;                 // exchange and rank-level counts (master thread)
+  bool avx512_ = avx512_kernels();         // AVX-512 neuron loops
 };
 
 }  // namespace ranvier

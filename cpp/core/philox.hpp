@@ -9,6 +9,8 @@
 #include <immintrin.h>
 #endif
 
+#include "core/simd.hpp"
+
 namespace ranvier {
 
 using Counter = std::array<uint32_t, 4>;
@@ -54,6 +56,89 @@ inline void mulhilo8(__m256i a, __m256i m, __m256i& hi, __m256i& lo) {
   lo = _mm256_blend_epi32(even, _mm256_slli_epi64(odd, 32), 0xAA);
   hi = _mm256_blend_epi32(_mm256_srli_epi64(even, 32), odd, 0xAA);
 }
+
+// The ten rounds of Philox4x32 on 8 counters (words x0..x3 of each lane).
+inline void rounds8(__m256i& x0, __m256i& x1, __m256i& x2, __m256i& x3, Key key) {
+  const __m256i M0 = _mm256_set1_epi32(int(0xD2511F53u)), M1 = _mm256_set1_epi32(int(0xCD9E8D57u));
+  uint32_t k0 = key[0], k1 = key[1];
+  for (int round = 0; round < 10; ++round) {
+    __m256i hi0, lo0, hi1, lo1;
+    mulhilo8(x0, M0, hi0, lo0);
+    mulhilo8(x2, M1, hi1, lo1);
+    x0 = _mm256_xor_si256(_mm256_xor_si256(hi1, x1), _mm256_set1_epi32(int(k0)));
+    x2 = _mm256_xor_si256(_mm256_xor_si256(hi0, x3), _mm256_set1_epi32(int(k1)));
+    x1 = lo1;
+    x3 = lo0;
+    k0 += 0x9E3779B9u;
+    k1 += 0xBB67AE85u;
+  }
+}
+}  // namespace detail
+#endif
+
+#if defined(RANVIER_HAVE_AVX512_KERNELS)
+namespace detail {
+RANVIER_AVX512 inline void mulhilo16(__m512i a, __m512i m, __m512i& hi, __m512i& lo) {
+  const __m512i even = _mm512_mul_epu32(a, m);
+  const __m512i odd = _mm512_mul_epu32(_mm512_srli_epi64(a, 32), m);
+  lo = _mm512_mask_blend_epi32(0xAAAA, even, _mm512_slli_epi64(odd, 32));
+  hi = _mm512_mask_blend_epi32(0xAAAA, _mm512_srli_epi64(even, 32), odd);
+}
+
+RANVIER_AVX512 inline void rounds16(__m512i& x0, __m512i& x1, __m512i& x2, __m512i& x3, Key key) {
+  const __m512i M0 = _mm512_set1_epi32(int(0xD2511F53u)), M1 = _mm512_set1_epi32(int(0xCD9E8D57u));
+  uint32_t k0 = key[0], k1 = key[1];
+  for (int round = 0; round < 10; ++round) {
+    __m512i hi0, lo0, hi1, lo1;
+    mulhilo16(x0, M0, hi0, lo0);
+    mulhilo16(x2, M1, hi1, lo1);
+    x0 = _mm512_xor_si512(_mm512_xor_si512(hi1, x1), _mm512_set1_epi32(int(k0)));
+    x2 = _mm512_xor_si512(_mm512_xor_si512(hi0, x3), _mm512_set1_epi32(int(k1)));
+    x1 = lo1;
+    x3 = lo0;
+    k0 += 0x9E3779B9u;
+    k1 += 0xBB67AE85u;
+  }
+}
+
+RANVIER_AVX512 inline void store16(uint32_t* out, size_t stride, size_t i, __m512i x0, __m512i x1, __m512i x2,
+                                   __m512i x3) {
+  _mm512_storeu_si512(out + i, x0);
+  _mm512_storeu_si512(out + stride + i, x1);
+  _mm512_storeu_si512(out + 2 * stride + i, x2);
+  _mm512_storeu_si512(out + 3 * stride + i, x3);
+}
+
+// The first multiple of 16 lanes of philox4x32_10_lanes; returns how many were done.
+RANVIER_AVX512 inline size_t lanes16(const uint32_t* __restrict id_lo, const uint32_t* __restrict id_hi, size_t n,
+                                     uint32_t high, uint32_t a, uint32_t block, Key key, uint32_t* __restrict out,
+                                     size_t stride) {
+  const __m512i hi_tag = _mm512_set1_epi32(int(high)), mask8 = _mm512_set1_epi32(0xFF);
+  size_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    __m512i x0 = _mm512_loadu_si512(id_lo + i);
+    __m512i x1 = _mm512_or_si512(_mm512_and_si512(_mm512_loadu_si512(id_hi + i), mask8), hi_tag);
+    __m512i x2 = _mm512_set1_epi32(int(a)), x3 = _mm512_set1_epi32(int(block));
+    rounds16(x0, x1, x2, x3, key);
+    store16(out, stride, i, x0, x1, x2, x3);
+  }
+  return i;
+}
+
+// The first multiple of 16 lanes of philox4x32_10_series.
+RANVIER_AVX512 inline size_t series16(Counter base, int word, size_t n, Key key, uint32_t* __restrict out,
+                                      size_t stride) {
+  const __m512i step = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+  size_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    __m512i x[4];
+    for (int w = 0; w < 4; ++w) x[w] = _mm512_set1_epi32(int(base[w]));
+    x[word] = _mm512_add_epi32(_mm512_set1_epi32(int(base[word] + uint32_t(i))), step);
+    rounds16(x[0], x[1], x[2], x[3], key);
+    store16(out, stride, i, x[0], x[1], x[2], x[3]);
+  }
+  return i;
+}
 }  // namespace detail
 #endif
 
@@ -62,25 +147,16 @@ inline void philox4x32_10_lanes(const uint32_t* __restrict id_lo, const uint32_t
                                 uint32_t* __restrict out, size_t stride) {
   const uint32_t high = ((tag & 0xFFFFu) << 8) | (uint32_t(purpose) << 24);
   size_t i = 0;
+#if defined(RANVIER_HAVE_AVX512_KERNELS)
+  if (avx512_kernels()) i = detail::lanes16(id_lo, id_hi, n, high, a, block, key, out, stride);
+#endif
 #if defined(__AVX2__)
-  const __m256i M0 = _mm256_set1_epi32(int(0xD2511F53u)), M1 = _mm256_set1_epi32(int(0xCD9E8D57u));
   const __m256i hi_tag = _mm256_set1_epi32(int(high)), mask8 = _mm256_set1_epi32(0xFF);
   for (; i + 8 <= n; i += 8) {
     __m256i x0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(id_lo + i));
     __m256i x1 = _mm256_or_si256(_mm256_and_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(id_hi + i)), mask8), hi_tag);
     __m256i x2 = _mm256_set1_epi32(int(a)), x3 = _mm256_set1_epi32(int(block));
-    uint32_t k0 = key[0], k1 = key[1];
-    for (int round = 0; round < 10; ++round) {
-      __m256i hi0, lo0, hi1, lo1;
-      detail::mulhilo8(x0, M0, hi0, lo0);
-      detail::mulhilo8(x2, M1, hi1, lo1);
-      x0 = _mm256_xor_si256(_mm256_xor_si256(hi1, x1), _mm256_set1_epi32(int(k0)));
-      x2 = _mm256_xor_si256(_mm256_xor_si256(hi0, x3), _mm256_set1_epi32(int(k1)));
-      x1 = lo1;
-      x3 = lo0;
-      k0 += 0x9E3779B9u;
-      k1 += 0xBB67AE85u;
-    }
+    detail::rounds8(x0, x1, x2, x3, key);
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + i), x0);
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + stride + i), x1);
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + 2 * stride + i), x2);
@@ -98,26 +174,17 @@ inline void philox4x32_10_lanes(const uint32_t* __restrict id_lo, const uint32_t
 // one stream (word 3). 8 lanes at a time with AVX2; bit-identical to philox4x32_10.
 inline void philox4x32_10_series(Counter base, int word, size_t n, Key key, uint32_t* __restrict out, size_t stride) {
   size_t i = 0;
+#if defined(RANVIER_HAVE_AVX512_KERNELS)
+  if (avx512_kernels()) i = detail::series16(base, word, n, key, out, stride);
+#endif
 #if defined(__AVX2__)
-  const __m256i M0 = _mm256_set1_epi32(int(0xD2511F53u)), M1 = _mm256_set1_epi32(int(0xCD9E8D57u));
   const __m256i step = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
   for (; i + 8 <= n; i += 8) {
     __m256i x[4];
     for (int w = 0; w < 4; ++w) x[w] = _mm256_set1_epi32(int(base[w]));
     x[word] = _mm256_add_epi32(_mm256_set1_epi32(int(base[word] + uint32_t(i))), step);
     __m256i x0 = x[0], x1 = x[1], x2 = x[2], x3 = x[3];
-    uint32_t k0 = key[0], k1 = key[1];
-    for (int round = 0; round < 10; ++round) {
-      __m256i hi0, lo0, hi1, lo1;
-      detail::mulhilo8(x0, M0, hi0, lo0);
-      detail::mulhilo8(x2, M1, hi1, lo1);
-      x0 = _mm256_xor_si256(_mm256_xor_si256(hi1, x1), _mm256_set1_epi32(int(k0)));
-      x2 = _mm256_xor_si256(_mm256_xor_si256(hi0, x3), _mm256_set1_epi32(int(k1)));
-      x1 = lo1;
-      x3 = lo0;
-      k0 += 0x9E3779B9u;
-      k1 += 0xBB67AE85u;
-    }
+    detail::rounds8(x0, x1, x2, x3, key);
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + i), x0);
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + stride + i), x1);
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + 2 * stride + i), x2);

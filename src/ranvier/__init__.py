@@ -21,10 +21,10 @@ if not _launched_with_mpi():
     _os.environ.setdefault("OMP_PROC_BIND", "close")
     _os.environ.setdefault("OMP_PLACES", "cores")
 
-from . import models
+from . import models, validation
 from .errors import ConfigError
 from .network import Network, PoissonDrive, Population, Projection
 from .simulation import PHASES, Result, Simulation
 
 __all__ = ["ConfigError", "Network", "Population", "Projection", "PoissonDrive", "Simulation",
-           "Result", "PHASES", "models", "__version__"]
+           "Result", "PHASES", "models", "validation", "__version__"]
