@@ -199,18 +199,26 @@ def test_spikes_identical_for_any_decomposition(workloads, ranks, threads, place
         assert counters(run)[key] == counters(ref)[key]
 
 
-def test_reduced_scale_is_asynchronous_irregular_near_the_reference_rates():
-    """A tenth of neurons and in-degrees with DC compensation, 1.5 s: every population fires
-    within a factor 2.2 of the full-scale reference (the compensation is first-order only: NEST
-    gives L2/3E 0.5 Hz at this scale too), irregularly (CV of ISI near 1) and asynchronously."""
+# NEST 3.10 on the same reduced model (scale 0.1, k_scale 0.1, seed 1, rates over 0.5-2 s):
+# `python bench/nest_compare.py microcircuit --scale 0.1 --k-scale 0.1 --threads 2 --duration-ms 2000`
+# (docs/measurements/nest-compare-small/). Downscaling drifts both simulators from the full-scale
+# reference alike (L2/3E at about half), so the reduced model is checked against NEST.
+NEST_REDUCED_RATES = {"L23E": 0.475, "L23I": 2.129, "L4E": 4.022, "L4I": 5.029, "L5E": 6.598, "L5I": 7.723,
+                      "L6E": 0.835, "L6I": 6.990}
+
+
+def test_reduced_scale_matches_nest_and_is_asynchronous_irregular():
+    """A tenth of neurons and in-degrees with DC compensation, another seed, 1.5 s: every
+    population's rate within 20 % of NEST's on the same model (a 1 s window of a few thousand
+    neurons), firing irregularly (CV of ISI near 1) and asynchronously (low synchrony)."""
     net = models.build("microcircuit", scale=0.1, k_scale=0.1)
     res = rv.Simulation(net, threads=2, seed=3).run(1500.0)
     pops = [(p.name, p.first_id, p.size) for p in net.populations]
     ids, times = res.spikes
     stats = population_statistics(ids, times, pops, start_ms=500.0, stop_ms=1500.0)
-    for name, ref in models.MICROCIRCUIT_REFERENCE_RATES.items():
+    for name, nest_rate in NEST_REDUCED_RATES.items():
         s = stats[name]
-        assert ref / 2.2 < s["rate_hz"] < ref * 2.2, (name, s["rate_hz"], ref)
+        assert s["rate_hz"] == pytest.approx(nest_rate, rel=0.2), (name, s["rate_hz"], nest_rate)
         assert 0.35 < s["cv_isi"] < 1.3, (name, s)     # 0.5-0.65 here: a 1 s window biases CV low
         assert s["synchrony"] < 8.0, (name, s)
 
