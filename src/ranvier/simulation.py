@@ -29,7 +29,8 @@ COUNTERS = tuple(_engine.COUNTERS)
 # Bytes per synapse at the peak of the build: 8 stored, delay-segment headers and their growth,
 # 2 of temporary delay (measured: 11.2 B per synapse of peak RSS at 368.7 million synapses),
 # plus a fixed allowance per rank for Python, NumPy and MPI.
-BYTES_PER_SYNAPSE_PEAK = 11.0
+BYTES_PER_SYNAPSE_PEAK = 11.0          # 8-byte synapses (measured: 12.4 B/synapse for dpsnn, Python included)
+BYTES_PER_SYNAPSE_PEAK_PACKED = 7.0    # 4-byte synapses (measured: 6.3 B/synapse for the full microcircuit)
 BASE_BYTES_PER_RANK = 150 * 2**20
 
 
@@ -158,7 +159,7 @@ class Simulation:
         if self.comm.allreduce_max(on_node / max(limit, 1)) > 1.0:
             raise ConfigError(
                 f"the network will not fit in memory: estimated {on_node / 2**30:.1f} GiB on this node "
-                f"({network.expected_synapses():.3g} synapses at {BYTES_PER_SYNAPSE_PEAK} B each, "
+                f"({network.expected_synapses():.3g} synapses at {self.bytes_per_synapse_peak()} B each, "
                 f"{self.comm.ranks_on_node} rank(s)), {limit / 2**30:.1f} GiB available; use fewer neurons "
                 f"or synapses, or more nodes")
 
@@ -208,8 +209,13 @@ class Simulation:
         synapses = net.expected_synapses() / self.comm.size
         neurons = net.size / self.comm.size
         per_thread = net.size * 4 * 2 + self.drive_steps * neurons / self.threads * 4
-        return int(BASE_BYTES_PER_RANK + synapses * BYTES_PER_SYNAPSE_PEAK + neurons * 64
+        return int(BASE_BYTES_PER_RANK + synapses * self.bytes_per_synapse_peak() + neurons * 64
                    + per_thread * self.threads)
+
+    def bytes_per_synapse_peak(self) -> float:
+        """Peak build memory per synapse: 4-byte or 8-byte synapses, with the delays and the
+        counts held while they are sorted into rows."""
+        return BYTES_PER_SYNAPSE_PEAK_PACKED if self._packs(self._fraction_bits()) else BYTES_PER_SYNAPSE_PEAK
 
     def _engine_config(self, record_spikes: bool):
         net, h = self.network, self.resolution_ms
@@ -254,7 +260,6 @@ class Simulation:
             s.initial_uniform = p.initial == "uniform"
             pops.append(s)
         projs = []
-        max_weight = 0.0
         for pr in net.projections:
             s = _engine.ProjectionSpec()
             s.source, s.target = index[pr.source], index[pr.target]
@@ -271,14 +276,12 @@ class Simulation:
             else:
                 s.delay_scale_ms, s.delay_cut_ms, s.delay_step_ms = pr.delay_scale_ms, pr.delay_cut_ms, pr.delay_step_ms
             projs.append(s)
-            max_weight = max(max_weight, _max_abs_weight(pr))
         drives = []
         for d in net.drives:
             s = _engine.DriveSpec()
             s.target = index[d.target]
             s.n_synapses, s.rate_hz, s.weight_mean, s.weight_sd = d.n_synapses, d.rate_hz, d.weight_mean_mV, d.weight_sd_mV
             drives.append(s)
-            max_weight = max(max_weight, abs(d.weight_mean_mV) + 10 * d.weight_sd_mV)
         cfg.populations, cfg.projections, cfg.drives = pops, projs, drives
         cfg.resolution_ms = h
         cfg.steps_per_cycle = self.steps_per_cycle
@@ -295,10 +298,23 @@ class Simulation:
         cfg.record_state = self.record_state
         cfg.use_mpi = self.comm.handle is not None
         cfg.comm_handle = self.comm.handle or 0
-        cfg.fraction_bits = self._fraction_bits(max_weight)
+        cfg.fraction_bits = self._fraction_bits()
         return cfg
 
-    def _fraction_bits(self, max_weight: float) -> int:
+    def _max_weights(self) -> tuple[float, float]:
+        """The largest |weight| of any synapse, and of any synapse or external event."""
+        net = self.network
+        synapse = max((_max_abs_weight(pr) for pr in net.projections), default=0.0)
+        event = max((abs(d.weight_mean_mV) + 10 * d.weight_sd_mV for d in net.drives), default=0.0)
+        return synapse, max(synapse, event)
+
+    def _packs(self, bits: int) -> bool:
+        """Whether the engine stores 4-byte synapses at this scale even with the whole network on
+        one thread (it checks each thread; fewer neurons per thread only leave more room)."""
+        target_bits = max(1, math.ceil(math.log2(max(self.network.size, 2))))
+        return round(self._max_weights()[0] * 2.0 ** bits) < 2.0 ** (31 - target_bits) - 1
+
+    def _fraction_bits(self) -> int:
         """Fixed-point scale 2^-bits for synaptic input, so that no sum can overflow int32.
 
         Bound: every synapse of the largest plausible in-degree arriving in one step at the
@@ -308,6 +324,7 @@ class Simulation:
         the network alone, never on the decomposition.
         """
         net = self.network
+        max_synapse, max_weight = self._max_weights()
         in_degree = 0.0
         for p in net.populations:
             k = sum(pr.total_synapses / p.size if pr.total_synapses is not None
@@ -318,7 +335,7 @@ class Simulation:
         bound = max(max_weight, 1e-9) * (in_degree + external + 16 * math.sqrt(external + 1) + 16)
         overflow_bits = math.floor(math.log2((2**31 - 1) / bound))
         target_bits = max(1, math.ceil(math.log2(net.size)))
-        packed_bits = math.floor(math.log2((2 ** (31 - target_bits) - 1) / max(max_weight, 1e-9)))
+        packed_bits = math.floor(math.log2((2 ** (31 - target_bits) - 1) / max(max_synapse, 1e-9)))
         weights = [abs(pr.weight_mean_mV) for pr in net.projections] + \
                   [abs(d.weight_mean_mV) for d in net.drives if d.n_synapses and d.rate_hz]
         smallest = min(weights, default=0.0)
