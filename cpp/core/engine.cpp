@@ -119,6 +119,30 @@ RANVIER_AVX512 void psc_exp_steps_avx512(const Propagators& p, double scale, con
   }
   for (; k < n; ++k) fired[k] = psc_exp_step(p, double(in[k]) * scale, V[k], I[k], R[k]);
 }
+
+// The drive's events 0-2 of m neurons, slot by slot, as (neuron, word) pairs: word j + 1 of
+// block 0 for the neurons whose count exceeds j. Returns how many were listed.
+RANVIER_AVX512 size_t list_events_avx512(const uint32_t* __restrict count, const uint32_t* __restrict words, uint64_t m,
+                                         uint32_t* __restrict ev_neuron, uint32_t* __restrict ev_word) {
+  size_t n = 0;
+  const __m512i lane = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+  for (uint32_t j = 0; j < 3; ++j) {
+    const __m512i slot = _mm512_set1_epi32(int(j));
+    const uint32_t* wj = words + (j + 1) * m;
+    uint64_t i = 0;
+    for (; i + 16 <= m; i += 16) {
+      const __mmask16 has = _mm512_cmpgt_epu32_mask(_mm512_loadu_si512(count + i), slot);
+      // Compress in registers and store all 16 lanes (the lists have room): a compress straight
+      // to memory is microcoded and slow on some CPUs (AMD Zen 4).
+      _mm512_storeu_si512(ev_neuron + n, _mm512_maskz_compress_epi32(has, _mm512_add_epi32(_mm512_set1_epi32(int(i)), lane)));
+      _mm512_storeu_si512(ev_word + n, _mm512_maskz_compress_epi32(has, _mm512_loadu_si512(wj + i)));
+      n += size_t(__builtin_popcount(has));
+    }
+    for (; i < m; ++i)
+      if (count[i] > j) { ev_neuron[n] = uint32_t(i); ev_word[n] = wj[i]; ++n; }
+  }
+  return n;
+}
 #endif
 
 // Poisson counts by integer compares: word >= T[j] exactly when to_uniform(word) >= cdf[j]
@@ -133,9 +157,34 @@ void poisson_thresholds(const PoissonTable& table, uint32_t* T) {
     T[j] = uint32_t(std::clamp(std::ceil(table.cdf_at(j) * 0x1p32 - 0.5), 0.0, 4294967295.0));
 }
 
+#if defined(RANVIER_HAVE_AVX512_KERNELS)
+// poisson_counts, 16 neurons per instruction (unsigned compares into masks).
+RANVIER_AVX512 uint64_t poisson_counts_avx512(const uint32_t* __restrict w, uint64_t m, const uint32_t* T,
+                                              uint32_t* __restrict count, bool& saturated) {
+  const __m512i cap = _mm512_set1_epi32(int(0xFFFFFFFEu)), one = _mm512_set1_epi32(1);
+  __m512i thr[kCounts];
+  for (uint32_t j = 0; j < kCounts; ++j) thr[j] = _mm512_set1_epi32(int(T[j]));
+  __mmask16 any = 0;
+  uint64_t i = 0;
+  for (; i + 16 <= m; i += 16) {
+    const __m512i word = _mm512_min_epu32(_mm512_loadu_si512(w + i), cap);
+    __m512i c = _mm512_setzero_si512();
+    for (uint32_t j = 0; j < kCounts; ++j) c = _mm512_mask_add_epi32(c, _mm512_cmpge_epu32_mask(word, thr[j]), c, one);
+    _mm512_storeu_si512(count + i, c);
+    any |= _mm512_cmpeq_epi32_mask(c, _mm512_set1_epi32(int(kCounts)));
+  }
+  saturated = any != 0;
+  return i;
+}
+
+#endif
+
 bool poisson_counts(const uint32_t* __restrict w, uint64_t m, const uint32_t* T, uint32_t* __restrict count) {
   uint64_t i = 0;
   bool saturated = false;
+#if defined(RANVIER_HAVE_AVX512_KERNELS)
+  if (avx512_kernels()) i = poisson_counts_avx512(w, m, T, count, saturated);
+#endif
 #if defined(__AVX2__)
   const __m256i cap = _mm256_set1_epi32(int(0xFFFFFFFEu)), full = _mm256_set1_epi32(kCounts);
   __m256i any = _mm256_setzero_si256();
@@ -149,7 +198,7 @@ bool poisson_counts(const uint32_t* __restrict w, uint64_t m, const uint32_t* T,
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(count + i), c);
     any = _mm256_or_si256(any, _mm256_cmpeq_epi32(c, full));
   }
-  saturated = !_mm256_testz_si256(any, any);
+  saturated |= !_mm256_testz_si256(any, any);
 #endif
   for (; i < m; ++i) {
     const uint32_t word = std::min(w[i], 0xFFFFFFFEu);
@@ -244,8 +293,22 @@ inline void fix_tail(uint32_t word, uint64_t L, double mean, double sd, double s
   if (in_normal_tail(p)) weight = to_fixed(mean, sd, inverse_normal(p), scale);
 }
 
+#if defined(RANVIER_HAVE_AVX512_KERNELS)
+// efficacies, compiled for AVX-512 (8 doubles per instruction; the same operations).
+__attribute__((target("avx512f,avx512vl,avx512dq,avx512bw,avx2,bmi2,prefer-vector-width=512")))
+void efficacies_avx512(const uint32_t* __restrict words, uint64_t m, uint64_t L, double mean, double sd, double scale,
+                       int32_t* __restrict weight) {
+#pragma omp simd
+  for (uint64_t i = 0; i < m; ++i) weight[i] = central_efficacy(words[i], L, mean, sd, scale);
+}
+
+#endif
+
 void efficacies(const uint32_t* __restrict words, uint64_t m, uint64_t L, double mean, double sd, double scale,
                 int32_t* __restrict weight) {
+#if defined(RANVIER_HAVE_AVX512_KERNELS)
+  if (avx512_kernels()) return efficacies_avx512(words, m, L, mean, sd, scale, weight);
+#endif
 #pragma omp simd
   for (uint64_t i = 0; i < m; ++i) weight[i] = central_efficacy(words[i], L, mean, sd, scale);
 }
@@ -574,6 +637,27 @@ RANVIER_PHASE void Engine::drive(ThreadState& ts, int64_t cycle) {
         auto& ev_word = ts.extra_word;
         if (ev_neuron.size() < 3 * m + 3) { ev_neuron.resize(3 * m + 3); ev_word.resize(3 * m + 3); }
         size_t n_events = 0;
+#if defined(RANVIER_HAVE_AVX512_KERNELS)
+        if (avx512_) {
+          // The same events in another order (slot by slot; sums do not depend on it):
+          // compress-stores list a slot's events for 16 neurons at once.
+          if (saturated)
+            for (uint64_t i = 0; i < m; ++i)
+              if (count[i] == kCounts) count[i] = table.sample(to_uniform(words[i]));
+          uint64_t further = 0;
+          for (uint64_t i = 0; i < m; ++i) further += count[i] > 3 ? count[i] - 3 : 0;
+          if (ev_neuron.size() < 3 * m + further + 32) { ev_neuron.resize(3 * m + further + 32); ev_word.resize(ev_neuron.size()); }
+          n_events = list_events_avx512(count.data(), words.data(), m, ev_neuron.data(), ev_word.data());
+          if (further)
+            for (uint64_t i = 0; i < m; ++i)
+              for (uint32_t j = 3; j < count[i]; ++j) {  // rare: further blocks
+                const Counter b = philox4x32_10(make_counter(gid[i], Purpose::external, di, window, 1 + (j - 3) / 4), key);
+                ev_neuron[n_events] = uint32_t(i);
+                ev_word[n_events] = b[(j - 3) % 4];
+                ++n_events;
+              }
+        } else
+#endif
         for (uint64_t i = 0; i < m; ++i) {
           uint32_t c = count[i];
           if (saturated && c == kCounts) c = table.sample(to_uniform(words[i]));

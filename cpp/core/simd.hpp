@@ -1,6 +1,7 @@
 // Which vector kernels run: the build targets AVX2 (valgrind, and so the instruction counts of
-// bench/instructions.py, cannot run AVX-512); where the CPU has AVX-512 the hottest loops switch
-// to versions compiled for it, chosen once per process. They do the same operations in the same
+// bench/instructions.py, cannot run AVX-512); where the CPU has AVX-512 the hottest loops
+// (neuron updates, Philox, Poisson counts, the drive's efficacies and event lists) switch to
+// versions compiled for it, chosen once per process. They do the same operations in the same
 // order, so results are bit-identical either way.
 #pragma once
 #include <cstdlib>
