@@ -293,24 +293,38 @@ inline void fix_tail(uint32_t word, uint64_t L, double mean, double sd, double s
   if (in_normal_tail(p)) weight = to_fixed(mean, sd, inverse_normal(p), scale);
 }
 
-#if defined(RANVIER_HAVE_AVX512_KERNELS)
-// efficacies, compiled for AVX-512 (8 doubles per instruction; the same operations).
-__attribute__((target("avx512f,avx512vl,avx512dq,avx512bw,avx2,bmi2,prefer-vector-width=512")))
-void efficacies_avx512(const uint32_t* __restrict words, uint64_t m, uint64_t L, double mean, double sd, double scale,
-                       int32_t* __restrict weight) {
-#pragma omp simd
-  for (uint64_t i = 0; i < m; ++i) weight[i] = central_efficacy(words[i], L, mean, sd, scale);
+// The drive's events, vectorised: each event's efficacy from the central normal, its place in
+// the input buffer (step row and neuron), and whether any event's uniform lies in a normal
+// tail (those few are fixed by the caller, with fix_tail).
+inline uint32_t event_terms_body(const uint32_t* __restrict words, const uint32_t* __restrict neuron, uint64_t m,
+                                 uint64_t L, uint64_t stride, double mean, double sd, double scale,
+                                 int32_t* __restrict weight, uint32_t* __restrict at) {
+  uint32_t tails = 0;
+#pragma omp simd reduction(| : tails)
+  for (uint64_t i = 0; i < m; ++i) {
+    weight[i] = central_efficacy(words[i], L, mean, sd, scale);
+    at[i] = uint32_t(event_offset(words[i], L) * stride) + neuron[i];
+    tails |= uint32_t(in_normal_tail(event_uniform(words[i], L)));
+  }
+  return tails;
 }
 
+#if defined(RANVIER_HAVE_AVX512_KERNELS)
+__attribute__((target("avx512f,avx512vl,avx512dq,avx512bw,avx2,bmi2,prefer-vector-width=512")))
+uint32_t event_terms_avx512(const uint32_t* __restrict words, const uint32_t* __restrict neuron, uint64_t m, uint64_t L,
+                            uint64_t stride, double mean, double sd, double scale, int32_t* __restrict weight,
+                            uint32_t* __restrict at) {
+  return event_terms_body(words, neuron, m, L, stride, mean, sd, scale, weight, at);
+}
 #endif
 
-void efficacies(const uint32_t* __restrict words, uint64_t m, uint64_t L, double mean, double sd, double scale,
-                int32_t* __restrict weight) {
+bool event_terms(const uint32_t* __restrict words, const uint32_t* __restrict neuron, uint64_t m, uint64_t L,
+                 uint64_t stride, double mean, double sd, double scale, int32_t* __restrict weight,
+                 uint32_t* __restrict at) {
 #if defined(RANVIER_HAVE_AVX512_KERNELS)
-  if (avx512_kernels()) return efficacies_avx512(words, m, L, mean, sd, scale, weight);
+  if (avx512_kernels()) return event_terms_avx512(words, neuron, m, L, stride, mean, sd, scale, weight, at) != 0;
 #endif
-#pragma omp simd
-  for (uint64_t i = 0; i < m; ++i) weight[i] = central_efficacy(words[i], L, mean, sd, scale);
+  return event_terms_body(words, neuron, m, L, stride, mean, sd, scale, weight, at) != 0;
 }
 
 Placement make_placement(const EngineConfig& cfg, int ranks) {
@@ -679,14 +693,14 @@ RANVIER_PHASE void Engine::drive(ThreadState& ts, int64_t cycle) {
           }
         }
         events += n_events;
-        // Efficacies vectorised, the few normal tails fixed, then added at their steps.
+        // Efficacies and places vectorised, the few normal tails fixed, then added.
         auto& ev_weight = ts.extra_weight;
-        if (ev_weight.size() < n_events) ev_weight.resize(ev_neuron.size());
-        efficacies(ev_word.data(), n_events, L, mean, sd, scale, ev_weight.data());
-        for (size_t e = 0; e < n_events; ++e) {
-          fix_tail(ev_word[e], L, mean, sd, scale, ev_weight[e]);
-          in[event_offset(ev_word[e], L) * stride + ev_neuron[e]] += ev_weight[e];
-        }
+        auto& ev_at = ts.extra_at;
+        if (ev_weight.size() < n_events) { ev_weight.resize(ev_neuron.size()); ev_at.resize(ev_neuron.size()); }
+        if (event_terms(ev_word.data(), ev_neuron.data(), n_events, L, stride, mean, sd, scale, ev_weight.data(),
+                        ev_at.data()))
+          for (size_t e = 0; e < n_events; ++e) fix_tail(ev_word[e], L, mean, sd, scale, ev_weight[e]);
+        for (size_t e = 0; e < n_events; ++e) in[ev_at[e]] += ev_weight[e];
       }
     }
   }
