@@ -294,37 +294,44 @@ inline void fix_tail(uint32_t word, uint64_t L, double mean, double sd, double s
 }
 
 // The drive's events, vectorised: each event's efficacy from the central normal, its place in
-// the input buffer (step row and neuron), and whether any event's uniform lies in a normal
-// tail (those few are fixed by the caller, with fix_tail).
-inline uint32_t event_terms_body(const uint32_t* __restrict words, const uint32_t* __restrict neuron, uint64_t m,
-                                 uint64_t L, uint64_t stride, double mean, double sd, double scale,
-                                 int32_t* __restrict weight, uint32_t* __restrict at) {
-  uint32_t tails = 0;
-#pragma omp simd reduction(| : tails)
+// the input buffer (step row and neuron), and whether its uniform lies in a normal tail
+// (tail[i]; those few, about 5 %, are fixed by the caller with fix_tail).
+inline void event_terms_body(const uint32_t* __restrict words, const uint32_t* __restrict neuron, uint64_t m,
+                             uint64_t L, uint64_t stride, double mean, double sd, double scale,
+                             int32_t* __restrict weight, uint32_t* __restrict at, uint8_t* __restrict tail) {
+#pragma omp simd
   for (uint64_t i = 0; i < m; ++i) {
     weight[i] = central_efficacy(words[i], L, mean, sd, scale);
     at[i] = uint32_t(event_offset(words[i], L) * stride) + neuron[i];
-    tails |= uint32_t(in_normal_tail(event_uniform(words[i], L)));
+    tail[i] = in_normal_tail(event_uniform(words[i], L));
   }
-  return tails;
 }
 
 #if defined(RANVIER_HAVE_AVX512_KERNELS)
 __attribute__((target("avx512f,avx512vl,avx512dq,avx512bw,avx2,bmi2,prefer-vector-width=512")))
-uint32_t event_terms_avx512(const uint32_t* __restrict words, const uint32_t* __restrict neuron, uint64_t m, uint64_t L,
-                            uint64_t stride, double mean, double sd, double scale, int32_t* __restrict weight,
-                            uint32_t* __restrict at) {
-  return event_terms_body(words, neuron, m, L, stride, mean, sd, scale, weight, at);
+void event_terms_avx512(const uint32_t* __restrict words, const uint32_t* __restrict neuron, uint64_t m, uint64_t L,
+                        uint64_t stride, double mean, double sd, double scale, int32_t* __restrict weight,
+                        uint32_t* __restrict at, uint8_t* __restrict tail) {
+  event_terms_body(words, neuron, m, L, stride, mean, sd, scale, weight, at, tail);
 }
 #endif
 
-bool event_terms(const uint32_t* __restrict words, const uint32_t* __restrict neuron, uint64_t m, uint64_t L,
-                 uint64_t stride, double mean, double sd, double scale, int32_t* __restrict weight,
-                 uint32_t* __restrict at) {
+// Fills weight, at and tail for m events; returns the indices of the tail events in `tails`
+// (branch-free appends) and their number.
+size_t event_terms(const uint32_t* __restrict words, const uint32_t* __restrict neuron, uint64_t m, uint64_t L,
+                   uint64_t stride, double mean, double sd, double scale, int32_t* __restrict weight,
+                   uint32_t* __restrict at, uint8_t* __restrict tail, uint32_t* __restrict tails) {
 #if defined(RANVIER_HAVE_AVX512_KERNELS)
-  if (avx512_kernels()) return event_terms_avx512(words, neuron, m, L, stride, mean, sd, scale, weight, at) != 0;
+  if (avx512_kernels()) event_terms_avx512(words, neuron, m, L, stride, mean, sd, scale, weight, at, tail);
+  else
 #endif
-  return event_terms_body(words, neuron, m, L, stride, mean, sd, scale, weight, at) != 0;
+  event_terms_body(words, neuron, m, L, stride, mean, sd, scale, weight, at, tail);
+  size_t n = 0;
+  for (uint64_t i = 0; i < m; ++i) {
+    tails[n] = uint32_t(i);
+    n += tail[i];
+  }
+  return n;
 }
 
 Placement make_placement(const EngineConfig& cfg, int ranks) {
@@ -696,10 +703,18 @@ RANVIER_PHASE void Engine::drive(ThreadState& ts, int64_t cycle) {
         // Efficacies and places vectorised, the few normal tails fixed, then added.
         auto& ev_weight = ts.extra_weight;
         auto& ev_at = ts.extra_at;
-        if (ev_weight.size() < n_events) { ev_weight.resize(ev_neuron.size()); ev_at.resize(ev_neuron.size()); }
-        if (event_terms(ev_word.data(), ev_neuron.data(), n_events, L, stride, mean, sd, scale, ev_weight.data(),
-                        ev_at.data()))
-          for (size_t e = 0; e < n_events; ++e) fix_tail(ev_word[e], L, mean, sd, scale, ev_weight[e]);
+        auto& ev_tail = ts.extra_tail;
+        auto& tails = ts.extra_tails;
+        if (ev_weight.size() < n_events + 1) {
+          ev_weight.resize(ev_neuron.size() + 1); ev_at.resize(ev_weight.size());
+          ev_tail.resize(ev_weight.size()); tails.resize(ev_weight.size());
+        }
+        const size_t n_tails = event_terms(ev_word.data(), ev_neuron.data(), n_events, L, stride, mean, sd, scale,
+                                           ev_weight.data(), ev_at.data(), ev_tail.data(), tails.data());
+        for (size_t t = 0; t < n_tails; ++t) {
+          const uint32_t e = tails[t];
+          ev_weight[e] = to_fixed(mean, sd, inverse_normal(event_uniform(ev_word[e], L)), scale);
+        }
         for (size_t e = 0; e < n_events; ++e) in[ev_at[e]] += ev_weight[e];
       }
     }

@@ -66,6 +66,8 @@ struct ThreadState {
   std::vector<uint32_t> extra_neuron, extra_word;    // scratch: further drive events (neuron, word)
   std::vector<int32_t> extra_weight;                 // scratch: their efficacies
   std::vector<uint32_t> extra_at;                    // scratch: their places in the input buffer
+  std::vector<uint8_t> extra_tail;                   // scratch: whether their uniform is in a normal tail
+  std::vector<uint32_t> extra_tails;                 // scratch: the indices of those
   std::vector<uint32_t> drive_words;                 // scratch: block 0 of the drive, 4 words per neuron
   std::vector<uint32_t> drive_count;                 // scratch: events per neuron this cycle
   std::vector<int32_t> drive_weight;                 // scratch: first event's efficacy, fixed point
