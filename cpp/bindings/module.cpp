@@ -96,9 +96,9 @@ NB_MODULE(_engine, m) {
 #ifdef __AVX512F__
     d["simd"] = "avx512";
 #elif defined(__AVX2__)
-    d["simd"] = avx512_kernels() ? "avx2, neuron loops avx512" : "avx2";
+    d["simd"] = avx512_kernels() ? "avx2, hot loops avx512" : "avx2";
 #else
-    d["simd"] = "sse2";
+    d["simd"] = avx512_kernels() ? "sse2, hot loops avx512" : "sse2";
 #endif
     d["native"] = bool(RANVIER_NATIVE_BUILD);
     return d;

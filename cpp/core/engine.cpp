@@ -10,8 +10,8 @@
 #include <string>
 
 #include "core/philox.hpp"
-#if defined(__AVX2__)
-#include <immintrin.h>
+#if defined(__x86_64__)
+#include <immintrin.h>  // also for the AVX-512 kernels, compiled by target attribute in any build
 #endif
 
 namespace ranvier {
@@ -218,7 +218,12 @@ inline void refractory_and_spikes4(__m128i r, __m256d spike, __m128i refractory,
   const __m128i spike32 = _mm256_castsi256_si128(_mm256_permutevar8x32_epi32(_mm256_castpd_si256(spike), even));
   const __m128i counted = _mm_add_epi32(r, _mm_cmpgt_epi32(r, _mm_setzero_si128()));  // r - (r > 0)
   _mm_storeu_si128(reinterpret_cast<__m128i*>(R), _mm_blendv_epi8(counted, refractory, spike32));
-  const uint32_t bytes = _pdep_u32(uint32_t(_mm256_movemask_pd(spike)), 0x01010101u);  // bit i -> byte i
+  const uint32_t bits = uint32_t(_mm256_movemask_pd(spike));
+#if defined(__BMI2__)
+  const uint32_t bytes = _pdep_u32(bits, 0x01010101u);  // bit i -> byte i
+#else
+  const uint32_t bytes = (bits & 1) | (bits & 2) << 7 | (bits & 4) << 14 | (bits & 8) << 21;
+#endif
   std::memcpy(fired, &bytes, 4);
 }
 #endif

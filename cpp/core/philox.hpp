@@ -5,8 +5,8 @@
 #include <array>
 #include <cstdint>
 #include <cstddef>
-#if defined(__AVX2__)
-#include <immintrin.h>
+#if defined(__x86_64__)
+#include <immintrin.h>  // also for the AVX-512 kernels, compiled by target attribute in any build
 #endif
 
 #include "core/simd.hpp"
