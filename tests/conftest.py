@@ -53,6 +53,37 @@ def subprocess_env() -> dict:
 
 
 
+# -- helpers of the `ranvier bench` test files -----------------------------------------------
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+needs_mpiexec = pytest.mark.skipif(mpiexec_path() is None, reason="no mpiexec (pip install mpich mpi4py)")
+
+
+def ranvier_cli(*args, timeout=180):
+    """`python -m ranvier ARGS` in a child with every CPU (importing ranvier pinned this one)."""
+    return subprocess.run([sys.executable, "-m", "ranvier", *map(str, args)], env=subprocess_env(),
+                          capture_output=True, text=True, timeout=timeout, check=False, preexec_fn=restore_cpus)
+
+
+def read_csv(path):
+    import csv
+    with open(path, newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def assert_bad_input(argv, word, out, capsys):
+    """`ranvier ARGV` refuses its input: exit 2, one line `ranvier: error: ...` naming `word`,
+    nothing on stdout and nothing written to `out`."""
+    from ranvier import cli
+    assert cli.main(argv) == 2
+    captured = capsys.readouterr()
+    lines = captured.err.strip().splitlines()
+    assert len(lines) == 1, captured.err
+    assert lines[0].startswith("ranvier: error: ")
+    assert word in lines[0], lines[0]
+    assert captured.out == ""
+    assert not out.exists()
+
+
 def describe(ranks: int, kw: dict) -> str:
     return (f"{kw.get('model', 'dpsnn')}: ranks={ranks} threads={kw.get('threads', 1)} "
             f"exchange={kw.get('exchange', 'allgather')} overlap={kw.get('overlap', False)} "

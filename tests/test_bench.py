@@ -2,33 +2,20 @@
 latency/bandwidth fit."""
 from __future__ import annotations
 
-import csv
 import json
 import math
-import subprocess
-import sys
 
 import numpy as np
 import pytest
-from conftest import mpiexec_path, subprocess_env
+from conftest import PNG_MAGIC, mpiexec_path, assert_bad_input, needs_mpiexec, ranvier_cli, read_csv
 
 from ranvier import _engine, bench, cli
 
-PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 # A small dpsnn: each run takes well under a second, so the file stays fast.
 TINY = ["--neurons", "1024", "--set", "synapses_per_neuron=100", "--duration-ms", "20", "--repeats", "1"]
 TWO_STRATEGIES = "allgather,alltoallv"          # in every engine build
-needs_mpiexec = pytest.mark.skipif(mpiexec_path() is None, reason="no mpiexec (pip install mpich mpi4py)")
 
 
-def ranvier_cli(*args, timeout=120):
-    return subprocess.run([sys.executable, "-m", "ranvier", *map(str, args)], env=subprocess_env(),
-                          capture_output=True, text=True, timeout=timeout, check=False)
-
-
-def read_csv(path):
-    with open(path, newline="") as f:
-        return list(csv.DictReader(f))
 
 
 # -- bad input ----------------------------------------------------------------------------
@@ -54,14 +41,7 @@ def test_bad_input_is_one_line_exit_2_and_writes_nothing(case, tmp_path, capsys)
     args, word = BAD_INPUT[case]
     out = tmp_path / "out"
     with_out = [*args, "--out", str(out)] if args else args
-    assert cli.main(["bench", *with_out]) == 2
-    captured = capsys.readouterr()
-    lines = captured.err.strip().splitlines()
-    assert len(lines) == 1, captured.err
-    assert lines[0].startswith("ranvier: error: ")
-    assert word in lines[0]
-    assert captured.out == ""
-    assert not out.exists()
+    assert_bad_input(["bench", *with_out], word, out, capsys)
 
 
 def test_unknown_strategy_lists_the_valid_ones(capsys):

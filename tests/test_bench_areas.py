@@ -3,36 +3,22 @@ that fail before anything runs, the tables and plots on synthetic runs, the meas
 in-process run, and tiny end-to-end runs."""
 from __future__ import annotations
 
-import csv
 import json
 import math
-import subprocess
-import sys
 
 import numpy as np
 import pytest
-from conftest import mpiexec_path, subprocess_env
+from conftest import PNG_MAGIC, assert_bad_input, needs_mpiexec, ranvier_cli, read_csv
 
-from ranvier import bench_areas, cli, cycle_stats, theory
-from ranvier.bench import restore_cpus
+from ranvier import bench_areas, cycle_stats, theory
 from ranvier.errors import ConfigError
 
-PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 # A small mam-benchmark: 400 neurons per area, 40 synapses each, 100 ms = 1000 cycles of 0.1 ms;
 # D = delay_ratio = 10 by default.
 SMALL = ["--set", "area_size=400", "--set", "K=40", "--duration-ms", "100"]
 CYCLES, D = 1000, 10
-needs_mpiexec = pytest.mark.skipif(mpiexec_path() is None, reason="no mpiexec (pip install mpich mpi4py)")
 
 
-def ranvier_cli(*args, timeout=180):
-    return subprocess.run([sys.executable, "-m", "ranvier", *map(str, args)], env=subprocess_env(),
-                          capture_output=True, text=True, timeout=timeout, check=False, preexec_fn=restore_cpus)
-
-
-def read_csv(path):
-    with open(path, newline="") as f:
-        return list(csv.DictReader(f))
 
 
 # -- bad input: one line, exit 2, nothing run or written --------------------------------------
@@ -83,14 +69,7 @@ def test_bad_input_is_one_line_exit_2_before_anything_runs(case, tmp_path, capsy
     monkeypatch.setattr(bench_areas, "run_worker", no_run)
     args, word = BAD_INPUT[case]
     out = tmp_path / "out"
-    assert cli.main(["bench", *args, "--out", str(out)]) == 2
-    captured = capsys.readouterr()
-    lines = captured.err.strip().splitlines()
-    assert len(lines) == 1, captured.err
-    assert lines[0].startswith("ranvier: error: ")
-    assert word in lines[0]
-    assert captured.out == ""
-    assert not out.exists()
+    assert_bad_input(["bench", *args, "--out", str(out)], word, out, capsys)
 
 
 def test_knob_values_are_parsed_per_knob():

@@ -4,33 +4,21 @@ the `ranvier run` command of each run, the plan of runs with a stand-in launcher
 end-to-end runs that leave real run archives."""
 from __future__ import annotations
 
-import csv
 import json
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-from conftest import mpiexec_path, subprocess_env
+from conftest import PNG_MAGIC, assert_bad_input, needs_mpiexec, ranvier_cli, read_csv
 
 from ranvier import bench, bench_areas, bench_scaling, cli
-from ranvier.bench import restore_cpus
 
-PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 # A tiny dpsnn (dpsnn needs synapses_per_neuron < neurons) and a tiny artificial-cells.
 TINY_DPSNN = ["--set", "neurons=600", "--set", "synapses_per_neuron=60", "--duration-ms", "50"]
 TINY_CELLS = ["--set", "targets_per_cell=50", "--duration-ms", "50"]
-needs_mpiexec = pytest.mark.skipif(mpiexec_path() is None, reason="no mpiexec (pip install mpich mpi4py)")
 
 
-def ranvier_cli(*args, timeout=120):
-    return subprocess.run([sys.executable, "-m", "ranvier", *map(str, args)], env=subprocess_env(),
-                          capture_output=True, text=True, timeout=timeout, check=False, preexec_fn=restore_cpus)
-
-
-def read_csv(path):
-    with open(path, newline="") as f:
-        return list(csv.DictReader(f))
 
 
 # -- bad input: one line, exit 2, nothing run or written --------------------------------------
@@ -79,14 +67,7 @@ def no_runs(monkeypatch):
 def test_bad_input_is_one_line_exit_2_before_anything_runs(case, tmp_path, capsys, no_runs):
     args, word = BAD_INPUT[case]
     out = tmp_path / "out"
-    assert cli.main(["bench", *args, "--out", str(out)]) == 2
-    captured = capsys.readouterr()
-    lines = captured.err.strip().splitlines()
-    assert len(lines) == 1, captured.err
-    assert lines[0].startswith("ranvier: error: ")
-    assert word in lines[0], lines[0]
-    assert captured.out == ""
-    assert not out.exists()
+    assert_bad_input(["bench", *args, "--out", str(out)], word, out, capsys)
 
 
 def test_a_folder_with_earlier_results_or_archives_is_refused(tmp_path, capsys, no_runs):

@@ -74,19 +74,26 @@ class PoissonTable {
       }
       cdf_.back() = 1.0;
     }
-    if (cdf_.size() < kFast) cdf_.resize(kFast, 1.0);
     guide_.resize(kGuide);
     uint32_t k = 0;
     for (int i = 0; i < kGuide; ++i) {
       while (cdf_[k] <= double(i) / kGuide) ++k;
       guide_[i] = k;
     }
+    // word >= T[j] exactly when to_uniform(word) = (word + 1/2) 2^-32 >= cdf[j], so
+    // T[j] = ceil(cdf[j] 2^32 - 1/2), capped at 2^32 - 1 (see thresholds()).
+    for (uint32_t j = 0; j < kCounted; ++j) {
+      const double c = j < cdf_.size() ? cdf_[j] : 1.0;
+      thresholds_[j] = uint32_t(std::clamp(std::ceil(c * 0x1p32 - 0.5), 0.0, 4294967295.0));
+    }
   }
-  // Counts below kFast - 1 are also the number of cdf()[0 .. kFast-2] at or below u, which the
-  // drive computes branch-free for many neurons at once; sample() serves the rest.
-  static constexpr int kFast = 8;
-  const double* cdf() const { return cdf_.data(); }
-  double cdf_at(size_t k) const { return k < cdf_.size() ? cdf_[k] : 1.0; }
+
+  // Counts below kCounted by integer compares, branch-free for many draws at once: the count of
+  // a 32-bit word (capped at 2^32 - 2, so that no word reaches a threshold capped at 2^32 - 1;
+  // the one word 2^32 - 1 then counts as 2^32 - 2, a change of probability 2^-32) is the number
+  // of thresholds()[j] it reaches. Counts of kCounted and more (rare) come from sample().
+  static constexpr uint32_t kCounted = 10;
+  const uint32_t* thresholds() const { return thresholds_; }
 
   uint32_t sample(double u) const {
     uint32_t k = guide_[int(u * kGuide)];
@@ -98,6 +105,7 @@ class PoissonTable {
   static constexpr int kGuide = 256;
   std::vector<double> cdf_{1.0};
   std::vector<uint32_t> guide_ = std::vector<uint32_t>(kGuide, 0);
+  uint32_t thresholds_[kCounted] = {};
 };
 
 }  // namespace ranvier

@@ -69,6 +69,15 @@ inline bool psc_exp_step(const Propagators& p, double input, double& V, double& 
 // instruction, the same operations in the same order as the scalar step, so a neuron's
 // trajectory is bit-identical whichever kernel runs it.
 
+// The end of a neuron step for 8 lanes, as refractory_and_spikes4.
+RANVIER_AVX512 inline void refractory_and_spikes8(__m256i r, __mmask8 spike, __m256i refractory, int32_t* R,
+                                                  uint8_t* fired) {
+  const __m256i counted = _mm256_add_epi32(r, _mm256_cmpgt_epi32(r, _mm256_setzero_si256()));  // r - (r > 0)
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(R), _mm256_mask_blend_epi32(spike, counted, refractory));
+  const uint64_t bytes = _pdep_u64(uint64_t(spike), 0x0101010101010101ull);  // bit i -> byte i
+  std::memcpy(fired, &bytes, 8);
+}
+
 RANVIER_AVX512 void lifca_steps_avx512(const Propagators& p, double scale, const int32_t* __restrict in,
                                        double* __restrict V, double* __restrict C, int32_t* __restrict R,
                                        uint8_t* __restrict fired, uint64_t n) {
@@ -87,10 +96,7 @@ RANVIER_AVX512 void lifca_steps_avx512(const Propagators& p, double scale, const
     const __mmask8 spike = _mm512_mask_cmp_pd_mask(active, v, theta, _CMP_GE_OQ);
     _mm512_storeu_pd(V + k, _mm512_mask_blend_pd(__mmask8(active & ~spike), reset, v));
     _mm512_storeu_pd(C + k, _mm512_mask_add_pd(cn, spike, cn, alpha));
-    const __m256i counted = _mm256_add_epi32(r, _mm256_cmpgt_epi32(r, zero));  // r - (r > 0)
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(R + k), _mm256_mask_blend_epi32(spike, counted, refractory));
-    const uint64_t bytes = _pdep_u64(uint64_t(spike), 0x0101010101010101ull);  // bit i -> byte i
-    std::memcpy(fired + k, &bytes, 8);
+    refractory_and_spikes8(r, spike, refractory, R + k, fired + k);
   }
   for (; k < n; ++k) fired[k] = lifca_step(p, double(in[k]) * scale, V[k], C[k], R[k]);
 }
@@ -112,10 +118,7 @@ RANVIER_AVX512 void psc_exp_steps_avx512(const Propagators& p, double scale, con
     const __mmask8 spike = _mm512_mask_cmp_pd_mask(active, v, theta, _CMP_GE_OQ);
     _mm512_storeu_pd(V + k, _mm512_mask_blend_pd(spike, _mm512_mask_blend_pd(active, v0, v), reset));
     _mm512_storeu_pd(I + k, _mm512_add_pd(_mm512_mul_pd(i0, P11), input));
-    const __m256i counted = _mm256_add_epi32(r, _mm256_cmpgt_epi32(r, zero));  // r - (r > 0)
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(R + k), _mm256_mask_blend_epi32(spike, counted, refractory));
-    const uint64_t bytes = _pdep_u64(uint64_t(spike), 0x0101010101010101ull);  // bit i -> byte i
-    std::memcpy(fired + k, &bytes, 8);
+    refractory_and_spikes8(r, spike, refractory, R + k, fired + k);
   }
   for (; k < n; ++k) fired[k] = psc_exp_step(p, double(in[k]) * scale, V[k], I[k], R[k]);
 }
@@ -145,17 +148,9 @@ RANVIER_AVX512 size_t list_events_avx512(const uint32_t* __restrict count, const
 }
 #endif
 
-// Poisson counts by integer compares: word >= T[j] exactly when to_uniform(word) >= cdf[j]
-// (to_uniform is exact, so T[j] = ceil(cdf[j] 2^32 - 1/2)). Words are capped at 2^32 - 2 and
-// thresholds at 2^32 - 1, which no capped word reaches: the one word 2^32 - 1 then counts as
-// 2^32 - 2 (a change of probability 2^-32). Counts stop at kCounts; those (rare) are drawn
-// exactly from the table by the caller, which poisson_counts tells whether any occurred.
-constexpr uint32_t kCounts = 10;
-
-void poisson_thresholds(const PoissonTable& table, uint32_t* T) {
-  for (uint32_t j = 0; j < kCounts; ++j)
-    T[j] = uint32_t(std::clamp(std::ceil(table.cdf_at(j) * 0x1p32 - 0.5), 0.0, 4294967295.0));
-}
+// Poisson counts of m words against a table's thresholds (PoissonTable::thresholds), capped at
+// kCounts; returns whether any count reached the cap (the caller then draws those exactly).
+constexpr uint32_t kCounts = PoissonTable::kCounted;
 
 #if defined(RANVIER_HAVE_AVX512_KERNELS)
 // poisson_counts, 16 neurons per instruction (unsigned compares into masks).
@@ -287,20 +282,19 @@ inline double event_uniform(uint32_t word, uint64_t L) { return to_uniform(uint3
 inline bool in_normal_tail(double p) { return p < kNormalLow || p > 1.0 - kNormalLow; }
 inline int32_t to_fixed(double mean, double sd, double z, double scale) { return int32_t(std::rint((mean + sd * z) * scale)); }
 
-// The vectorised passes of the drive: efficacies from the central normal (lanes in a tail are
-// fixed by the caller, with fixed_tail) and counts below PoissonTable::kFast - 1.
+// An event's efficacy from the central part of the inverse normal, which vectorises; events
+// whose uniform lies in a tail (in_normal_tail) take tail_efficacy instead.
 inline int32_t central_efficacy(uint32_t word, uint64_t L, double mean, double sd, double scale) {
   return to_fixed(mean, sd, inverse_normal_central(event_uniform(word, L)), scale);
 }
 
-inline void fix_tail(uint32_t word, uint64_t L, double mean, double sd, double scale, int32_t& weight) {
-  const double p = event_uniform(word, L);
-  if (in_normal_tail(p)) weight = to_fixed(mean, sd, inverse_normal(p), scale);
+inline int32_t tail_efficacy(uint32_t word, uint64_t L, double mean, double sd, double scale) {
+  return to_fixed(mean, sd, inverse_normal(event_uniform(word, L)), scale);
 }
 
 // The drive's events, vectorised: each event's efficacy from the central normal, its place in
 // the input buffer (step row and neuron), and whether its uniform lies in a normal tail
-// (tail[i]; those few, about 5 %, are fixed by the caller with fix_tail).
+// (tail[i]; those few, about 5 %, are fixed by the caller with tail_efficacy).
 inline void event_terms_body(const uint32_t* __restrict words, const uint32_t* __restrict neuron, uint64_t m,
                              uint64_t L, uint64_t stride, double mean, double sd, double scale,
                              int32_t* __restrict weight, uint32_t* __restrict at, uint8_t* __restrict tail) {
@@ -643,9 +637,6 @@ RANVIER_PHASE void Engine::drive(ThreadState& ts, int64_t cycle) {
         events += fixed_weight_drive(ts, range, di, table, int32_t(std::rint(mean * scale)), window);
         continue;
       }
-      uint32_t T[kCounts];
-      poisson_thresholds(table, T);
-      bool saturated = false;
       // In chunks, so the scratch arrays below stay in L1 next to the input buffer.
       constexpr uint64_t kChunk = 512;
       for (uint64_t begin = range.begin; begin < range.end; begin += kChunk) {
@@ -657,7 +648,7 @@ RANVIER_PHASE void Engine::drive(ThreadState& ts, int64_t cycle) {
         if (words.size() < 4 * m) { words.resize(4 * m); count.resize(m); }
         philox4x32_10_lanes(ts.neurons.gid_lo.data() + begin, ts.neurons.gid_hi.data() + begin, m,
                             Purpose::external, di, window, 0, key, words.data(), m);
-        saturated = poisson_counts(words.data(), m, T, count.data());
+        const bool saturated = poisson_counts(words.data(), m, table.thresholds(), count.data());
         // Every event as (neuron, word) in one flat list: words 1-3 of block 0 are written for
         // every neuron and kept as far as its count needs them (no branch per neuron); counts of
         // kCounts and more are drawn exactly, and events past the third use further blocks.
@@ -666,7 +657,7 @@ RANVIER_PHASE void Engine::drive(ThreadState& ts, int64_t cycle) {
         if (ev_neuron.size() < 3 * m + 3) { ev_neuron.resize(3 * m + 3); ev_word.resize(3 * m + 3); }
         size_t n_events = 0;
 #if defined(RANVIER_HAVE_AVX512_KERNELS)
-        if (avx512_) {
+        if (avx512_kernels()) {
           // The same events in another order (slot by slot; sums do not depend on it):
           // compress-stores list a slot's events for 16 neurons at once.
           if (saturated)
@@ -718,7 +709,7 @@ RANVIER_PHASE void Engine::drive(ThreadState& ts, int64_t cycle) {
                                            ev_weight.data(), ev_at.data(), ev_tail.data(), tails.data());
         for (size_t t = 0; t < n_tails; ++t) {
           const uint32_t e = tails[t];
-          ev_weight[e] = to_fixed(mean, sd, inverse_normal(event_uniform(ev_word[e], L)), scale);
+          ev_weight[e] = tail_efficacy(ev_word[e], L, mean, sd, scale);
         }
         for (size_t e = 0; e < n_events; ++e) in[ev_at[e]] += ev_weight[e];
       }
@@ -770,16 +761,15 @@ uint64_t Engine::fixed_weight_drive(ThreadState& ts, const PopulationRange& rang
   }
   const uint32_t* w = words.data() + (window & 3) * m;
   int32_t* in = ts.input.data() + range.begin;  // the single row of a one-step window
-  uint32_t T[kCounts];
-  poisson_thresholds(table, T);
   constexpr uint64_t kChunk = 512;
   if (ts.drive_count.size() < kChunk) ts.drive_count.resize(kChunk);
   uint32_t* count = ts.drive_count.data();
   uint64_t events = 0;
-  bool saturated = false;
   for (uint64_t begin = 0; begin < m; begin += kChunk) {
     const uint64_t n = std::min(kChunk, m - begin);
-    saturated |= poisson_counts(w + begin, n, T, count);
+    if (poisson_counts(w + begin, n, table.thresholds(), count))
+      for (uint64_t i = 0; i < n; ++i)
+        if (count[i] == kCounts) count[i] = table.sample(to_uniform(w[begin + i]));
     uint32_t sum = 0;
 #pragma omp simd reduction(+ : sum)
     for (uint64_t i = 0; i < n; ++i) {
@@ -787,17 +777,6 @@ uint64_t Engine::fixed_weight_drive(ThreadState& ts, const PopulationRange& rang
       sum += count[i];
     }
     events += sum;
-  }
-  if (saturated) {
-    for (uint64_t k = 0; k < m; ++k) {
-      const uint32_t word = std::min(w[k], 0xFFFFFFFEu);
-      uint32_t c = 0;
-      for (uint32_t j = 0; j < kCounts; ++j) c += word >= T[j];
-      if (c < kCounts) continue;
-      const uint32_t exact = table.sample(to_uniform(w[k]));
-      in[k] += int32_t(exact - c) * weight;
-      events += exact - c;
-    }
   }
   return events;
 }
@@ -849,7 +828,7 @@ RANVIER_PHASE void Engine::update(ThreadState& ts, int64_t cycle) {
       if (pop.psc_exp) {
         const uint64_t b = range.begin;
 #if defined(RANVIER_HAVE_AVX512_KERNELS)
-        if (avx512_) psc_exp_steps_avx512(p, scale, in + b, V + b, C + b, R + b, fired + b, range.end - b);
+        if (avx512_kernels()) psc_exp_steps_avx512(p, scale, in + b, V + b, C + b, R + b, fired + b, range.end - b);
         else
 #endif
         psc_exp_steps(p, scale, in + b, V + b, C + b, R + b, fired + b, range.end - b);
@@ -857,7 +836,7 @@ RANVIER_PHASE void Engine::update(ThreadState& ts, int64_t cycle) {
       }
       const uint64_t b = range.begin;
 #if defined(RANVIER_HAVE_AVX512_KERNELS)
-      if (avx512_) lifca_steps_avx512(p, scale, in + b, V + b, C + b, R + b, fired + b, range.end - b);
+      if (avx512_kernels()) lifca_steps_avx512(p, scale, in + b, V + b, C + b, R + b, fired + b, range.end - b);
       else
 #endif
       lifca_steps(p, scale, in + b, V + b, C + b, R + b, fired + b, range.end - b);

@@ -70,7 +70,6 @@ struct ThreadState {
   std::vector<uint32_t> extra_tails;                 // scratch: the indices of those
   std::vector<uint32_t> drive_words;                 // scratch: block 0 of the drive, 4 words per neuron
   std::vector<uint32_t> drive_count;                 // scratch: events per neuron this cycle
-  std::vector<int32_t> drive_weight;                 // scratch: first event's efficacy, fixed point
   std::vector<std::vector<uint32_t>> fixed_drive_words;  // per drive: 4 steps of one-step-window counts
   std::vector<uint32_t> fixed_drive_group;           // per drive: the window / 4 they were drawn for
   uint64_t input_stride = 0;                         // neurons per input row, padded against cache aliasing
@@ -158,7 +157,6 @@ class Engine {
   int64_t queue_cycles_ = 1;
   std::vector<Arrival> arrival_;           // indexed by step offset + delay
   Counters rank_counters_;                 // exchange and rank-level counts (master thread)
-  bool avx512_ = avx512_kernels();         // AVX-512 neuron loops
 };
 
 }  // namespace ranvier
