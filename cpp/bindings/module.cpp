@@ -164,19 +164,19 @@ NB_MODULE(_engine, m) {
       .def("synapse_count", &Engine::synapse_count)
       .def("synapse_bytes", &Engine::synapse_bytes)
       .def("synapse_entry_bytes", &Engine::synapse_entry_bytes)
-      .def("spikes", [](const Engine& e) {
+      .def("take_spikes", [](Engine& e) {
         std::vector<uint64_t> gid;
         std::vector<int64_t> step;
-        e.spikes(gid, step);
+        e.take_spikes(gid, step);
         return nb::make_tuple(to_numpy(std::move(gid)), to_numpy(std::move(step)));
-      })
-      .def("cycle_timers", [](const Engine& e) {
-        const auto& t = e.cycle_timers();
+      }, "The spikes recorded since the last call (global ids, steps); forgotten by the engine.")
+      .def("take_cycle_timers", [](Engine& e) {
+        const auto t = e.take_cycle_timers();
         std::vector<double> flat;
         flat.reserve(t.size() * kPhases);
         for (const auto& row : t) flat.insert(flat.end(), row.begin(), row.end());
         return to_numpy_2d(std::move(flat), t.size(), size_t(kPhases));
-      })
+      }, "Seconds per phase of each cycle run since the last call, [cycle, phase]; forgotten by the engine.")
       .def("counters", [](const Engine& e) {
         const Counters c = e.counters();
         nb::dict d;

@@ -889,7 +889,11 @@ void Engine::run_cycles(int64_t cycles) {
   trace_base_ = trace_V_.size();
   trace_V_.resize(trace_base_ + size_t(cycles * L) * traced_ids_.size());
   trace_c_.resize(trace_V_.size());
-  timers_.reserve(timers_.size() + cycles);
+  // Room for this call's timers, grown geometrically: no allocation inside a cycle, and never an
+  // exact reserve per call (that copied the whole history every chunk: quadratic in run length).
+  // The caller takes the timers after each chunk (take_cycle_timers), so this stays one chunk.
+  if (timers_.capacity() < timers_.size() + size_t(cycles))
+    timers_.reserve(std::max(2 * timers_.capacity(), timers_.size() + size_t(cycles)));
   const int64_t first = cycle_;
   run_first_cycle_ = first;
   // One cycle: deliver (segments due now) -> drive and update (each thread its own neurons) ->
@@ -1088,13 +1092,22 @@ uint64_t Engine::events_pending() const {
   return n;
 }
 
-void Engine::spikes(std::vector<uint64_t>& gid, std::vector<int64_t>& step) const {
+void Engine::take_spikes(std::vector<uint64_t>& gid, std::vector<int64_t>& step) {
   gid.clear();
   step.clear();
-  for (const auto& ts : threads_) {
+  for (auto& ts : threads_) {
     gid.insert(gid.end(), ts.rec_gid.begin(), ts.rec_gid.end());
     step.insert(step.end(), ts.rec_step.begin(), ts.rec_step.end());
+    ts.rec_gid.clear();      // capacity kept: the next chunk records into the same memory
+    ts.rec_step.clear();
   }
+}
+
+std::vector<std::array<double, kPhases>> Engine::take_cycle_timers() {
+  std::vector<std::array<double, kPhases>> taken;
+  taken.reserve(timers_.capacity());
+  taken.swap(timers_);
+  return taken;
 }
 
 void Engine::connections(std::vector<uint64_t>& src, std::vector<uint64_t>& tgt, std::vector<double>& w,

@@ -96,8 +96,10 @@ class Engine {
   std::vector<int> synapse_entry_bytes() const;  // per thread: 4 (packed) or 8 (wide)
   Counters counters() const;               // summed over threads, pending events included separately
   uint64_t events_pending() const;
-  void spikes(std::vector<uint64_t>& gid, std::vector<int64_t>& step) const;
-  const std::vector<std::array<double, kPhases>>& cycle_timers() const { return timers_; }
+  // The spikes recorded and the cycle timers since the last call, handed over and forgotten here,
+  // so a long run holds at most one chunk of either (the caller streams or keeps them).
+  void take_spikes(std::vector<uint64_t>& gid, std::vector<int64_t>& step);
+  std::vector<std::array<double, kPhases>> take_cycle_timers();
   void connections(std::vector<uint64_t>& src, std::vector<uint64_t>& tgt, std::vector<double>& w,
                    std::vector<int64_t>& d) const;
   // V and c of the recorded neurons on this rank: ids, and row-major [id][step] arrays.
