@@ -123,8 +123,8 @@ def test_run_prints_a_summary(small_run):
 def test_run_writes_every_output_file(small_run):
     root, _ = small_run
     out = root / "out"
-    assert sorted(p.name for p in out.iterdir()) == ["config.toml", "environment.json", "spikes.h5", "summary.json",
-                                                     "timers.h5"]
+    assert sorted(p.name for p in out.iterdir()) == [".ranvier-result", "config.toml", "environment.json",
+                                                     "spikes.h5", "summary.json", "timers.h5"]
     assert [p.name for p in root.iterdir() if p.name.startswith(".")] == []   # no temporary folder left
 
     env = json.loads((out / "environment.json").read_text())

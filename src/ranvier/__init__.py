@@ -21,6 +21,14 @@ if not _launched_with_mpi():
     _os.environ.setdefault("OMP_PROC_BIND", "close")
     _os.environ.setdefault("OMP_PLACES", "cores")
 
+# Several ranks on this node whose threads outnumber its cores: OpenMP threads that spin while
+# they wait take the cores from the working ones (measured: 4 ranks x 2 threads on 2 cores ran
+# 14-67 times slower than with passive waiting). libgomp reads OMP_WAIT_POLICY only when it loads, so it is chosen here,
+# before the engine is imported, unless the user set it.
+from .resources import choose_wait_policy as _choose_wait_policy  # noqa: E402
+
+_wait_policy_chosen = _choose_wait_policy()
+
 from . import models, validation
 from .errors import ConfigError
 from .network import Network, PoissonDrive, Population, Projection

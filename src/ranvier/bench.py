@@ -377,8 +377,12 @@ def fit_latency_bandwidth(message_bytes, seconds) -> tuple[float, float]:
     """Least squares t = latency + bytes / bandwidth: (latency in s, bandwidth in bytes/s).
 
     The bandwidth is infinite when the time does not grow with the size (ibarrier)."""
-    slope, intercept = np.polyfit(np.asarray(message_bytes, dtype=float), np.asarray(seconds, dtype=float), 1)
-    return float(intercept), (1.0 / slope if slope > 0 else math.inf)
+    x, y = np.asarray(message_bytes, dtype=float), np.asarray(seconds, dtype=float)
+    slope, intercept = np.polyfit(x, y, 1)
+    # A slope that changes the largest message's time by less than rounding is no slope (NumPy's
+    # least squares leaves about 1e-16 relative noise where the times are equal).
+    flat = slope * x.max() <= 1e-9 * max(abs(y).max(), 1e-300)
+    return float(intercept), (math.inf if flat else 1.0 / slope)
 
 
 def mpi_bench(ranks: int = 2, primitives: list[str] | None = None, sizes=DEFAULT_MPI_SIZES, repeats: int = 200,

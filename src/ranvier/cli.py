@@ -7,7 +7,8 @@
     ranvier bench mpi --ranks 2 [--primitives allgather,alltoallv] [--sizes 1,64,4096]
 
 Bad input exits with status 2 and one line `ranvier: error: ...` on stderr, before
-anything is built or written. Under mpiexec only rank 0 prints and writes.
+anything is built or written. Under mpiexec only rank 0 prints and writes. A failure or an
+interrupt is one line too (status 1 or 130), and under mpiexec it stops every rank: see main().
 """
 from __future__ import annotations
 
@@ -23,17 +24,12 @@ from .energy import KINDS as ENERGY_KINDS
 from .errors import ConfigError
 
 EXIT_BAD_INPUT = 2
-_RANK_VARS = ("PMI_RANK", "OMPI_COMM_WORLD_RANK", "PMIX_RANK")
 
 
 def _launcher_rank() -> int:
     """This process's rank as the MPI launcher announced it (0 outside mpiexec), known before MPI starts."""
-    for var in _RANK_VARS:
-        try:
-            return int(os.environ[var])
-        except (KeyError, ValueError):
-            pass
-    return 0
+    from .parallel import launcher_rank
+    return launcher_rank()
 
 
 class UsageError(Exception):
@@ -376,17 +372,66 @@ def resolved_dict(cfg: cfgmod.RunConfig, network, sim) -> dict:
 
 def command_run(args, rank: int) -> int:
     from . import models
-    from .output import check_target, write_result
-    from .progress import ProgressBar
+    from .output import check_target
+    from .parallel import make_comm
     from .simulation import Simulation
 
     cfg = resolve_config(args)
     fit = theory.load_mpi_fit(args.mpi_fit) if args.mpi_fit else None
-    out = check_target(args.out, args.force) if args.out else None
+    if args.out is not None:
+        check_target(args.out, args.force)      # on every rank: the same answer, before anything is made
     network = models.build(cfg.model, **cfg.parameters)
     cfgmod.check_simulation(cfg, network)
     meter = _choose_meter(args)        # on every rank, so bad options stop all ranks before the build
-    sim = Simulation(network, **cfg.simulation_kwargs())    # its last checks (memory) come before the build
+    comm = make_comm()
+    out = _claim_output(args, comm) if args.out is not None else None
+    try:
+        # Spikes and timers stream into the claimed folder; without one only the counts are kept.
+        sim = Simulation(network, comm=comm, **cfg.simulation_kwargs(),   # its last checks (memory) precede the build
+                         record_spikes=True if args.out is not None else "counts",
+                         stream_to=out.staging if out is not None else None)
+        if args.out is not None:
+            _check_output_space(out, sim, cfg.simulation["duration_ms"])
+        return _simulate(args, cfg, network, sim, meter, fit, out, rank)
+    except BaseException:
+        if out is not None:
+            out.abandon()              # nothing half-written stays behind; an earlier folder is untouched
+        raise
+
+
+def _claim_output(args, comm):
+    """Rank 0 claims the destination (lock and staging folder); every rank learns whether it could."""
+    from .output import OutputFolder
+    out, refusal = None, None
+    if comm.rank == 0:
+        try:
+            out = OutputFolder(args.out, args.force)
+        except ConfigError as e:
+            refusal = str(e)
+    refusal = comm.bcast(refusal)
+    if refusal is not None:
+        raise ConfigError(refusal)
+    return out
+
+
+def _check_output_space(out, sim, duration_ms) -> None:
+    """The timers alone need 40 bytes per cycle and rank: refuse a run whose output cannot fit."""
+    from .recording import TIMER_BYTES_PER_CYCLE
+    refusal = None
+    if sim.rank == 0 and out is not None:
+        cycles = int(round(float(duration_ms) / sim.cycle_ms))
+        try:
+            out.check_space(cycles * sim.size * TIMER_BYTES_PER_CYCLE, f"the per-cycle timers of {cycles:,} cycles")
+        except ConfigError as e:
+            refusal = str(e)
+    refusal = sim.comm.bcast(refusal)
+    if refusal is not None:
+        raise ConfigError(refusal)
+
+
+def _simulate(args, cfg, network, sim, meter, fit, out, rank) -> int:
+    from .output import OutputError
+    from .progress import ProgressBar
     talk = rank == 0 and not args.quiet
     bar = ProgressBar() if talk else None
     if talk:
@@ -424,13 +469,25 @@ def command_run(args, rank: int) -> int:
     summary = result.summary(fit)
     from . import energy
     summary["energy"] = energy.combine_node_reports([r for r in reports if r is not None], events)
-    if out is not None:
+    if not args.quiet:                 # the summary first: it survives whatever happens to the files
+        print(format_summary(summary), flush=True)
+    if out is None:
+        return 0
+    sim.close()                        # spikes.h5 and timers.h5 from the streamed chunks
+    rec = sim.recording
+    try:
+        if rec.error is not None:
+            from .output import write_failure
+            raise OutputError(write_failure(out.shown, rec.error, rec.bytes_needed()))
         env = environment.collect(sim.size, sim.comm.ranks_on_node, sim.threads)
-        write_result(out, resolved_dict(cfg, network, sim), result, summary, env)
+        written = out.publish(resolved_dict(cfg, network, sim), summary, env)
+        rec.moved_to(out.path)
+    except OutputError as e:
+        out.abandon()
+        print(f"ranvier: error: {e}", file=sys.stderr)
+        return 1
     if not args.quiet:
-        print(format_summary(summary))
-        if out is not None:
-            print(f"results written to {out}/")
+        print(f"results written to {written}/")
     return 0
 
 
@@ -680,31 +737,160 @@ def command_energy(args) -> int:
 
 
 # -- entry point ---------------------------------------------------------------------------
-def main(argv=None) -> int:
-    rank = _launcher_rank()
+def _check_path_flags(args) -> None:
+    """Paths checked on every rank before anything is built or written: an empty --out, and the
+    files that are read later (--power-trace only after the run, --mpi-fit) but must be readable
+    regular files now; a FIFO or a device would block or never end."""
+    out = getattr(args, "out", None)
+    if out is not None and not out.strip():
+        raise UsageError(f"--out must name a folder, got {out!r} (leave the flag out to write no files)")
+    if getattr(args, "power_trace", None) is not None:
+        cfgmod.check_input_file(args.power_trace, "--power-trace",
+                                "; record it with the meter's logger first, or fix the path")
+    if getattr(args, "mpi_fit", None) is not None:
+        cfgmod.check_input_file(args.mpi_fit, "--mpi-fit", "; write one with 'ranvier bench mpi'")
+
+
+def _dispatch(argv, rank: int) -> int:
+    from .simulation import EXCHANGES, PLACEMENTS
+    args = make_parser(EXCHANGES, PLACEMENTS).parse_args(argv)
+    if args.command is not None:
+        _check_path_flags(args)
+    if args.command == "run":
+        return command_run(args, rank)
+    if args.command == "info":
+        return command_info()
+    if args.command == "bench":
+        return command_bench(args)
+    if args.command == "energy":
+        return command_energy(args)
+    if args.command == "report":
+        return report.command(args)
+    raise UsageError("a command is required: 'run', 'bench', 'energy', 'report' or 'info' (see 'ranvier --help')")
+
+
+class _ClosedPipeTolerant:
+    """sys.stdout during main(): when the reader of a pipe goes away (`ranvier info | head -n 2`),
+    later output goes to /dev/null instead of raising BrokenPipeError, so that the command
+    finishes its work (a run still writes its --out folder) and ends quietly. Python ignores
+    SIGPIPE, so a closed pipe shows as this error (see the signal module's note on SIGPIPE)."""
+
+    def __init__(self, stream):
+        self._stream = stream
+
+    def _to_devnull(self) -> None:
+        try:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, self._stream.fileno())
+            os.close(devnull)
+        except (OSError, ValueError, AttributeError):
+            pass
+
+    def write(self, text):
+        try:
+            return self._stream.write(text)
+        except BrokenPipeError:
+            self._to_devnull()
+            return len(text)
+
+    def writelines(self, lines):
+        for line in lines:
+            self.write(line)
+
+    def flush(self):
+        try:
+            self._stream.flush()
+        except BrokenPipeError:
+            self._to_devnull()
+            try:
+                self._stream.flush()          # what was buffered now goes to /dev/null
+            except OSError:
+                pass
+
+    def __getattr__(self, name):
+        return getattr(self._stream, name)
+
+
+def _say(line: str) -> None:
+    """One line on stderr, even with no memory left for the usual route."""
     try:
-        from .simulation import EXCHANGES, PLACEMENTS
-        args = make_parser(EXCHANGES, PLACEMENTS).parse_args(argv)
-        if args.command == "run":
-            return command_run(args, rank)
-        if args.command == "info":
-            return command_info()
-        if args.command == "bench":
-            return command_bench(args)
-        if args.command == "energy":
-            return command_energy(args)
-        if args.command == "report":
-            return report.command(args)
-        raise UsageError("a command is required: 'run', 'bench', 'energy', 'report' or 'info' (see 'ranvier --help')")
+        print(line, file=sys.stderr, flush=True)
+    except Exception:
+        try:
+            os.write(2, (line + "\n").encode("utf-8", "replace"))
+        except OSError:
+            pass
+
+
+def _failed(exc: BaseException) -> int:
+    """Ctrl-C or an unexpected exception: one line and the status (see main)."""
+    from .parallel import describe_failure, exit_code, stop_every_rank, world_rank_size
+
+    _, size = world_rank_size()
+    if size > 1:                   # the other ranks must not wait for this one forever
+        if _traceback_wanted():
+            import traceback
+            traceback.print_exception(exc)
+        stop_every_rank(exc)       # ends the job (MPI_Abort); returns only without mpi4py
+        return exit_code(exc)
+    # What the failed call still holds (a MemoryError's partial allocations, in its frames) is
+    # released with the traceback before anything is printed.
+    exc.__traceback__ = exc.__context__ = exc.__cause__ = None
+    if isinstance(exc, KeyboardInterrupt):
+        _say("\nranvier: interrupted")
+    else:
+        _say(f"ranvier: error: {describe_failure(exc)}")
+    return exit_code(exc)
+
+
+def _traceback_wanted() -> bool:
+    return os.environ.get("RANVIER_TRACEBACK", "").strip() not in ("", "0")
+
+
+def main(argv=None) -> int:
+    """The `ranvier` command; returns its exit status.
+
+    - Bad input (UsageError, ConfigError, raised on every rank before anything is built):
+      one line `ranvier: error: ...` (from rank 0 under mpiexec), status 2.
+    - Ctrl-C: `ranvier: interrupted`, status 130.
+    - Any other failure (RuntimeError, MemoryError, OSError, ...): one line
+      `ranvier: error: TYPE: message`, status 1, no traceback.
+    - Under mpiexec with several ranks, an interrupt or a failure on one rank prints one line
+      naming that rank, `ranvier: error: rank 2 of 4: interrupted; stopping every rank`, and
+      ends every rank with MPI_Abort (status 130 after an interrupt, 1 otherwise): no rank is
+      left waiting for it.
+    - Output cut short by a closed pipe (`ranvier info | head -n 2`) is normal use: the rest
+      of the output is dropped, the command still finishes, nothing is printed on stderr.
+
+    Environment: RANVIER_TRACEBACK=1 shows the Python traceback of an unexpected failure, for
+    debugging: in one process the exception is re-raised; with several ranks the traceback is
+    printed before the one line and the abort.
+    """
+    rank = _launcher_rank()
+    stdout = sys.stdout
+    if stdout is not None and not isinstance(stdout, _ClosedPipeTolerant):
+        sys.stdout = _ClosedPipeTolerant(stdout)
+    try:
+        return _dispatch(argv, rank)
     except (UsageError, ConfigError) as e:
         if rank == 0:
             message = " ".join(str(e).split())       # one line, whatever the message holds
-            print(f"ranvier: error: {message}", file=sys.stderr)
+            _say(f"ranvier: error: {message}")
         return EXIT_BAD_INPUT
-    except KeyboardInterrupt:
-        if rank == 0:
-            print("\nranvier: interrupted", file=sys.stderr)
-        return 130
+    except (Exception, KeyboardInterrupt) as e:
+        if _traceback_wanted() and _single_process():
+            raise
+        return _failed(e)
+    finally:
+        if isinstance(sys.stdout, _ClosedPipeTolerant):
+            sys.stdout.flush()                       # a pipe closed early shows here, not at exit
+            if sys.stdout._stream is stdout:
+                sys.stdout = stdout
+
+
+def _single_process() -> bool:
+    from .parallel import world_rank_size
+    return world_rank_size()[1] <= 1
 
 
 if __name__ == "__main__":

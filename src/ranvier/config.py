@@ -18,6 +18,8 @@
 from __future__ import annotations
 
 import math
+import os
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -31,6 +33,7 @@ from .errors import ConfigError
 DEFAULT_MODEL = "dpsnn"
 TOP_LEVEL_KEYS = ("model", "parameters", "simulation")
 # Keyword arguments of Simulation(...), plus duration_ms (the argument of run).
+MAX_CYCLES = 2**32 - 1          # cycles one simulation can run (Engine::run_cycles)
 SIMULATION_DEFAULTS = {
     "duration_ms": 10000.0,
     "threads": None,
@@ -62,21 +65,74 @@ def _unknown(where: str, keys, known) -> None:
         raise ConfigError(f"{where}: unknown key(s) {unknown}; known keys: {sorted(known)}")
 
 
-def load(path) -> RunConfig:
-    """Reads a TOML run configuration; unknown keys are refused with the list of known ones."""
-    path = Path(path)
+MAX_CONFIG_BYTES = 1 << 20       # a run configuration is a few lines of TOML
+
+
+def _file_kind(mode: int) -> str:
+    for test, kind in ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO (named pipe)"),
+                       (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+                       (stat.S_ISSOCK, "a socket")):
+        if test(mode):
+            return kind
+    return "not a regular file"
+
+
+def check_input_file(path, what: str, hint: str = "") -> os.stat_result:
+    """A path the run will read must be a readable regular file: ConfigError naming `what` (a
+    flag, or 'config file') and what the path is otherwise. Checked without reading: a FIFO
+    would block, a device (/dev/zero) never end. `hint` ('; ...') follows the reason."""
     try:
-        with open(path, "rb") as f:
-            data = tomllib.load(f)
+        info = os.stat(path)
     except FileNotFoundError:
-        raise ConfigError(f"config file '{path}' does not exist; give the path of a .toml file "
-                          f"(see examples/dpsnn.toml)") from None
-    except IsADirectoryError:
-        raise ConfigError(f"config file '{path}' is a directory; give the path of a .toml file") from None
+        raise ConfigError(f"{what} '{path}' does not exist{hint}") from None
+    except OSError as e:
+        raise ConfigError(f"{what} '{path}' cannot be read: {e.strerror}{hint}") from None
+    if not stat.S_ISREG(info.st_mode):
+        raise ConfigError(f"{what} '{path}' is {_file_kind(info.st_mode)}, not a regular file{hint}")
+    try:            # readable? (O_NONBLOCK: should it have become a FIFO since, do not wait)
+        os.close(os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0)))
+    except OSError as e:
+        raise ConfigError(f"{what} '{path}' cannot be read: {e.strerror}{hint}") from None
+    return info
+
+
+def read_text_file(path, what: str, limit: int, hint: str = "") -> str:
+    """The UTF-8 text of a regular file of at most `limit` bytes, else one-line ConfigError."""
+    size = check_input_file(path, what, hint).st_size
+    too_large = (f"{what} '{path}' is larger than {limit / 2**20:g} MiB; that cannot be a run "
+                 f"configuration{hint}")
+    if size > limit:
+        raise ConfigError(too_large)
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+        with os.fdopen(fd, "rb") as f:
+            mode = os.fstat(f.fileno()).st_mode
+            if not stat.S_ISREG(mode):          # replaced since the check
+                raise ConfigError(f"{what} '{path}' is {_file_kind(mode)}, not a regular file{hint}")
+            data = f.read(limit + 1)            # never more, whatever the file has become
+    except OSError as e:
+        raise ConfigError(f"{what} '{path}' cannot be read: {e.strerror}{hint}") from None
+    if len(data) > limit:
+        raise ConfigError(too_large)
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise ConfigError(f"{what} '{path}' is not a text file: byte 0x{data[e.start]:02x} at offset {e.start} "
+                          f"is not UTF-8{hint}") from None
+
+
+def load(path) -> RunConfig:
+    """Reads a TOML run configuration; unknown keys are refused with the list of known ones.
+
+    Only a readable regular file of at most 1 MiB of UTF-8 text is read: a FIFO, a device or a
+    directory is refused by what it is, without reading it."""
+    path = Path(path)
+    text = read_text_file(path, "config file", MAX_CONFIG_BYTES,
+                          "; give the path of a .toml file (see examples/dpsnn.toml)")
+    try:
+        data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
         raise ConfigError(f"config file '{path}' is not valid TOML: {e}") from None
-    except OSError as e:
-        raise ConfigError(f"config file '{path}' cannot be read: {e.strerror}") from None
     where = f"config file '{path}'"
     _unknown(where, data, TOP_LEVEL_KEYS)
     model = data.get("model", DEFAULT_MODEL)
@@ -146,5 +202,12 @@ def check_simulation(cfg: RunConfig, network) -> None:
             nearest = " or ".join(f"{k * unit:g}" for k in (math.floor(n), math.ceil(n)) if k > 0)
             raise ConfigError(f"[simulation] 'duration_ms' = {s['duration_ms']} is not a multiple of the {name} "
                               f"{unit:g} ms; use for example {nearest}")
+    # The engine counts cycles in 32 bits (Engine::run_cycles): at most 2^32 - 1 per simulation.
+    cycle_ms = min_delay_ms if math.isfinite(min_delay_ms) else resolution
+    if round(duration / cycle_ms) > MAX_CYCLES:
+        longest = MAX_CYCLES * cycle_ms
+        raise ConfigError(f"[simulation] 'duration_ms' = {s['duration_ms']} is {duration / cycle_ms:.3g} cycles of "
+                          f"{cycle_ms:g} ms (one per communication interval); the engine runs at most 2^32 - 1 cycles, "
+                          f"{longest:.10g} ms here ({longest / 8.64e7:.3g} days): choose a shorter duration_ms")
     if not isinstance(s["barrier"], bool):
         raise ConfigError(f"[simulation] 'barrier' must be true or false, got {s['barrier']!r}")

@@ -52,6 +52,16 @@ def _mpi() -> dict | None:
             "mpi4py": sys.modules["mpi4py"].__version__}
 
 
+def _omp() -> dict:
+    """The OpenMP settings the runtime read, and whether Ranvier chose the wait policy (passive,
+    when several ranks on this node would run more threads than it has cores)."""
+    from . import _wait_policy_chosen
+    omp = {k: os.environ[k] for k in ("OMP_PROC_BIND", "OMP_PLACES", "OMP_WAIT_POLICY") if k in os.environ}
+    if _wait_policy_chosen:
+        omp["wait_policy_chosen_by_ranvier"] = True
+    return omp
+
+
 def collect(ranks: int = 1, ranks_per_node: int = 1, threads: int = 1, argv: list[str] | None = None) -> dict:
     """The environment of this run, as plain JSON data."""
     from . import __version__, _engine
@@ -77,6 +87,6 @@ def collect(ranks: int = 1, ranks_per_node: int = 1, threads: int = 1, argv: lis
                     "mpi_backend": " ".join(str(info.get("mpi_library") or "").split()) or None},
         "python": platform.python_version(),
         "numpy": numpy.__version__,
-        "omp": {k: os.environ[k] for k in ("OMP_PROC_BIND", "OMP_PLACES", "OMP_WAIT_POLICY") if k in os.environ},
+        "omp": _omp(),
         "command": list(argv if argv is not None else sys.argv),
     }

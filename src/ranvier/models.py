@@ -84,6 +84,11 @@ def dpsnn(**overrides) -> Network:
         raise ConfigError(f"dpsnn: 'synapses_per_neuron' must lie in [0, neurons), got {k!r}")
     if p["initial"] not in ("reset", "uniform"):
         raise ConfigError(f"dpsnn: 'initial' must be 'reset' or 'uniform', got {p['initial']!r}")
+    for key in ("delay_max_exc_ms", "delay_max_inh_ms"):
+        # delays are delay_min_ms + whole ms below the maximum: a minimum above it has no delays to draw
+        if p["delay_min_ms"] > p[key]:
+            raise ConfigError(f"dpsnn: 'delay_min_ms' = {p['delay_min_ms']:g} ms is above '{key}' = {p[key]:g} ms; "
+                              f"delays lie between the two: lower 'delay_min_ms' or raise '{key}'")
 
     def neuron(kind: str) -> dict:
         return {
@@ -99,17 +104,21 @@ def dpsnn(**overrides) -> Network:
                                       origin={"tau_arp_ms": f"tau_arp_{kind}_ms"}))
     prob = k / n   # the spec's p = K / N
     for src in ("F", "B", "I"):
-        dmax = p["delay_max_inh_ms"] if src == "I" else p["delay_max_exc_ms"]
+        dmax_key = "delay_max_inh_ms" if src == "I" else "delay_max_exc_ms"
+        dmax = p[dmax_key]
         for tgt in ("F", "B", "I"):
             j = p[f"J_{src}{tgt}"]
             net.connect(Projection(src, tgt, prob, j, p["weight_relative_sd"] * abs(j),
                                    delay_offset_ms=p["delay_min_ms"], delay_scale_ms=dmax / math.log(20.0),
                                    delay_cut_ms=dmax, delay_step_ms=1.0,
-                                   origin={"delay_offset_ms": "delay_min_ms"}))
+                                   origin={"delay_offset_ms": "delay_min_ms", "delay_cut_ms": dmax_key,
+                                           "delay_scale_ms": f"{dmax_key} / ln 20"}))
     for tgt, kind in (("F", "exc"), ("B", "exc"), ("I", "inh")):
         w = p[f"external_weight_{kind}_mV"]
         net.drive(PoissonDrive(tgt, p["external_synapses"], p[f"external_rate_{kind}_hz"], w,
-                               p["external_weight_relative_sd"] * abs(w)))
+                               p["external_weight_relative_sd"] * abs(w),
+                               origin={"n_synapses": "external_synapses", "rate_hz": f"external_rate_{kind}_hz",
+                                       "weight_mean_mV": f"external_weight_{kind}_mV"}))
     return net
 
 
@@ -226,10 +235,12 @@ def mam_benchmark(**overrides) -> Network:
         for b, tgt in enumerate(names):
             if a == b:
                 prob, mean, sd, lo = k_intra / (sizes[a] - 1), p["intra_delay_mean_ms"], p["intra_delay_sd_ms"], p["d_min_ms"]
-                origin = {"delay_offset_ms": "d_min_ms"}
+                origin = {"delay_offset_ms": "d_min_ms", "delay_mean_ms": "intra_delay_mean_ms",
+                          "delay_sd_ms": "intra_delay_sd_ms"}
             else:
                 prob, mean, sd, lo = k_inter / (total - sizes[a]), p["inter_delay_mean_ms"], p["inter_delay_sd_ms"], d_inter
-                origin = {"delay_offset_ms": "delay_ratio * d_min_ms"}
+                origin = {"delay_offset_ms": "delay_ratio * d_min_ms", "delay_mean_ms": "inter_delay_mean_ms",
+                          "delay_sd_ms": "inter_delay_sd_ms"}
             if prob > 1.0:
                 where = "K * frac_intra" if a == b else "K * (1 - frac_intra)"
                 raise ConfigError(f"mam-benchmark: {where} = {k_intra if a == b else k_inter:g} exceeds the "
@@ -360,10 +371,12 @@ def microcircuit(**overrides) -> Network:
     sd = p["weight_relative_sd"]
 
     def delays(source_excitatory: bool) -> dict:
-        mean = p["delay_exc_ms"] if source_excitatory else p["delay_inh_ms"]
+        key = "delay_exc_ms" if source_excitatory else "delay_inh_ms"
+        mean = p[key]
         return dict(delay_offset_ms=p["d_min_ms"], delay_distribution="normal", delay_mean_ms=mean,
                     delay_sd_ms=mean * p["delay_relative_sd"], delay_redraw_below_ms=p["delay_redraw_below_ms"],
-                    origin={"delay_offset_ms": "d_min_ms"})
+                    origin={"delay_offset_ms": "d_min_ms", "delay_mean_ms": key,
+                            "delay_sd_ms": f"delay_relative_sd * {key}"})
 
     for i, target in enumerate(names):
         for j, source in enumerate(names):
@@ -375,7 +388,9 @@ def microcircuit(**overrides) -> Network:
                                    total_synapses=total, weight_clip=True, **delays(source.endswith("E"))))
         k_ext = round(MICROCIRCUIT_K_EXT[i] * k_scale)
         if p["input"] == "poisson" and k_ext > 0:
-            net.drive(PoissonDrive(target, k_ext, p["bg_rate_hz"], w / sqrt_k, 0.0))
+            net.drive(PoissonDrive(target, k_ext, p["bg_rate_hz"], w / sqrt_k, 0.0,
+                                   origin={"n_synapses": f"K_ext of {target} x k_scale", "rate_hz": "bg_rate_hz",
+                                           "weight_mean_mV": "psp_mV (as a current)"}))
         if p["thalamus"] and MICROCIRCUIT_TH_CONN_PROBS[i] > 0:
             w_th = psp_to_psc(p["psp_th_mV"], p["tau_m_ms"], tau_s, p["C_m_pF"]) / sqrt_k
             total = round(microcircuit_synapse_total(MICROCIRCUIT_TH_CONN_PROBS[i], full[i], p["th_neurons"])

@@ -61,6 +61,41 @@ NEURON_MODELS = {"lifca": LIFCA_PARAMETERS, "artificial": ARTIFICIAL_PARAMETERS,
                  "poisson_source": POISSON_SOURCE_PARAMETERS}
 DELAY_DISTRIBUTIONS = ("exponential", "normal")
 INITIAL_STATES = ("reset", "uniform")
+# The engine stores a synapse's delay in 16 bits (cpp/core/network_build.cpp): at most 65535 steps.
+MAX_DELAY_STEPS = 65535
+
+
+def _uniform_of_word(word: int) -> float:
+    """The engine's to_uniform (cpp/core/philox.hpp): (word + 1/2) 2^-32, in (0, 1)."""
+    return (word + 0.5) * 2.0 ** -32
+
+
+def _inverse_normal(p: float) -> float:
+    """The engine's inverse normal CDF (Acklam's approximation, cpp/core/distributions.hpp)."""
+    a = (-3.969683028665376e+01, 2.209460984245205e+02, -2.759285104469687e+02,
+         1.383577518672690e+02, -3.066479806614716e+01, 2.506628277459239e+00)
+    b = (-5.447609879822406e+01, 1.615858368580409e+02, -1.556989798598866e+02,
+         6.680131188771972e+01, -1.328068155288572e+01)
+    c = (-7.784894002430293e-03, -3.223964580411365e-01, -2.400758277161838e+00,
+         -2.549732539343734e+00, 4.374664141464968e+00, 2.938163982698783e+00)
+    d = (7.784695709041462e-03, 3.224671290700398e-01, 2.445134137142996e+00, 3.754408661907416e+00)
+    low = 0.02425
+    if low <= p <= 1.0 - low:
+        q = p - 0.5
+        r = q * q
+        return ((((((a[0] * r + a[1]) * r + a[2]) * r + a[3]) * r + a[4]) * r + a[5]) * q /
+                (((((b[0] * r + b[1]) * r + b[2]) * r + b[3]) * r + b[4]) * r + 1.0))
+    q = math.sqrt(-2.0 * math.log(p if p < low else 1.0 - p))
+    x = ((((((c[0] * q + c[1]) * q + c[2]) * q + c[3]) * q + c[4]) * q + c[5]) /
+         ((((d[0] * q + d[1]) * q + d[2]) * q + d[3]) * q + 1.0))
+    return x if p < low else -x
+
+
+# The largest standard normal deviate the engine can draw: one uniform per deviate, the largest
+# uniform (1 - 2^-33) from the largest 32-bit word. About 6.34.
+MAX_NORMAL_DEVIATE = _inverse_normal(_uniform_of_word(2**32 - 1))
+# The largest exponential deviate (in units of the scale): -log of the smallest uniform, 33 ln 2.
+MAX_EXPONENTIAL_DEVIATE = -math.log(_uniform_of_word(0))
 
 
 def _positive(where: str, name: str, value, allow_zero: bool = False) -> float:
@@ -204,6 +239,34 @@ class Projection:
         _positive(where, "delay_cut_ms", self.delay_cut_ms)
         _positive(where, "delay_step_ms", self.delay_step_ms)
 
+    def max_delay_steps(self, resolution_ms: float) -> int:
+        """The longest delay, in steps, that the engine can draw for this projection: its drawing
+        code (cpp/core/network_build.cpp) evaluated at the extreme uniform it can use."""
+        h = resolution_ms
+        offset = round(self.delay_offset_ms / h)
+        if self.delay_distribution == "normal":
+            y = (self.delay_mean_ms + self.delay_sd_ms * MAX_NORMAL_DEVIATE) / h
+            return max(offset, math.floor(min(y, 1e6) + 0.5))       # llround: halves away from zero
+        # offset + floor(x / step_ms) * step_steps, x = -scale log(u) redrawn until x < cut
+        x_max = self.delay_scale_ms * MAX_EXPONENTIAL_DEVIATE
+        if self.delay_cut_ms <= x_max:
+            k = math.ceil(self.delay_cut_ms / self.delay_step_ms) - 1     # x stays below the cut
+        else:
+            k = math.floor(x_max / self.delay_step_ms)
+        return offset + max(0, k) * round(self.delay_step_ms / h)
+
+
+def _delay_law(pr: Projection) -> str:
+    """The parameters that set a projection's longest delay, named as the user set them."""
+    def named(name):
+        label = pr.origin.get(name, name)
+        return f"'{label}' = {getattr(pr, name):g} ms"
+    if pr.delay_distribution == "normal":
+        sd = pr.origin.get("delay_sd_ms", "delay_sd_ms")
+        return (f"{named('delay_mean_ms')} and '{sd}' = {pr.delay_sd_ms:g} ms (normal delays reach the mean + "
+                f"{MAX_NORMAL_DEVIATE:.2f} sd)")
+    return f"{named('delay_offset_ms')} and {named('delay_cut_ms')}"
+
 
 @dataclass
 class PoissonDrive:
@@ -216,6 +279,7 @@ class PoissonDrive:
     rate_hz: float
     weight_mean_mV: float
     weight_sd_mV: float
+    origin: dict = field(default_factory=dict)   # field -> the model parameter that set it, for errors
 
     def validate(self) -> None:
         where = f"external drive of '{self.target}'"
@@ -338,9 +402,12 @@ class Network:
             steps(where, "delay_offset_ms", pr.delay_offset_ms, pr.origin, minimum=1)
             if pr.delay_distribution == "exponential":
                 steps(where, "delay_step_ms", pr.delay_step_ms, pr.origin, minimum=1)
-            elif (pr.delay_mean_ms + 10 * pr.delay_sd_ms) / resolution_ms > 65535:
-                raise ConfigError(f"{where}: delays up to {pr.delay_mean_ms + 10 * pr.delay_sd_ms:g} ms exceed "
-                                  f"65535 steps of {resolution_ms} ms; use a coarser resolution_ms")
+            longest = pr.max_delay_steps(resolution_ms)
+            if longest > MAX_DELAY_STEPS:
+                raise ConfigError(f"{_delay_law(pr)} give delays up to {longest * resolution_ms:g} ms = {longest} "
+                                  f"steps ({where}); the engine stores delays of at most {MAX_DELAY_STEPS} steps, "
+                                  f"{MAX_DELAY_STEPS * resolution_ms:g} ms at resolution_ms = {resolution_ms:g}: "
+                                  f"use shorter delays or a coarser resolution_ms")
         for p in self.populations:
             if p.model == "ignore_and_fire":
                 period = 1000.0 / float(p.params["rate_hz"]) / resolution_ms

@@ -1,15 +1,26 @@
 """The result folder of a run: config.toml, summary.json, environment.json, spikes.h5 (SONATA),
-timers.h5.
+timers.h5, and the marker .ranvier-result.
 
-Files are written into a temporary sibling folder that is renamed at the end, so a
-crash or an interruption never leaves a half-written result folder behind.
+Rules that keep users' files safe:
+- Ranvier deletes only what it wrote. A folder it wrote holds the marker file; --force replaces
+  such a folder and nothing else. '.', '..', the home folder, '/' and any folder that holds the
+  current one are refused outright.
+- A destination is claimed before the build with a lock (flock on a sibling lock file), so a
+  second run writing the same folder is refused at once, in one line.
+- Everything is written into a hidden sibling folder (spikes and timers streamed there during
+  the run) that becomes the result folder by one rename at the end. A crash, an interrupt or
+  a full disk leaves the earlier folder as it was and no half-written one.
 """
 from __future__ import annotations
 
+import errno
+import fcntl
+import glob
 import json
 import math
 import os
 import shutil
+import socket
 import tempfile
 from pathlib import Path
 
@@ -17,44 +28,249 @@ import numpy as np
 
 from .errors import ConfigError
 
-SONATA_SORTING = {"none": 0, "by_id": 1, "by_time": 2}
+MARKER = ".ranvier-result"           # in every folder Ranvier wrote: what --force may replace
+STAGING_SUFFIX = ".ranvier-tmp"      # hidden sibling folders being written
+
+
+class OutputError(Exception):
+    """The results could not be written (a full disk, a quota, permissions): one line for the user."""
 
 
 # -- the target folder ---------------------------------------------------------------------
+def is_result_folder(path) -> bool:
+    return (Path(path) / MARKER).is_file()
+
+
 def check_target(path, force: bool = False) -> Path:
-    """The output folder, refused (before anything is built) if it holds files and force is off."""
+    """The output folder, refused (before anything is built) where writing it could lose a user's files."""
+    if path is None or not str(path).strip():
+        raise ConfigError("--out is empty; give the folder to write the results to, e.g. --out results/run1")
     path = Path(path)
+    absolute = Path(os.path.abspath(path))
+    cwd = Path(os.getcwd())
+    home = Path.home()
+    if absolute == Path(absolute.anchor) or absolute == home or absolute == cwd or absolute in cwd.parents:
+        what = ("the root folder" if absolute == Path(absolute.anchor) else "your home folder" if absolute == home
+                else "the current folder" if absolute == cwd else "a folder that holds the current one")
+        raise ConfigError(f"--out '{path}' is {what}; results go into a folder of their own: choose a new name "
+                          f"such as --out results/run1")
+    if path.is_symlink():
+        raise ConfigError(f"--out '{path}' is a symbolic link; give the real folder or a new name")
     if path.exists() and not path.is_dir():
         raise ConfigError(f"--out '{path}' exists and is not a folder; choose another path")
-    if path.is_dir() and any(path.iterdir()) and not force:
-        raise ConfigError(f"--out '{path}' exists and is not empty; choose a new folder or add --force to replace it")
-    parent = path.absolute().parent
-    if not parent.is_dir():
-        raise ConfigError(f"--out '{path}': the parent folder '{parent}' does not exist; create it first")
+    if path.is_dir() and any(path.iterdir()):
+        if not force:
+            raise ConfigError(f"--out '{path}' exists and is not empty; choose a new folder, or add --force to "
+                              f"replace it if it holds an earlier ranvier result")
+        if not is_result_folder(path):
+            raise ConfigError(f"--out '{path}' holds files that ranvier did not write (no {MARKER} marker); "
+                              f"--force replaces only earlier ranvier results: choose another folder")
+    parent = _existing_ancestor(absolute.parent)
     if not os.access(parent, os.W_OK):
-        raise ConfigError(f"--out '{path}': the parent folder '{parent}' is not writable; choose another path")
+        raise ConfigError(f"--out '{path}': the folder '{parent}' is not writable; choose another path")
     return path
 
 
-def write_result(path, config: dict, result, summary: dict, environment: dict | None = None) -> Path:
-    """Writes every file of the result folder at path (rank 0 only), atomically."""
-    path = Path(path)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.absolute().parent))
+def _existing_ancestor(path: Path) -> Path:
+    while not path.exists():
+        path = path.parent
+    return path
+
+
+class OutputFolder:
+    """A claimed destination: locked against other runs, with a hidden staging folder beside it.
+
+        out = OutputFolder(path, force)     # checks and claims (rank 0, before the build)
+        ... stream spikes and timers into out.staging during the run ...
+        out.publish(config, summary, environment)   # or out.abandon()
+    """
+
+    def __init__(self, path, force: bool = False):
+        self.shown = check_target(path, force)      # as the user wrote it, for messages
+        self.force = force
+        self.path = absolute = Path(os.path.abspath(self.shown))
+        self.parent = absolute.parent
+        self._made_parents = []
+        missing = []
+        p = self.parent
+        while not p.exists():
+            missing.append(p)
+            p = p.parent
+        try:
+            for p in reversed(missing):             # missing parents are created, as users expect
+                p.mkdir()
+                self._made_parents.append(p)
+        except OSError as e:
+            self._remove_parents()
+            raise ConfigError(f"--out '{path}': cannot create the folder '{p}': {e.strerror}") from None
+        self._lock_file = None
+        self.staging = None
+        try:
+            self._lock()
+            self._remove_stale_staging()
+            self.staging = Path(tempfile.mkdtemp(prefix=f".{absolute.name}.", suffix=STAGING_SUFFIX, dir=self.parent))
+        except BaseException:
+            self._release()
+            self._remove_parents()
+            raise
+
+    # -- claiming ---------------------------------------------------------------------
+    @property
+    def lock_path(self) -> Path:
+        return self.parent / f".{self.path.name}.ranvier-lock"
+
+    def _lock(self) -> None:
+        """An exclusive flock on a sibling lock file: released by the kernel if the process dies."""
+        while True:
+            fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                try:
+                    holder = os.read(fd, 200).decode(errors="replace").strip() or "unknown"
+                finally:
+                    os.close(fd)
+                raise ConfigError(f"--out '{self.shown}' is being written by another ranvier run ({holder}); "
+                                  f"choose another folder or wait for that run to finish") from None
+            # the file may have been unlinked by its previous holder between open and flock
+            try:
+                same = os.stat(self.lock_path).st_ino == os.fstat(fd).st_ino
+            except FileNotFoundError:
+                same = False
+            if same:
+                break
+            os.close(fd)
+        os.ftruncate(fd, 0)
+        os.write(fd, f"pid {os.getpid()} on {socket.gethostname()}\n".encode())
+        self._lock_file = fd
+
+    def _remove_stale_staging(self) -> None:
+        """Staging folders of this destination left by a killed run (we hold the lock: nobody writes them)."""
+        for stale in self.parent.glob(f".{glob.escape(self.path.name)}.*{STAGING_SUFFIX}"):
+            if stale.is_dir() and not stale.is_symlink():
+                shutil.rmtree(stale, ignore_errors=True)
+
+    def _release(self) -> None:
+        if self._lock_file is not None:
+            try:
+                os.unlink(self.lock_path)
+            except OSError:
+                pass
+            os.close(self._lock_file)
+            self._lock_file = None
+
+    def _remove_parents(self) -> None:
+        for p in reversed(self._made_parents):
+            try:
+                p.rmdir()
+            except OSError:
+                break
+        self._made_parents = []
+
+    # -- checks ---------------------------------------------------------------------
+    def check_space(self, needed_bytes: int, what: str) -> None:
+        """Refuses up front a run whose output cannot fit on the disk."""
+        free = shutil.disk_usage(self.parent).free
+        if needed_bytes > free:
+            raise ConfigError(f"--out '{self.shown}': {what} need {_bytes(needed_bytes)}, but {describe_disk(self.parent)} "
+                              f"has {_bytes(free)} free; free some space, choose another disk, or shorten the run")
+
+    # -- finishing --------------------------------------------------------------------
+    def publish(self, config: dict, summary: dict, environment: dict | None = None) -> Path:
+        """Writes the small files and the marker into the staging folder, then renames it into place."""
+        from . import __version__
+        tmp = self.staging
+        try:
+            (tmp / "config.toml").write_text(dumps_toml(config))
+            write_summary(tmp / "summary.json", summary)
+            if environment is not None:
+                write_summary(tmp / "environment.json", environment)
+            (tmp / MARKER).write_text(json.dumps({"written_by": "ranvier", "version": __version__}) + "\n")
+            _sync(tmp)
+            os.chmod(tmp, 0o755)                  # mkdtemp makes it private
+        except OSError as e:
+            needed = sum(f.stat().st_size for f in tmp.iterdir() if f.is_file())
+            self.abandon()
+            raise OutputError(write_failure(self.shown, e, needed)) from None
+        self._replace_destination()
+        self._release()
+        return self.shown
+
+    def _replace_destination(self) -> None:
+        old = None
+        if self.path.exists():
+            # Checked again: the destination may have changed since the claim.
+            if any(self.path.iterdir()) and not (self.force and is_result_folder(self.path)):
+                kept = self.staging
+                self._release()
+                raise OutputError(f"'{self.shown}' was filled by something else during the run and was left as it "
+                                  f"is; the results are in '{kept}'")
+            old = Path(tempfile.mkdtemp(prefix=f".{self.path.name}.replaced.", suffix=STAGING_SUFFIX,
+                                        dir=self.parent))
+            os.replace(self.path, old / "result")
+        os.replace(self.staging, self.path)
+        self.staging = None
+        if old is not None:
+            shutil.rmtree(old, ignore_errors=True)
+
+    def abandon(self) -> None:
+        """Removes the staging folder and whatever it holds; the destination stays as it was."""
+        if self.staging is not None:
+            shutil.rmtree(self.staging, ignore_errors=True)
+            self.staging = None
+        self._release()
+        self._remove_parents()
+
+
+def _sync(folder: Path) -> None:
+    """Flushes the files and the folder to the disk, so a crash after the rename finds them whole."""
+    for f in folder.iterdir():
+        if f.is_file():
+            fd = os.open(f, os.O_RDONLY)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+
+
+def _bytes(n: float) -> str:
+    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if n >= scale:
+            return f"{n / scale:.1f} {unit}"
+    return f"{int(n)} bytes"
+
+
+def describe_disk(path) -> str:
+    """'the disk mounted at /data (ext4, /dev/sdb1)' for the file system holding path."""
+    path = Path(os.path.abspath(path))
+    mount = path
+    while not os.path.ismount(mount):
+        mount = mount.parent
+    kind = device = None
     try:
-        (tmp / "config.toml").write_text(dumps_toml(config))
-        write_summary(tmp / "summary.json", summary)
-        if environment is not None:
-            write_summary(tmp / "environment.json", environment)
-        write_spikes(tmp / "spikes.h5", result)
-        write_timers(tmp / "timers.h5", result)
-        os.chmod(tmp, 0o755)          # mkdtemp makes it private
-        if path.exists():             # empty, or --force
-            shutil.rmtree(path)
-        os.replace(tmp, path)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-    return path
+        with open("/proc/mounts") as f:
+            for line in f:
+                fields = line.split()
+                if len(fields) >= 3 and fields[1] == str(mount):
+                    device, kind = fields[0], fields[2]
+    except OSError:
+        pass
+    detail = f" ({kind}, {device})" if kind else ""
+    return f"the disk mounted at {mount}{detail}"
+
+
+def write_failure(path, error: OSError, needed_bytes: int) -> str:
+    """One line: why the results could not be written, and what they need."""
+    full = error.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG) or "No space left" in str(error)
+    parent = _existing_ancestor(Path(os.path.abspath(path)).parent)
+    free = shutil.disk_usage(parent).free
+    if full:
+        why = (f"{describe_disk(parent)} is full ({_bytes(free)} free; the results need about "
+               f"{_bytes(needed_bytes)})")
+    else:
+        why = f"{error.strerror or error}"
+    return (f"could not write the results to '{path}': {why}; nothing was written there and any earlier "
+            f"folder is unchanged")
 
 
 # -- the files -----------------------------------------------------------------------------
@@ -72,38 +288,6 @@ def write_summary(path, summary: dict) -> None:
     with open(path, "w") as f:
         json.dump(summary, f, indent=2, default=_json_default)
         f.write("\n")
-
-
-def write_spikes(path, result) -> None:
-    """SONATA spike file: /spikes/<population>/{node_ids, timestamps}, sorted by time."""
-    import h5py
-
-    ids, times = result.spikes
-    sorting = h5py.enum_dtype(SONATA_SORTING, basetype="i1")
-    with h5py.File(path, "w") as f:
-        spikes = f.create_group("spikes")
-        spikes.attrs["sorting"] = "by_time"
-        for name, first, size in zip(result.population_names, result.population_first_ids,
-                                     result.population_sizes):
-            mine = (ids >= first) & (ids < first + size)
-            group = spikes.create_group(name)
-            # SONATA (and libsonata) read the population's sorting as an HDF5 enum
-            group.attrs.create("sorting", SONATA_SORTING["by_time"], dtype=sorting)
-            group.create_dataset("node_ids", data=(ids[mine] - first).astype(np.uint64))
-            stamps = group.create_dataset("timestamps", data=times[mine].astype(np.float64))
-            stamps.attrs["units"] = "ms"
-
-
-def write_timers(path, result) -> None:
-    """cycle_seconds[rank, cycle, phase]: wall seconds per phase of every cycle on every rank."""
-    import h5py
-
-    from .simulation import PHASES
-
-    with h5py.File(path, "w") as f:
-        ds = f.create_dataset("cycle_seconds", data=np.asarray(result.cycle_timers, dtype=np.float64))
-        ds.attrs["phases"] = np.array(list(PHASES), dtype=h5py.string_dtype())
-        ds.attrs["cycle_ms"] = result.steps_per_cycle * result.resolution_ms
 
 
 # -- TOML (flat: top-level scalars, then tables of scalars) --------------------------------

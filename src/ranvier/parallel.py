@@ -2,14 +2,30 @@
 
 A single-process run needs no MPI at all. Under `mpiexec` (detected from the launcher's
 environment) or when a communicator is passed in, mpi4py provides it.
+
+A failure on one rank ends the whole job. An uncaught exception or Ctrl-C on one rank would
+otherwise leave the others waiting forever in their next collective call. So when a
+communicator of more than one rank is made (`MPIComm`), a `sys.excepthook` is installed (once,
+chained to the one before it): it prints the traceback as usual, then one line naming the rank,
+
+    ranvier: error: rank 1 of 4: RuntimeError: ...; stopping every rank
+
+and calls MPI_Abort on MPI.COMM_WORLD (exit status 130 after Ctrl-C, 1 otherwise), which ends
+every rank within seconds. A script that catches its own exceptions keeps them: the hook only
+sees what would end the interpreter. The `ranvier` command does the same in its main()
+(`stop_every_rank`), without the traceback.
 """
 from __future__ import annotations
 
 import os
+import sys
+import time
 
 from .errors import ConfigError
 
 _LAUNCHER_SIZE_VARS = ("PMI_SIZE", "OMPI_COMM_WORLD_SIZE", "MPI_LOCALNRANKS", "PMIX_SIZE")
+_LAUNCHER_RANK_VARS = ("PMI_RANK", "OMPI_COMM_WORLD_RANK", "PMIX_RANK")
+EXIT_INTERRUPTED = 130
 
 
 def launched_with_mpi() -> bool:
@@ -20,6 +36,26 @@ def launched_with_mpi() -> bool:
         except ValueError:
             pass
     return False
+
+
+def launcher_rank() -> int:
+    """This process's rank as the MPI launcher announced it (0 outside mpiexec), known before MPI starts."""
+    for var in _LAUNCHER_RANK_VARS:
+        try:
+            return int(os.environ[var])
+        except (KeyError, ValueError):
+            pass
+    return 0
+
+
+def launcher_size() -> int:
+    """The job's number of ranks as the MPI launcher announced it (1 outside mpiexec)."""
+    for var in ("PMI_SIZE", "OMPI_COMM_WORLD_SIZE", "PMIX_SIZE", "MPI_LOCALNRANKS"):
+        try:
+            return max(1, int(os.environ[var]))
+        except (KeyError, ValueError):
+            pass
+    return 1
 
 
 class SerialComm:
@@ -56,6 +92,8 @@ class MPIComm:
         self.ranks_on_node = node.Get_size()
         self.node_rank = node.Get_rank()
         node.Free()
+        if self.size > 1:
+            _install_abort_hook()
 
     def gather(self, obj):
         return self.comm.gather(obj, root=0)
@@ -73,6 +111,8 @@ class MPIComm:
 
 def make_comm(comm=None):
     """The communicator to use: the one given, MPI.COMM_WORLD under mpiexec, else serial."""
+    if isinstance(comm, (SerialComm, MPIComm)):     # already made (the command line makes it first)
+        return comm
     if comm is None and not launched_with_mpi():
         return SerialComm()
     try:
@@ -99,3 +139,87 @@ def abort_world(code: int = 1) -> None:
     if launched_with_mpi():
         from mpi4py import MPI
         MPI.COMM_WORLD.Abort(code)
+
+
+# -- one rank's failure ends every rank ------------------------------------------------------
+def describe_failure(exc: BaseException) -> str:
+    """One line for an exception: 'interrupted' for Ctrl-C, else its type and message."""
+    if isinstance(exc, KeyboardInterrupt):
+        return "interrupted"
+    name = type(exc).__name__
+    try:
+        text = " ".join(str(exc).split())        # one line, whatever the message holds
+    except Exception:                            # a broken __str__ must not hide the failure
+        text = ""
+    if not text and isinstance(exc, MemoryError):
+        text = "out of memory"
+    return f"{name}: {text}" if text else name
+
+
+def exit_code(exc: BaseException) -> int:
+    """The job's exit status after exc: 130 for an interrupt (as a shell reports SIGINT), else 1."""
+    return EXIT_INTERRUPTED if isinstance(exc, KeyboardInterrupt) else 1
+
+
+def world_rank_size() -> tuple[int, int]:
+    """(rank, size) in MPI.COMM_WORLD once MPI runs, else as the launcher announced them."""
+    MPI = sys.modules.get("mpi4py.MPI")
+    try:
+        if MPI is not None and MPI.Is_initialized() and not MPI.Is_finalized():
+            return MPI.COMM_WORLD.Get_rank(), MPI.COMM_WORLD.Get_size()
+    except Exception:
+        pass
+    return launcher_rank(), launcher_size()
+
+
+def failure_line(exc: BaseException, rank: int, size: int) -> str:
+    return f"ranvier: error: rank {rank} of {size}: {describe_failure(exc)}; stopping every rank"
+
+
+def stop_every_rank(exc: BaseException) -> None:
+    """After exc on this rank alone: one line naming the rank on stderr, then MPI_Abort on
+    COMM_WORLD (status 130 for an interrupt, 1 otherwise), which ends every rank of the job.
+    Not collective: the other ranks may be computing or waiting anywhere. Starts MPI first when
+    the failure came before it (the others wait in MPI_Init for this rank). Returns only where
+    there is no MPI job to stop (one process, or no mpi4py)."""
+    rank, size = world_rank_size()
+    try:
+        print(failure_line(exc, rank, size), file=sys.stderr, flush=True)
+    except Exception:                            # stderr gone: stopping the job matters more
+        pass
+    if size <= 1:
+        return
+    try:
+        from mpi4py import MPI
+    except ImportError:
+        return
+    # The launcher forwards a rank's stderr through its proxies, and an abort kills them: give the
+    # line (and a traceback printed just before) a moment to get out.
+    time.sleep(ABORT_GRACE_S)
+    MPI.COMM_WORLD.Abort(exit_code(exc))
+
+
+ABORT_GRACE_S = 0.3
+_abort_hook_installed = False
+
+
+def _install_abort_hook() -> None:
+    """sys.excepthook, once, chained: an exception no one caught on this rank ends the job."""
+    global _abort_hook_installed
+    if _abort_hook_installed:
+        return
+    _abort_hook_installed = True
+    previous = sys.excepthook
+
+    def abort_on_uncaught(exc_type, exc, tb):
+        try:
+            previous(exc_type, exc, tb)          # the traceback, as without MPI
+        except BaseException:
+            pass
+        try:
+            sys.stderr.flush()
+        except Exception:
+            pass
+        stop_every_rank(exc if exc is not None else exc_type())
+
+    sys.excepthook = abort_on_uncaught

@@ -9,12 +9,14 @@ from __future__ import annotations
 import math
 import os
 import resource
+import sys
 import time
 
 import numpy as np
 
-from . import _engine, cycle_stats, theory
+from . import _engine, cycle_stats, recording, theory
 from . import placement as placements
+from . import resources
 from .errors import ConfigError
 from .network import Network
 from .parallel import make_comm
@@ -32,22 +34,28 @@ COUNTERS = tuple(_engine.COUNTERS)
 BYTES_PER_SYNAPSE_PEAK = 11.0          # 8-byte synapses (measured: 12.4 B/synapse for dpsnn, Python included)
 BYTES_PER_SYNAPSE_PEAK_PACKED = 7.0    # 4-byte synapses (measured: 6.3 B/synapse for the full microcircuit)
 BASE_BYTES_PER_RANK = 150 * 2**20
+# A spike kept in memory: id and step (16 B), joined into one array at the end (16 B more), and
+# the temporaries of rates and sorting.
+MEMORY_BYTES_PER_RECORDED_SPIKE = 48
+ASSUMED_RATE_HZ = 10.0         # for the memory check of recorded spikes, where a model sets no rate
 
 
 def _peak_rss_bytes() -> int:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024   # Linux reports KiB
 
 
-def _available_memory_bytes() -> int:
-    try:
-        import psutil
-        return int(psutil.virtual_memory().available)
-    except Exception:   # pragma: no cover - psutil is a dependency; /proc is the fallback
-        with open("/proc/meminfo") as f:
-            for line in f:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    return 2**62
+# The external drive (Engine::drive, cpp/core/engine.cpp; PoissonTable, cpp/core/distributions.hpp).
+DRIVE_CHUNK = 512                      # neurons whose events are listed at once
+DRIVE_EVENT_BYTES = 21                 # per listed event: neuron, word, weight, place (4 B each), tail flag, tail index
+POISSON_TABLE_MAX_ENTRIES = 2**31 - 1  # the table's CDF is indexed by int
+MIN_FRACTION_BITS = 8                  # the coarsest fixed-point scale of synaptic input (_fraction_bits)
+
+
+def _poisson_table_entries(mean: float) -> int:
+    """Entries of the engine's Poisson table for this mean: counts 0 .. mean + 12 sqrt(mean) + 20."""
+    if mean <= 0:
+        return 1
+    return int(mean + 12.0 * math.sqrt(mean) + 20.0) + 1
 
 
 def _max_abs_weight(pr) -> float:
@@ -75,6 +83,14 @@ class Simulation:
     transfer, as the DPSNN study does). record_state: global ids whose V and c are recorded
     at every step.
 
+    Spikes and per-cycle timers leave the engine after every chunk of a run (100 ms simulated)
+    and are gathered on rank 0 (ranvier.recording). record_spikes: True keeps them in memory
+    (Result.spikes), "counts" keeps only the spike counts per population before and after 1 s
+    (enough for the summary, flat memory however long the run), False records none.
+    stream_to: a folder; spikes and timers are appended there (spikes.h5, SONATA layout, and
+    timers.h5) chunk by chunk instead of kept in memory, so memory stays flat; the files are
+    complete after close() (or at the end of a `with Simulation(...) as sim:` block).
+
     exchange="two-tier" (structure-aware simulation of multi-area models): spikes reach the ranks
     of their own area group through `tier_exchange` every cycle (the minimum delay), and all
     other ranks through `tier_exchange` among all ranks every `global_interval` cycles (D; by
@@ -84,7 +100,8 @@ class Simulation:
 
     def __init__(self, network: Network, *, threads: int | None = None, exchange: str = "allgather",
                  placement: str = "round-robin", seed: int = 1, resolution_ms: float = 0.1,
-                 comm=None, barrier: bool = True, overlap: bool = False, record_spikes: bool = True,
+                 comm=None, barrier: bool = True, overlap: bool = False, record_spikes: bool | str = True,
+                 stream_to=None,
                  record_state: list[int] | None = None, max_memory_bytes: int | None = None,
                  global_interval: int | None = None, tier_exchange: str = "allgather"):
         if not isinstance(network, Network):
@@ -108,6 +125,14 @@ class Simulation:
             threads = max(1, (os.cpu_count() or 1) // self.comm.ranks_on_node)
         if not isinstance(threads, int) or isinstance(threads, bool) or threads < 1:
             raise ConfigError(f"threads must be a positive integer, got {threads!r}")
+        # Far more threads than cores only slows a run down (and hints at a typo): refused, on
+        # every rank at once (nodes may differ), against the node with the fewest cores.
+        cores = -self.comm.allreduce_max(-resources.cores())
+        if threads > resources.MAX_THREADS_PER_CORE * cores:
+            node = "this node" if self.comm.size == self.comm.ranks_on_node else "the smallest node"
+            raise ConfigError(f"threads = {threads} per rank is more than {resources.MAX_THREADS_PER_CORE} x the "
+                              f"{cores} cores of {node}; use at most {resources.MAX_THREADS_PER_CORE * cores} (the "
+                              f"default, cores / ranks on the node, is {max(1, cores // self.comm.ranks_on_node)})")
         self.threads = threads
         n = network.size
         if n >= 2**40:
@@ -151,22 +176,29 @@ class Simulation:
                                   f"{threads} threads; use fewer threads or ranks")
             self.placement_segments = (bounds, owners)
 
+        self._check_drives()
         self.memory_estimate_bytes = self.estimate_memory()
-        limit = max_memory_bytes if max_memory_bytes is not None else _available_memory_bytes()
-        on_node = self.memory_estimate_bytes * self.comm.ranks_on_node
-        # Decided together: available memory is read per rank, and a rank that refused alone
-        # would leave the others waiting in the build.
-        if self.comm.allreduce_max(on_node / max(limit, 1)) > 1.0:
-            raise ConfigError(
-                f"the network will not fit in memory: estimated {on_node / 2**30:.1f} GiB on this node "
-                f"({network.expected_synapses():.3g} synapses at {self.bytes_per_synapse_peak()} B each, "
-                f"{self.comm.ranks_on_node} rank(s)), {limit / 2**30:.1f} GiB available; use fewer neurons "
-                f"or synapses, or more nodes")
+        self._check_memory(max_memory_bytes)
 
-        config = self._engine_config(record_spikes)
+        if record_spikes not in (True, False, "counts"):
+            raise ConfigError(f"record_spikes must be true, false or \"counts\", got {record_spikes!r}")
+        if stream_to is not None and record_spikes is not True:
+            raise ConfigError("stream_to writes the spikes to files: it needs record_spikes = true")
+        self.record_spikes, self.stream_to = record_spikes, stream_to
+        self.recording = None            # made on rank 0 at the first run (ranvier.recording)
+        self.closed = False
+        self._warn_oversubscription()
+        config = self._engine_config(bool(record_spikes))
         t0 = time.perf_counter()
-        self._engine = _engine.Engine(config)
-        self._engine.build()
+        try:
+            self._engine = _engine.Engine(config)
+            self._engine.build()
+        except MemoryError as e:
+            raise self._out_of_memory() from e
+        except RuntimeError as e:      # the build's threads pass std::bad_alloc on as its text
+            if "bad_alloc" not in str(e):
+                raise
+            raise self._out_of_memory() from e
         self.build_seconds = self.comm.allreduce_max(time.perf_counter() - t0)
         self.simulate_seconds = 0.0
         self.steps_done = 0
@@ -205,12 +237,126 @@ class Simulation:
 
     def estimate_memory(self) -> int:
         """Bytes this rank will need at the peak of the build, computed before anything is built."""
+        return int(sum(self.memory_parts().values()))
+
+    def memory_parts(self) -> dict:
+        """estimate_memory, part by part (bytes on this rank): base, synapses, neurons (state and
+        per-thread buffers), drive (the external drive's Poisson tables and event buffers)."""
         net = self.network
         synapses = net.expected_synapses() / self.comm.size
         neurons = net.size / self.comm.size
         per_thread = net.size * 4 * 2 + self.drive_steps * neurons / self.threads * 4
-        return int(BASE_BYTES_PER_RANK + synapses * self.bytes_per_synapse_peak() + neurons * 64
-                   + per_thread * self.threads)
+        return {"base": BASE_BYTES_PER_RANK, "synapses": synapses * self.bytes_per_synapse_peak(),
+                "neurons": neurons * 64 + per_thread * self.threads, "drive": self._drive_bytes()}
+
+    # -- the external drive (Engine::drive in cpp/core/engine.cpp) ---------------------------
+    def _drive_events_per_window(self, d) -> float:
+        """Expected external events per neuron in one drive window (drive_steps steps)."""
+        return d.n_synapses * d.rate_hz * 1e-3 * self.resolution_ms * self.drive_steps
+
+    def _drive_bytes(self) -> float:
+        """Memory of the external drive on this rank. Per population, the Poisson table holds the
+        CDF up to mean + 12 sqrt(mean) + 20 counts (8 B each, in a vector grown by doubling).
+        Per thread, the events of DRIVE_CHUNK neurons are listed at once, DRIVE_EVENT_BYTES each,
+        in buffers that grow to twice what they hold; one-step windows of fixed efficacy (the
+        microcircuit's) list no events but keep 4 words per local neuron."""
+        tables = largest_table = events = fixed = 0.0
+        for d in self.network.drives:
+            if not d.n_synapses or d.rate_hz <= 0:
+                continue
+            mean = self._drive_events_per_window(d)
+            entries = _poisson_table_entries(mean)
+            tables += 16.0 * entries
+            largest_table = max(largest_table, 8.0 * entries)     # old and new storage while it grows
+            size = self.network.population(d.target).size
+            if self.drive_steps == 1 and d.weight_sd_mV == 0:
+                fixed += 16.0 * size / self.comm.size
+                continue
+            m = min(DRIVE_CHUNK, size)
+            listed = m * (mean + 3) + 10 * math.sqrt(m * mean) + 32
+            events = max(events, 2 * DRIVE_EVENT_BYTES * listed)
+        return tables + largest_table + events * self.threads + fixed
+
+    def _drive_text(self, d) -> str:
+        """A drive's size as the user set it: 'external_synapses' = 400 x 'external_rate_exc_hz' = 3 Hz."""
+        n, rate = d.origin.get("n_synapses", "n_synapses"), d.origin.get("rate_hz", "rate_hz")
+        return f"'{n}' = {d.n_synapses} x '{rate}' = {d.rate_hz:g} Hz"
+
+    def _check_drives(self) -> None:
+        """Refuses drives the engine cannot draw or sum: more expected events per neuron and window
+        than its Poisson table can count (the table is indexed by int: mean + 12 sqrt(mean) + 20
+        must stay below 2^31), or an expected input per step beyond the 32-bit fixed-point sums
+        at their coarsest scale (2^-MIN_FRACTION_BITS)."""
+        h = self.resolution_ms
+        for d in self.network.drives:
+            if not d.n_synapses or d.rate_hz <= 0:
+                continue
+            where = f"external drive of '{d.target}'"
+            mean = self._drive_events_per_window(d)
+            per_step = mean / self.drive_steps
+            if mean + 12 * math.sqrt(mean) + 20 >= POISSON_TABLE_MAX_ENTRIES:
+                raise ConfigError(f"{where}: {self._drive_text(d)} gives {mean:.3g} expected events per neuron in "
+                                  f"each window of {self.drive_steps * h:g} ms; the engine's Poisson table counts "
+                                  f"at most about {POISSON_TABLE_MAX_ENTRIES:.3g}: lower the rate or the synapses")
+            weight = d.origin.get("weight_mean_mV", "weight_mean_mV")
+            per_step_input = per_step * abs(d.weight_mean_mV)
+            most = (2**31 - 1) / 2.0 ** MIN_FRACTION_BITS
+            if per_step_input >= most:
+                raise ConfigError(f"{where}: {self._drive_text(d)} gives {per_step:.3g} expected events per neuron "
+                                  f"and step of {h:g} ms, each of '{weight}' = {d.weight_mean_mV:g}: "
+                                  f"{per_step_input:.3g} per step, more than the engine's 32-bit input sums hold "
+                                  f"({most:.3g} at their coarsest scale); lower the rate or the synapses (a neuron "
+                                  f"of the cortex receives some thousands of external events per second)")
+
+    def _check_memory(self, max_memory_bytes: int | None) -> None:
+        """Refuses a network whose estimate exceeds what any limit leaves: available memory,
+        ulimit -v (per rank), cgroup limits (shared by the node's ranks), or max_memory_bytes."""
+        per_rank = self.memory_estimate_bytes
+        ranks = self.comm.ranks_on_node
+        if max_memory_bytes is not None:
+            limits = [resources.MemoryLimit(int(max_memory_bytes),
+                                            f"max_memory_bytes allows {max_memory_bytes / 2**30:.1f} GiB", False)]
+        else:
+            limits = resources.memory_limits()
+        ratio, limit = resources.tightest_memory_limit(per_rank, ranks, limits)
+        # Decided together: limits are read per rank, and a rank that refused alone would leave
+        # the others waiting in the build.
+        if self.comm.allreduce_max(ratio) <= 1.0:
+            return
+        per_process = limit is not None and limit.per_process
+        need = per_rank if per_process else per_rank * ranks
+        parts = self.memory_parts()
+        detail = (f"{self.network.expected_synapses():.3g} synapses at {self.bytes_per_synapse_peak()} B each, "
+                  f"{ranks} rank(s) on this node")
+        fix = "use fewer neurons or synapses, or more nodes"
+        if parts["drive"] > 0.1 * per_rank:
+            biggest = max((d for d in self.network.drives if d.n_synapses and d.rate_hz > 0),
+                          key=self._drive_events_per_window)
+            detail += (f"; {parts['drive'] * (1 if per_process else ranks) / 2**30:.3g} GiB of it for the external "
+                       f"drive's Poisson tables and event buffers: {self._drive_text(biggest)} into "
+                       f"'{biggest.target}' gives {self._drive_events_per_window(biggest):.3g} expected events per "
+                       f"neuron every {self.drive_steps * self.resolution_ms:g} ms")
+            fix = "lower the external drive (rate or synapses), or " + fix
+        if per_process:
+            fix = "raise ulimit -v, or " + fix
+        what = limit.what if limit is not None else "another rank's limit is lower"
+        raise ConfigError(f"the network will not fit in memory: estimated {need / 2**30:.1f} GiB "
+                          f"{'per rank' if per_process else 'on this node'} ({detail}), {what}; {fix}")
+
+    def _out_of_memory(self) -> MemoryError:
+        """The build ran out of memory although the estimate passed: a MemoryError in one line."""
+        return MemoryError(f"the build ran out of memory (std::bad_alloc) on rank {self.comm.rank}: estimated "
+                           f"{self.memory_estimate_bytes / 2**30:.1f} GiB per rank, but the memory left under "
+                           f"the tightest limit was smaller or was taken by other processes; use fewer neurons "
+                           f"or synapses, or more nodes")
+
+    def _warn_oversubscription(self) -> None:
+        """Rank 0 warns, in one line, when the ranks of its node run more threads than it has cores."""
+        if self.comm.rank != 0:
+            return
+        line = resources.oversubscription_warning(self.comm.ranks_on_node, self.threads)
+        if line:
+            print(line, file=sys.stderr, flush=True)
 
     def bytes_per_synapse_peak(self) -> float:
         """Peak build memory per synapse: 4-byte or 8-byte synapses, with the delays and the
@@ -312,6 +458,8 @@ class Simulation:
         """Whether the engine stores 4-byte synapses at this scale even with the whole network on
         one thread (it checks each thread; fewer neurons per thread only leave more room)."""
         target_bits = max(1, math.ceil(math.log2(max(self.network.size, 2))))
+        if target_bits >= 31:          # no bit left for a weight beside the neuron index
+            return False
         return round(self._max_weights()[0] * 2.0 ** bits) < 2.0 ** (31 - target_bits) - 1
 
     def _fraction_bits(self) -> int:
@@ -334,14 +482,17 @@ class Simulation:
         external = max((d.n_synapses * d.rate_hz * 1e-3 * self.min_delay_ms for d in net.drives), default=0.0)
         bound = max(max_weight, 1e-9) * (in_degree + external + 16 * math.sqrt(external + 1) + 16)
         overflow_bits = math.floor(math.log2((2**31 - 1) / bound))
-        target_bits = max(1, math.ceil(math.log2(net.size)))
+        fallback = int(max(MIN_FRACTION_BITS, min(24, overflow_bits)))
+        target_bits = max(1, math.ceil(math.log2(max(net.size, 2))))
+        if target_bits >= 31:          # 2^31 neurons or more: no 4-byte synapse can hold the index
+            return fallback
         packed_bits = math.floor(math.log2((2 ** (31 - target_bits) - 1) / max(max_synapse, 1e-9)))
         weights = [abs(pr.weight_mean_mV) for pr in net.projections] + \
                   [abs(d.weight_mean_mV) for d in net.drives if d.n_synapses and d.rate_hz]
         smallest = min(weights, default=0.0)
         if packed_bits < overflow_bits and smallest * 2.0 ** packed_bits >= 1024:
             return packed_bits
-        return int(max(8, min(24, overflow_bits)))
+        return fallback
 
     # -- running ------------------------------------------------------------------------
     @property
@@ -355,6 +506,9 @@ class Simulation:
     def run(self, duration_ms: float, progress=None, chunk_ms: float | None = None) -> Result:
         """Advance by duration_ms (a multiple of the minimum delay). progress(done_ms, total_ms, wall_s)
         is called on rank 0 between chunks."""
+        if self.closed:
+            raise ConfigError("this simulation was closed (its streamed files are final); make a new Simulation "
+                              "to run further")
         try:
             duration = float(duration_ms)
         except (TypeError, ValueError):
@@ -377,11 +531,20 @@ class Simulation:
         chunk = max(1, int(round(chunk_ms / cycle_ms)))
         if self.global_interval > 1:   # whole windows of D cycles: no global exchange off its schedule
             chunk = max(1, chunk // self.global_interval) * self.global_interval
+        from .config import MAX_CYCLES
+        if self._engine.cycles_done + cycles > MAX_CYCLES:
+            raise ConfigError(f"duration_ms = {duration_ms:g} would take this simulation past {MAX_CYCLES} cycles "
+                              f"({MAX_CYCLES * cycle_ms:.6g} ms at {cycle_ms:g} ms per cycle), the engine's limit; "
+                              f"run shorter")
+        self._check_recording_memory(cycles, duration)
+        if self.rank == 0 and self.recording is None:
+            self.recording = self._make_recording()
         t0 = time.perf_counter()
         done = 0
         while done < cycles:
             n = min(chunk, cycles - done)
             self._engine.run_cycles(n)
+            self._collect()
             done += n
             if progress is not None and self.rank == 0:
                 progress(done * cycle_ms, cycles * cycle_ms, time.perf_counter() - t0)
@@ -389,6 +552,83 @@ class Simulation:
         self.simulate_seconds += self.comm.allreduce_max(wall)
         self.steps_done += steps
         return Result(self)
+
+    def _check_recording_memory(self, cycles: int, duration_ms: float) -> None:
+        """Spikes and timers kept in memory (the default) grow with the run: refuse a run whose record
+        would not fit (rank 0 holds it), before it starts. Streamed and counted runs keep one chunk.
+        Rank 0 alone knows where it records (stream_to may be given there only): it decides."""
+        if self.record_spikes is not True:           # the same on every rank
+            return
+        refusal = None
+        if self.rank == 0 and self.stream_to is None:
+            timers = (self.steps_done // self.steps_per_cycle + cycles) * self.size * recording.TIMER_BYTES_PER_CYCLE
+            spikes = self._expected_spikes(self.steps_done * self.resolution_ms + duration_ms)
+            need = timers + spikes * MEMORY_BYTES_PER_RECORDED_SPIKE
+            ratio, limit = resources.tightest_memory_limit(need, 1, resources.memory_limits())
+            if ratio > 1.0:
+                refusal = (f"keeping the spikes and timers of {duration_ms:g} ms in memory needs about "
+                           f"{need / 2**30:.1f} GiB on rank 0 (rates of {ASSUMED_RATE_HZ:g} Hz assumed for neuron "
+                           f"models), {limit.what if limit else 'more than is left'}; stream them to files with "
+                           f"Simulation(..., stream_to=FOLDER), keep counts only with record_spikes=\"counts\", or "
+                           f"run shorter pieces")
+        refusal = self.comm.bcast(refusal)
+        if refusal is not None:
+            raise ConfigError(refusal)
+
+    def _expected_spikes(self, duration_ms: float) -> float:
+        """Spikes a run of duration_ms will record: exact for cells that fire at set rates, an
+        assumed ASSUMED_RATE_HZ for neuron models."""
+        total = 0.0
+        for p in self.network.populations:
+            q = p.params
+            if p.model == "artificial":
+                rate = 2000.0 / (q["isi_min_ms"] + q["isi_max_ms"])
+            elif p.model in ("ignore_and_fire", "poisson_source"):
+                rate = q["rate_hz"]
+            else:
+                rate = ASSUMED_RATE_HZ
+            total += rate * p.size * duration_ms * 1e-3
+        return total
+
+    def close(self) -> None:
+        """Ends the recording: with stream_to, writes spikes.h5 and timers.h5 from the streamed chunks
+        (rank 0). A write that failed (a full disk) leaves `recording.error` set and no files. Also
+        called on leaving a `with Simulation(...) as sim:` block."""
+        if not self.closed and self.recording is not None:
+            self.recording.close()
+        self.closed = True
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+        return False
+
+    def _make_recording(self):
+        net = self.network
+        args = ([p.name for p in net.populations], [p.first_id for p in net.populations],
+                [p.size for p in net.populations], self.resolution_ms, self.comm.size, PHASES)
+        if self.stream_to is not None:
+            rec = recording.FileRecording(self.stream_to, *args)
+            rec.set_cycle_ms(self.cycle_ms)
+            return rec
+        if self.record_spikes == "counts":
+            return recording.CountRecording(*args)
+        return recording.MemoryRecording(*args)
+
+    def _collect(self) -> None:
+        """Takes the chunk's spikes and timers out of the engine on every rank; rank 0 records them."""
+        ids, steps = self._engine.take_spikes()
+        timers = self._engine.take_cycle_timers()
+        parts = self.comm.gather((ids, steps, timers))
+        if self.rank != 0:
+            return
+        ids = np.concatenate([p[0] for p in parts]).astype(np.int64)
+        steps = np.concatenate([p[1] for p in parts]).astype(np.int64)
+        order = np.lexsort((ids, steps))            # canonical order: by time, then id
+        self.recording.add(ids[order], steps[order], np.stack([p[2] for p in parts]),
+                           end_step=self._engine.cycles_done * self.steps_per_cycle)
 
     def connections(self):
         """This rank's synapses: (source, target, weight_mV, delay_ms) NumPy arrays."""
@@ -417,22 +657,23 @@ class Result:
         self.global_interval, self.tier_exchange = sim.global_interval, sim.tier_exchange
         self.lump_cycles = sim.lump_cycles
 
-        ids, steps = eng.spikes()
-        timers = eng.cycle_timers()
         counters = eng.counters()
-        local = dict(ids=ids, steps=steps, timers=timers, counters=counters, rss=_peak_rss_bytes(),
+        local = dict(counters=counters, rss=_peak_rss_bytes(),
                      synapses=eng.synapse_count(), store_bytes=eng.synapse_bytes())
         if sim.record_state:
             local["state"] = eng.state_trace()
         gathered = comm.gather(local)
-        self.spike_ids = self.spike_steps = self.cycle_timers = None
+        self.recording = sim.recording                 # rank 0: spikes and timers (ranvier.recording)
+        self._spikes = self._timers = None
+        self.cycles = self.phase_seconds = self.spikes_total = None
         self.counters = self.counters_per_rank = self.peak_rss_bytes = self.state = self.synapses = self.synapse_store_bytes = None
         if comm.rank == 0:
-            ids = np.concatenate([g["ids"] for g in gathered]).astype(np.int64)
-            steps = np.concatenate([g["steps"] for g in gathered]).astype(np.int64)
-            order = np.lexsort((ids, steps))            # canonical order: by time, then id
-            self.spike_ids, self.spike_steps = ids[order], steps[order]
-            self.cycle_timers = np.stack([g["timers"] for g in gathered])   # [rank, cycle, phase]
+            rec = self.recording
+            self.cycles = rec.cycles
+            self.phase_seconds = rec.phase_seconds.copy()          # [rank, phase], summed over every cycle
+            self.spikes_total = rec.spikes_total
+            if isinstance(rec, recording.MemoryRecording):       # a snapshot: later runs do not change it
+                self._spikes, self._timers = rec.spikes(), rec.cycle_timers()
             self.counters_per_rank = {k: np.array([g["counters"][k] for g in gathered], dtype=np.int64)
                                       for k in COUNTERS}
             self.counters = {k: int(v.sum()) for k, v in self.counters_per_rank.items()}
@@ -443,29 +684,59 @@ class Result:
                 self.state = _merge_state([g["state"] for g in gathered])
             self.check_conservation()
 
+    # -- what was recorded (rank 0) -------------------------------------------------------
+    def _recorded_spikes(self):
+        if self.counters is None:
+            return None
+        return self._spikes if self._spikes is not None else self.recording.spikes()
+
+    @property
+    def spike_ids(self):
+        """Global ids of every spike, sorted by time then id; None off rank 0 or when spikes were not kept."""
+        spikes = self._recorded_spikes()
+        return None if spikes is None else spikes[0]
+
+    @property
+    def spike_steps(self):
+        spikes = self._recorded_spikes()
+        return None if spikes is None else spikes[1]
+
+    @property
+    def cycle_timers(self):
+        """Seconds per phase of every cycle, [rank, cycle, phase] (a run streamed to files: its last
+        recording.MAX_STATISTICS_CYCLES cycles); None off rank 0."""
+        if self.counters is None:
+            return None
+        return self._timers if self._timers is not None else self.recording.cycle_timers()
+
     # -- spikes and rates ---------------------------------------------------------------
     @property
     def spikes(self):
         """(neuron ids, spike times in ms), sorted by time then id; None off rank 0."""
-        if self.spike_ids is None:
+        spikes = self._recorded_spikes()
+        if spikes is None:
             return None
-        return self.spike_ids, self.spike_steps * self.resolution_ms
+        return spikes[0], spikes[1] * self.resolution_ms
 
     def rates(self, start_ms: float = 0.0, stop_ms: float | None = None) -> dict:
         """Mean firing rate per population (Hz) over [start_ms, stop_ms)."""
-        if self.spike_ids is None:
+        if self.counters is None:
             return None
         stop_ms = self.duration_ms if stop_ms is None else stop_ms
         span_s = (stop_ms - start_ms) * 1e-3
         if span_s <= 0:
             raise ConfigError(f"rates: empty window [{start_ms}, {stop_ms}) ms")
-        t = self.spike_steps * self.resolution_ms
-        ids = self.spike_ids[(t >= start_ms) & (t < stop_ms)]
-        out = {}
-        for name, first, size in zip(self.population_names, self.population_first_ids, self.population_sizes):
-            count = np.count_nonzero((ids >= first) & (ids < first + size))
-            out[name] = count / size / span_s
-        return out
+        if self._spikes is not None:
+            t = self.spike_steps * self.resolution_ms
+            counts = self.recording.population_of(self.spike_ids[(t >= start_ms) & (t < stop_ms)])
+            counts = np.bincount(counts, minlength=len(self.population_sizes))
+        else:
+            try:
+                counts = self.recording.population_counts(start_ms, stop_ms, self.duration_ms)
+            except ValueError as e:
+                raise ConfigError(f"rates: {e}") from None
+        return {name: int(c) / size / span_s for name, size, c in zip(self.population_names, self.population_sizes,
+                                                                         counts)}
 
     def rates_by_type(self, start_ms: float = 0.0, stop_ms: float | None = None) -> dict:
         """Mean rate of all excitatory and of all inhibitory neurons (Hz) over [start_ms, stop_ms)."""
@@ -483,16 +754,14 @@ class Result:
     # -- timing -------------------------------------------------------------------------
     def phase_times(self) -> dict:
         """Seconds spent in each phase over the run, mean over ranks."""
-        if self.cycle_timers is None:
+        if self.counters is None:
             return None
-        per_rank = self.cycle_timers.sum(axis=1)          # [rank, phase]
-        return {ph: float(per_rank[:, i].mean()) for i, ph in enumerate(PHASES)}
+        return {ph: float(self.phase_seconds[:, i].mean()) for i, ph in enumerate(PHASES)}
 
     def phase_times_per_rank(self) -> dict:
-        if self.cycle_timers is None:
+        if self.counters is None:
             return None
-        per_rank = self.cycle_timers.sum(axis=1)
-        return {ph: per_rank[:, i].tolist() for i, ph in enumerate(PHASES)}
+        return {ph: self.phase_seconds[:, i].tolist() for i, ph in enumerate(PHASES)}
 
     def cycle_statistics(self, transient_ms: float | None = None) -> dict | None:
         """Per-rank cycle times (deliver + update + collocate) and their lumps of D cycles: mean,
@@ -500,22 +769,24 @@ class Result:
         (ranvier.cycle_stats.summarize). D is the two-tier global interval, or for a conventional
         run the one two-tier would use. transient_ms: skipped at the start (default: 10 % of the
         run, at most 100 ms). None off rank 0 or when the run is too short."""
-        if self.cycle_timers is None:
+        timers = self.cycle_timers
+        if timers is None:
             return None
         cycle_ms = self.steps_per_cycle * self.resolution_ms
         if transient_ms is None:
             transient_ms = min(100.0, 0.1 * self.duration_ms)
-        skip = int(round(transient_ms / cycle_ms))
-        if self.cycle_timers.shape[1] - skip < 2 * self.lump_cycles + 8:
+        # a long streamed run keeps only its last cycles here: the transient may lie before them
+        skip = max(0, int(round(transient_ms / cycle_ms)) - (self.cycles - timers.shape[1]))
+        if timers.shape[1] - skip < 2 * self.lump_cycles + 8:
             return None
-        return cycle_stats.summarize(self.cycle_timers, D=self.lump_cycles, transient_cycles=skip)
+        return cycle_stats.summarize(timers, D=self.lump_cycles, transient_cycles=skip)
 
     def delivery_ns_per_event(self) -> float | None:
         """Deliver time per recurrent synaptic event, nanoseconds: the delivery cost the
         irregular-access model explains (summed over ranks, as the events are)."""
-        if self.cycle_timers is None or not self.counters["synaptic_events_recurrent"]:
+        if self.counters is None or not self.counters["synaptic_events_recurrent"]:
             return None
-        deliver = float(self.cycle_timers[:, :, PHASES.index("deliver")].sum())
+        deliver = float(self.phase_seconds[:, PHASES.index("deliver")].sum())
         return deliver / self.counters["synaptic_events_recurrent"] * 1e9
 
     def communication_theory(self, mpi_fit: dict) -> dict | None:
@@ -527,8 +798,8 @@ class Result:
         if self.counters is None or self.ranks < 2:
             return None
         c, P = self.counters, self.ranks
-        cycles = self.cycle_timers.shape[1]
-        measured = float(self.cycle_timers[:, :, PHASES.index("communicate")].mean())
+        cycles = self.cycles
+        measured = float(self.phase_seconds[:, PHASES.index("communicate")].sum() / (P * max(1, cycles)))
         out = {"fit_ranks": mpi_fit.get("ranks"), "measured_s_per_cycle": measured}
         if self.exchange != TWO_TIER:
             per_cycle = c["bytes_sent"] / P / cycles
@@ -639,7 +910,7 @@ class Result:
             "rates_window_ms": [steady, self.duration_ms],
             "rates_steady_hz": self.rates(start_ms=steady),
             "rates_steady_by_type_hz": self.rates_by_type(start_ms=steady),
-            "spikes_total": int(self.spike_ids.size),
+            "spikes_total": int(self.spikes_total),
             "synaptic_events": self.synaptic_events,
             "synaptic_events_per_second": (self.counters["synaptic_events_recurrent"]
                                            + self.counters["synaptic_events_external"]) / self.simulate_seconds

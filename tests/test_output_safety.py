@@ -1,0 +1,219 @@
+"""The result folder never costs a user a file: --force replaces only Ranvier's own folders, two
+runs cannot write one folder, a full disk or an interrupt leaves nothing half-written, and
+whatever was there before stays intact. Each test reproduces a failure found by probing."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import h5py
+import pytest
+
+from conftest import ROOT, subprocess_env
+from ranvier.bench import restore_cpus
+from ranvier.output import MARKER, STAGING_SUFFIX
+
+SMALL = str(ROOT / "examples" / "dpsnn-small.toml")
+QUICK = ["--neurons", "400", "--set", "synapses_per_neuron=100", "--duration-ms", "100", "--threads", "1", "--quiet"]
+
+
+def run(*args, cwd, timeout=120, env=None):
+    return subprocess.run([sys.executable, "-m", "ranvier", "run", *map(str, args)], cwd=cwd,
+                          env=env or subprocess_env(), capture_output=True, text=True, timeout=timeout,
+                          preexec_fn=restore_cpus)
+
+
+def start(*args, cwd):
+    return subprocess.Popen([sys.executable, "-m", "ranvier", "run", *map(str, args)], cwd=cwd,
+                            env=subprocess_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=restore_cpus)
+
+
+def one_error_line(done, *words):
+    """Exactly one `ranvier: error:` line on stderr (progress lines aside), no traceback."""
+    lines = [line for line in done.stderr.strip().splitlines() if not line.startswith(("[", "ranvier: built"))]
+    assert len(lines) == 1 and lines[0].startswith("ranvier: error:"), done.stderr
+    assert "Traceback" not in done.stderr
+    for word in words:
+        assert word in lines[0], lines[0]
+    return lines[0]
+
+
+def snapshot(folder: Path) -> dict:
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def user_files(folder: Path) -> None:
+    (folder / "notes.txt").write_text("a user's notes\n")
+    (folder / "data").mkdir()
+    (folder / "data" / "recording.bin").write_bytes(os.urandom(1000))
+
+
+def no_staging_left(parent: Path) -> None:
+    left = [p.name for p in parent.iterdir() if p.name.endswith(STAGING_SUFFIX) or p.name.endswith(".ranvier-lock")]
+    assert not left, left
+
+
+# -- never delete what Ranvier did not write -------------------------------------------------
+@pytest.mark.parametrize("target", [".", ".."])
+def test_force_never_deletes_the_current_or_parent_folder(tmp_path, target):
+    work = tmp_path / "work"
+    work.mkdir()
+    user_files(work)
+    user_files(tmp_path)
+    before = snapshot(tmp_path)
+    done = run(SMALL, *QUICK, "--out", target, "--force", cwd=work)
+    assert done.returncode == 2
+    one_error_line(done, f"'{target}'")
+    assert snapshot(tmp_path) == before
+
+
+def test_force_never_deletes_home_or_root(tmp_path):
+    home = tmp_path / "home"
+    home.mkdir()
+    user_files(home)
+    before = snapshot(home)
+    env = {**subprocess_env(), "HOME": str(home)}
+    for target in (str(home), "~", "/"):
+        done = run(SMALL, *QUICK, "--out", os.path.expanduser(target) if target != "~" else str(home), "--force",
+                   cwd=tmp_path, env=env)
+        assert done.returncode == 2, done.stderr
+        one_error_line(done)
+    assert snapshot(home) == before
+
+
+def test_force_refuses_a_folder_ranvier_did_not_write(tmp_path):
+    theirs = tmp_path / "analysis"
+    theirs.mkdir()
+    user_files(theirs)
+    before = snapshot(theirs)
+    done = run(SMALL, *QUICK, "--out", theirs, "--force", cwd=tmp_path)
+    assert done.returncode == 2
+    one_error_line(done, MARKER)
+    assert snapshot(theirs) == before
+    no_staging_left(tmp_path)
+
+
+def test_force_replaces_an_earlier_result_and_missing_parents_are_made(tmp_path):
+    out = tmp_path / "results" / "deep" / "run"
+    first = run(SMALL, *QUICK, "--out", out, cwd=tmp_path)
+    assert first.returncode == 0, first.stderr
+    assert (out / MARKER).is_file()
+    summary = json.loads((out / "summary.json").read_text())
+    again = run(SMALL, *QUICK, "--out", out, cwd=tmp_path)          # without --force: refused
+    assert again.returncode == 2
+    one_error_line(again, "--force")
+    replaced = run(SMALL, *QUICK, "--seed", "2", "--out", out, "--force", cwd=tmp_path)
+    assert replaced.returncode == 0, replaced.stderr
+    assert json.loads((out / "summary.json").read_text())["seed"] == 2 != summary["seed"]
+    no_staging_left(out.parent)
+
+
+def test_a_refusal_after_the_claim_leaves_no_folder_and_no_parents(tmp_path):
+    out = tmp_path / "new" / "run"
+    # refused by the memory check, which comes after the folder was claimed (parents, lock, staging)
+    done = run(SMALL, "--neurons", "2000000", "--set", "synapses_per_neuron=100000", "--out", out, cwd=tmp_path)
+    assert done.returncode == 2
+    one_error_line(done, "memory")
+    assert list(tmp_path.iterdir()) == []
+
+
+# -- one writer per folder -------------------------------------------------------------------
+@pytest.mark.parametrize("force", [False, True])
+def test_a_second_run_on_the_same_folder_is_refused_while_the_first_writes(tmp_path, force):
+    out = tmp_path / "shared"
+    if force:                                         # an earlier result that --force may replace
+        assert run(SMALL, *QUICK, "--out", out, cwd=tmp_path).returncode == 0
+    flags = ["--force"] if force else []
+    first = start(SMALL, "--neurons", "2000", "--duration-ms", "3000", "--threads", "1", "--out", out, *flags,
+                  cwd=tmp_path)
+    try:
+        lock = tmp_path / ".shared.ranvier-lock"
+        deadline = time.time() + 60
+        while not lock.exists() and time.time() < deadline:
+            time.sleep(0.05)
+        assert lock.exists(), "the first run never claimed the folder"
+        second = run(SMALL, *QUICK, "--out", out, *flags, cwd=tmp_path)
+        assert second.returncode == 2
+        line = one_error_line(second, "another ranvier run", f"pid {first.pid}")
+        assert "results written" not in second.stdout, line
+    finally:
+        stdout, stderr = first.communicate(timeout=180)
+    assert first.returncode == 0, stderr
+    assert "results written" in stdout
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["duration_ms"] == 3000.0 and summary["neurons"] == 2000
+    with h5py.File(out / "spikes.h5") as f:
+        assert sum(f[f"spikes/{p}/node_ids"].shape[0] for p in f["spikes"]) == summary["spikes_total"]
+    no_staging_left(tmp_path)
+
+
+def test_a_killed_run_leaves_no_folder_and_its_leftovers_are_cleaned(tmp_path):
+    out = tmp_path / "killed"
+    proc = start(SMALL, "--neurons", "2000", "--duration-ms", "60000", "--threads", "1", "--out", out, cwd=tmp_path)
+    deadline = time.time() + 60
+    while not list(tmp_path.glob(f"*{STAGING_SUFFIX}")) and time.time() < deadline:
+        time.sleep(0.05)
+    time.sleep(1.0)
+    proc.kill()
+    proc.communicate(timeout=30)
+    assert not out.exists()
+    assert list(tmp_path.glob(f".killed.*{STAGING_SUFFIX}"))           # hidden, never the result folder
+    done = run(SMALL, *QUICK, "--out", out, cwd=tmp_path)               # the next claim removes them
+    assert done.returncode == 0, done.stderr
+    no_staging_left(tmp_path)
+
+
+def test_an_interrupt_leaves_the_earlier_result_intact(tmp_path):
+    out = tmp_path / "res"
+    assert run(SMALL, *QUICK, "--out", out, cwd=tmp_path).returncode == 0
+    before = snapshot(out)
+    proc = start(SMALL, "--neurons", "2000", "--duration-ms", "60000", "--threads", "1", "--out", out, "--force",
+                 cwd=tmp_path)
+    deadline = time.time() + 60
+    while not list(tmp_path.glob(f".res.*{STAGING_SUFFIX}")) and time.time() < deadline:
+        time.sleep(0.05)
+    time.sleep(1.0)
+    proc.send_signal(signal.SIGINT)
+    _, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 130, stderr
+    assert "Traceback" not in stderr
+    assert snapshot(out) == before
+    no_staging_left(tmp_path)
+
+
+# -- a full disk ---------------------------------------------------------------------------
+@pytest.fixture
+def small_disk(tmp_path):
+    """A 1 MiB file system of its own (tmpfs; needs root, as in CI)."""
+    mount = tmp_path / "disk"
+    mount.mkdir()
+    made = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(mount)], capture_output=True)
+    if made.returncode != 0:
+        pytest.skip(f"cannot mount a small tmpfs here: {made.stderr.decode().strip()}")
+    try:
+        yield mount
+    finally:
+        subprocess.run(["umount", "-l", str(mount)], check=False)
+
+
+def test_a_full_disk_prints_the_summary_then_one_line_and_keeps_the_earlier_folder(small_disk, tmp_path):
+    out = small_disk / "res"
+    tiny = run(SMALL, "--neurons", "200", "--set", "synapses_per_neuron=100", "--duration-ms", "50", "--threads", "1", "--quiet", "--out", out,
+               cwd=tmp_path)
+    assert tiny.returncode == 0, tiny.stderr
+    before = snapshot(out)
+    # About 60,000 spikes (1 MB in spikes.h5): more than the disk holds.
+    done = run(SMALL, "--neurons", "2048", "--duration-ms", "10000", "--threads", "1", "--out", out, "--force",
+               cwd=tmp_path, timeout=300)
+    assert done.returncode == 1, done.stderr
+    assert "real-time factor" in done.stdout and "spikes" in done.stdout        # the summary came first
+    line = one_error_line(done, f"mounted at {small_disk}", "full", "need")
+    assert "nothing was written" in line
+    assert snapshot(out) == before
+    no_staging_left(small_disk)
