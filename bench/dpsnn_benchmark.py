@@ -19,7 +19,7 @@ from pathlib import Path
 
 from ranvier import ConfigError
 from ranvier.environment import cpu_model
-from ranvier.bench import launch
+from ranvier.bench.runner import launch
 
 CONFIGURATIONS = [          # (label, ranks, threads per rank)
     ("1 rank x 1 thread", 1, 1),

@@ -239,7 +239,7 @@ def populations_of(run_dir: Path) -> list[list]:
 
 
 def analyse_seed(seed: int, run_dir: Path, transient_ms: float, wall_s: float | None = None) -> dict:
-    from ranvier import validation
+    from ranvier import activity
 
     try:
         summary = json.loads((run_dir / "summary.json").read_text())
@@ -257,10 +257,10 @@ def analyse_seed(seed: int, run_dir: Path, transient_ms: float, wall_s: float | 
         raise BadInput(f"--transient-ms {transient_ms:g} must be below the run's duration "
                        f"{float(duration):g} ms ({run_dir})")
     try:
-        ids, times = validation.read_spikes(run_dir / "spikes.h5", populations)
+        ids, times = activity.read_spikes(run_dir / "spikes.h5", populations)
     except (OSError, ValueError) as e:
         raise RunFailed(f"{run_dir / 'spikes.h5'}: {e}") from None
-    stats = validation.population_statistics(ids, times, populations, transient_ms, float(duration))
+    stats = activity.population_statistics(ids, times, populations, transient_ms, float(duration))
     rss = summary.get("peak_rss_bytes")
     if isinstance(rss, list):
         rss = max(rss) if rss else None
@@ -275,24 +275,24 @@ def analyse_seed(seed: int, run_dir: Path, transient_ms: float, wall_s: float | 
 
 # -- the report -----------------------------------------------------------------------------
 def summarise(seed_results: list[dict], settings: dict) -> dict:
-    from ranvier import validation
+    from ranvier import activity
 
-    aggregate = validation.aggregate_seeds([r["populations"] for r in seed_results])
-    comparison = validation.compare_rates({name: a["rate_hz"]["mean"] for name, a in aggregate.items()})
-    performance = validation.aggregate_seeds([{"run": {k: r[k] for k in
+    aggregate = activity.aggregate_seeds([r["populations"] for r in seed_results])
+    comparison = activity.compare_rates({name: a["rate_hz"]["mean"] for name, a in aggregate.items()})
+    performance = activity.aggregate_seeds([{"run": {k: r[k] for k in
                                                        ("real_time_factor", "build_seconds", "simulate_seconds",
                                                         "peak_rss_bytes", "wall_seconds") if r[k] is not None}}
                                               for r in seed_results]).get("run", {})
     return {"model": MODEL, "settings": settings, "seeds": [r["seed"] for r in seed_results],
             "definitions": {"rate": "spikes in [start, stop) / (population size x (stop - start))",
-                            "cv_isi": f"mean over neurons with >= {validation.CV_MIN_SPIKES} spikes in the window "
+                            "cv_isi": f"mean over neurons with >= {activity.CV_MIN_SPIKES} spikes in the window "
                                       "of sd/mean (ddof 0) of their inter-spike intervals",
                             "synchrony": f"variance/mean (ddof 0) of the spike-count histogram, "
-                                         f"{validation.SYNCHRONY_BIN_MS:g} ms bins from start, of the first "
-                                         f"{validation.SYNCHRONY_MAX_NEURONS} ids of the population",
+                                         f"{activity.SYNCHRONY_BIN_MS:g} ms bins from start, of the first "
+                                         f"{activity.SYNCHRONY_MAX_NEURONS} ids of the population",
                             "across_seeds": "mean and sample sd (ddof 1) of the per-seed values",
                             "deviation_pct": "100 (mean rate over seeds - reference) / reference",
-                            "tolerances_pct": validation.DEFAULT_TOLERANCES_PCT},
+                            "tolerances_pct": activity.DEFAULT_TOLERANCES_PCT},
             "passed": all(c["passed"] for c in comparison.values()),
             "comparison": comparison, "aggregate": aggregate, "performance": performance,
             "per_seed": seed_results}

@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 from conftest import PNG_MAGIC, mpiexec_path, assert_bad_input, needs_mpiexec, ranvier_cli, read_csv
 
-from ranvier import _engine, bench, cli
+from ranvier import _engine, cli
+from ranvier.bench import exchange, mpi, runner
 
 # A small dpsnn: each run takes well under a second, so the file stays fast.
 TINY = ["--neurons", "1024", "--set", "synapses_per_neuron=100", "--duration-ms", "20", "--repeats", "1"]
@@ -62,34 +63,34 @@ def test_unknown_primitive_lists_the_valid_ones(capsys):
 def test_one_rank_runs_without_mpiexec_and_ranks_are_pinned_only_when_cores_suffice(monkeypatch):
     if mpiexec_path() is None:
         pytest.skip("no mpiexec")
-    monkeypatch.setattr(bench.os, "cpu_count", lambda: 4)
-    assert bench.launch_prefix(1, threads=8) == []
-    assert bench.launch_prefix(2)[-2:] == ["-bind-to", "core"]
-    assert bench.launch_prefix(2, threads=2)[-2:] == ["-bind-to", "core:2"]
-    assert "-bind-to" not in bench.launch_prefix(8)
-    assert "-bind-to" not in bench.launch_prefix(2, threads=3)
+    monkeypatch.setattr(runner.os, "cpu_count", lambda: 4)
+    assert runner.launch_prefix(1, threads=8) == []
+    assert runner.launch_prefix(2)[-2:] == ["-bind-to", "core"]
+    assert runner.launch_prefix(2, threads=2)[-2:] == ["-bind-to", "core:2"]
+    assert "-bind-to" not in runner.launch_prefix(8)
+    assert "-bind-to" not in runner.launch_prefix(2, threads=3)
     monkeypatch.setenv("OMP_PROC_BIND", "close")
-    assert bench.launch_env(2, 1)["OMP_PROC_BIND"] == "close"     # pinned inside each rank's cores
-    assert "OMP_PROC_BIND" not in bench.launch_env(8, 1)          # else all ranks would share core 0
-    assert bench.launch_env(2, 2)["OMP_NUM_THREADS"] == "2"
+    assert runner.launch_env(2, 1)["OMP_PROC_BIND"] == "close"     # pinned inside each rank's cores
+    assert "OMP_PROC_BIND" not in runner.launch_env(8, 1)          # else all ranks would share core 0
+    assert runner.launch_env(2, 2)["OMP_NUM_THREADS"] == "2"
 
 
 # -- the fit --------------------------------------------------------------------------------
 def test_fit_recovers_latency_and_bandwidth():
     latency, bandwidth = 3.5e-6, 2.5e9
     sizes = np.array([8, 64, 512, 4096, 32768, 262144], dtype=float)
-    got_latency, got_bandwidth = bench.fit_latency_bandwidth(sizes, latency + sizes / bandwidth)
+    got_latency, got_bandwidth = mpi.fit_latency_bandwidth(sizes, latency + sizes / bandwidth)
     assert got_latency == pytest.approx(latency, rel=1e-9)
     assert got_bandwidth == pytest.approx(bandwidth, rel=1e-9)
 
     noise = np.random.default_rng(1).normal(1.0, 0.01, sizes.size)      # 1 % timing noise
-    got_latency, got_bandwidth = bench.fit_latency_bandwidth(sizes, (latency + sizes / bandwidth) * noise)
+    got_latency, got_bandwidth = mpi.fit_latency_bandwidth(sizes, (latency + sizes / bandwidth) * noise)
     assert got_bandwidth == pytest.approx(bandwidth, rel=0.05)
     assert abs(got_latency - latency) < 0.02 * (latency + sizes[-1] / bandwidth)
 
 
 def test_fit_of_a_size_independent_time_has_infinite_bandwidth():
-    latency, bandwidth = bench.fit_latency_bandwidth([8, 512, 32768], [2e-6, 2e-6, 2e-6])
+    latency, bandwidth = mpi.fit_latency_bandwidth([8, 512, 32768], [2e-6, 2e-6, 2e-6])
     assert latency == pytest.approx(2e-6)
     assert math.isinf(bandwidth)
 
@@ -98,15 +99,15 @@ def test_fit_of_a_size_independent_time_has_infinite_bandwidth():
 @needs_mpiexec
 def test_exchange_bench_writes_one_row_per_run_and_a_plot(tmp_path):
     overlap = "both"
-    settings = bench.OVERLAP_SETTINGS[overlap]
+    settings = exchange.OVERLAP_SETTINGS[overlap]
     out = tmp_path / "bench"
     done = ranvier_cli("bench", "exchange", "dpsnn", "--ranks", "1,2", "--strategies", TWO_STRATEGIES,
                        "--overlap", overlap, *TINY, "--out", out)
     assert done.returncode == 0, done.stderr
-    rows = read_csv(out / bench.EXCHANGE_CSV)
+    rows = read_csv(out / exchange.EXCHANGE_CSV)
     expected = {(r, s, "on" if o else "off") for r in ("1", "2") for s in TWO_STRATEGIES.split(",") for o in settings}
     assert sorted((row["ranks"], row["strategy"], row["overlap"]) for row in rows) == sorted(expected)
-    assert list(rows[0]) == bench.EXCHANGE_COLUMNS
+    assert list(rows[0]) == exchange.EXCHANGE_COLUMNS
     for row in rows:
         assert row["repeat"] == "1"
         assert float(row["duration_ms"]) == 20.0
@@ -114,11 +115,11 @@ def test_exchange_bench_writes_one_row_per_run_and_a_plot(tmp_path):
         assert float(row["spikes_sent_per_cycle"]) == float(row["spikes_received_per_cycle"])
         if row["ranks"] == "2":
             assert float(row["bytes_per_cycle"]) > 0 and float(row["spikes_sent_per_cycle"]) > 0
-    assert (out / bench.EXCHANGE_PNG).read_bytes()[:8] == PNG_MAGIC
+    assert (out / exchange.EXCHANGE_PNG).read_bytes()[:8] == PNG_MAGIC
     progress = [line for line in done.stderr.splitlines() if "real-time factor" in line]
     assert len(progress) == len(rows)
     assert done.stdout.count("communicate µs/cycle") == 2            # one table per rank count
-    assert str(out / bench.EXCHANGE_CSV) in done.stdout
+    assert str(out / exchange.EXCHANGE_CSV) in done.stdout
 
 
 @needs_mpiexec
@@ -128,17 +129,17 @@ def test_mpi_bench_writes_times_fits_and_a_plot(tmp_path):
     done = ranvier_cli("bench", "mpi", "--ranks", "2", "--primitives", ",".join(primitives),
                        "--sizes", "1,512", "--repeats", "5", "--out", out)
     assert done.returncode == 0, done.stderr
-    rows = read_csv(out / bench.MPI_CSV)
+    rows = read_csv(out / mpi.MPI_CSV)
     assert sorted((row["primitive"], row["words"]) for row in rows) == sorted(
         (p, w) for p in primitives for w in ("1", "512"))
     assert all(0 < float(row["min_s"]) <= float(row["median_s"]) for row in rows)
-    fit = json.loads((out / bench.MPI_FIT).read_text())
+    fit = json.loads((out / mpi.MPI_FIT).read_text())
     assert fit["ranks"] == 2
     assert set(fit["primitives"]) == set(primitives)
     for entry in fit["primitives"].values():
         assert math.isfinite(entry["latency_us"])
         assert entry["bytes"] == [8, 4096]
-    assert (out / bench.MPI_PNG).read_bytes()[:8] == PNG_MAGIC
+    assert (out / mpi.MPI_PNG).read_bytes()[:8] == PNG_MAGIC
 
 
 # -- the communication model (theory.md, section 3) -------------------------------------------

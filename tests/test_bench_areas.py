@@ -1,4 +1,4 @@
-"""`ranvier bench weak-scaling | heterogeneity | cycle-times` (ranvier.bench_areas): input checks
+"""`ranvier bench weak-scaling | heterogeneity | cycle-times` (ranvier.bench.areas): input checks
 that fail before anything runs, the tables and plots on synthetic runs, the measurements of one
 in-process run, and tiny end-to-end runs."""
 from __future__ import annotations
@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 from conftest import PNG_MAGIC, assert_bad_input, needs_mpiexec, ranvier_cli, read_csv
 
-from ranvier import bench_areas, cycle_stats, theory
+from ranvier import cycle_stats, theory
+from ranvier.bench import areas as bench_areas
 from ranvier.errors import ConfigError
 
 # A small mam-benchmark: 400 neurons per area, 40 synapses each, 100 ms = 1000 cycles of 0.1 ms;
@@ -267,7 +268,7 @@ def test_worker_measures_phases_exchanges_and_cycle_statistics(scheme, tmp_path)
     spec = {"kind": "areas", "model": "mam-benchmark", "parameters": parameters, "scheme": scheme,
             "simulation": {"threads": 1, **settings}, "duration_ms": 100.0, "lump_cycles": 5,
             "result": str(tmp_path / "result.json"), "timers": str(tmp_path / "timers.npy")}
-    bench_areas.areas_worker(spec)
+    bench_areas.worker(spec)
     m = json.loads((tmp_path / "result.json").read_text())
     timers = np.load(tmp_path / "timers.npy")
     assert timers.shape == (1, CYCLES, len(PHASES))

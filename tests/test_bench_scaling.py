@@ -1,4 +1,4 @@
-"""`ranvier bench strong-scaling` and the generic `ranvier bench weak-scaling` (ranvier.bench_scaling):
+"""`ranvier bench strong-scaling` and the generic `ranvier bench weak-scaling` (ranvier.bench.scaling):
 input checks that fail before anything runs, the figures, tables and plot on synthetic summaries,
 the `ranvier run` command of each run, the plan of runs with a stand-in launcher, and tiny
 end-to-end runs that leave real run archives."""
@@ -12,7 +12,11 @@ from pathlib import Path
 import pytest
 from conftest import PNG_MAGIC, assert_bad_input, needs_mpiexec, ranvier_cli, read_csv
 
-from ranvier import bench, bench_areas, bench_scaling, cli
+from ranvier import cli
+from ranvier.bench import areas as bench_areas
+from ranvier.bench import common, runner
+from ranvier.bench import scaling as bench_scaling
+from ranvier.commands import run as run_command
 
 # A tiny dpsnn (dpsnn needs synapses_per_neuron < neurons) and a tiny artificial-cells.
 TINY_DPSNN = ["--set", "neurons=600", "--set", "synapses_per_neuron=60", "--duration-ms", "50"]
@@ -186,7 +190,7 @@ def test_energy_is_one_line_when_any_configuration_lacks_it():
 
 
 def test_plot_is_written(tmp_path):
-    plt = bench._pyplot()
+    plt = common.pyplot()
     if plt is None:
         pytest.skip("matplotlib is not installed")
     for mode in (bench_scaling.STRONG, bench_scaling.WEAK):
@@ -204,7 +208,7 @@ def test_the_run_command_reads_back_as_the_same_configuration(tmp_path):
     assert argv[-3:] == ["--out", str(tmp_path / "r1-t2-1"), "--quiet"]
     from ranvier.simulation import EXCHANGES, PLACEMENTS
     args = cli.make_parser(EXCHANGES, PLACEMENTS).parse_args(argv[3:])
-    cfg = cli.resolve_config(args)
+    cfg = run_command.resolve_config(args)
     assert cfg.model == "dpsnn" and cfg.parameters == overrides
     assert cfg.simulation["threads"] == 2 and cfg.simulation["duration_ms"] == 50.0
     argv = bench_scaling.run_argv(["--model", "dpsnn"], {}, 1, 50.0, tmp_path / "x", exchange="alltoallv",
@@ -229,7 +233,7 @@ def launched(monkeypatch):
         (out / "summary.json").write_text(json.dumps(summary))
         return subprocess.CompletedProcess(argv, 0, "", "")
     monkeypatch.setattr(bench_scaling, "launch_run", fake_launch)
-    monkeypatch.setattr(bench, "launch_prefix", lambda ranks, threads=1: [])     # no mpiexec needed
+    monkeypatch.setattr(runner, "launch_prefix", lambda ranks, threads=1: [])     # no mpiexec needed
     return calls
 
 
@@ -272,7 +276,7 @@ def test_generic_weak_scaling_grows_the_size_with_the_cores(tmp_path, launched, 
 def test_a_failed_run_stops_the_benchmark_with_its_stderr(tmp_path, monkeypatch, capsys):
     monkeypatch.setattr(bench_scaling, "launch_run",
                         lambda ranks, threads, argv: subprocess.CompletedProcess(argv, 3, "", "boom\n"))
-    monkeypatch.setattr(bench, "launch_prefix", lambda ranks, threads=1: [])
+    monkeypatch.setattr(runner, "launch_prefix", lambda ranks, threads=1: [])
     assert cli.main(["bench", S, "dpsnn", "--ranks", "1", *TINY_DPSNN, "--repeats", "1",
                      "--out", str(tmp_path / "o")]) == 1
     err = capsys.readouterr().err

@@ -567,3 +567,73 @@ def test_node_reports_are_summed(tmp_path):
     assert not missing["available"] and "node 1: no RAPL counters" in missing["reason"]
     assert missing["energy_j"] is None
     json.dumps(both)
+
+
+# -- the Python API: Simulation.run(energy=...) ---------------------------------------------
+def tiny_simulation():
+    from ranvier import Simulation, models
+
+    return Simulation(models.build("dpsnn", neurons=300, synapses_per_neuron=10), threads=1)
+
+
+def test_simulation_run_measures_energy_with_a_fake_rapl_tree(tmp_path):
+    """A meter object: the counters grow while the engine runs (12 J: 10 package + 2 DRAM), and
+    the report is in the Result and in its summary, as `ranvier run` writes it."""
+    root = make_rapl(tmp_path / "powercap")
+    set_rapl(root, 0, 0)
+
+    def progress(done_ms, total_ms, wall_s):
+        set_rapl(root, 10 * done_ms / total_ms, 2 * done_ms / total_ms)
+
+    with tiny_simulation() as sim:
+        result = sim.run(10.0, progress=progress, energy=RaplMeter(root))
+    r = result.energy
+    assert set(r) >= set(REPORT_KEYS) and r["available"] and r["meter"] == "rapl"
+    assert r["energy_total_j"] == pytest.approx(12.0)
+    assert r["baseline_power_w"] == pytest.approx(0.0) and r["energy_j"] == pytest.approx(12.0)   # idle: no growth
+    assert r["marks"]["baseline_start"] <= r["marks"]["simulation_start"] < r["marks"]["simulation_end"]
+    events = {"recurrent": result.counters["synaptic_events_recurrent"],
+              "external": result.counters["synaptic_events_external"]}
+    assert r["events"] == events
+    assert r["j_per_synaptic_event"]["all"] == pytest.approx(12.0 / sum(events.values()))
+    assert result.summary()["energy"] == r
+    json.dumps(result.summary())                     # as summary.json holds it
+
+
+def test_simulation_run_with_a_power_model_and_a_baseline(tmp_path):
+    """A power model is an estimate over the simulation's wall time; a Measurement adds an idle
+    baseline before the simulation, which the marks show."""
+    with tiny_simulation() as sim:
+        result = sim.run(10.0, energy=energy.Measurement(PowerModel(10, 15, cores=2), baseline_s=0.05))
+    r = result.energy
+    marks = r["marks"]
+    assert marks["baseline_end"] - marks["baseline_start"] >= 0.05
+    assert r["available"] and r["estimate"]
+    assert r["energy_j"] == pytest.approx(40.0 * (marks["simulation_end"] - marks["simulation_start"]))
+    assert format_lines(r)[0][0] == "energy to solution (estimate)"
+
+
+def test_simulation_run_energy_choices():
+    with tiny_simulation() as sim:
+        off = sim.run(10.0, energy="none").energy
+        assert not off["available"] and "switched off" in off["reason"] and off["energy_j"] is None
+        assert "simulation_start" in off["marks"]            # a trace can still be applied afterwards
+        assert sim.run(10.0).energy is None and "energy" not in sim.run(10.0).summary()
+        with pytest.raises(ConfigError, match="energy must be one of auto, rapl, nvml, none"):
+            sim.run(10.0, energy=5)
+        with pytest.raises(ConfigError, match="energy meter must be one of"):
+            sim.run(10.0, energy="wattmeter")
+        with pytest.raises(ConfigError, match="baseline"):
+            energy.Measurement("none", baseline_s=-1)
+
+
+def test_choose_meter_returns_the_reason_and_counts_the_run_cores(tmp_path):
+    """What `ranvier run` and Simulation.run share: no meter is a reason, not an error; a power
+    model given as a spec is rebuilt for the cores the run uses on the node."""
+    reason = energy.choose_meter("none")
+    assert isinstance(reason, Unavailable) and "switched off" in str(reason)
+    model = energy.choose_meter(power_model="static=10,per_core=15", cores=64)
+    with tiny_simulation() as sim:
+        session = energy.Measurement(model).session(sim)
+    assert session.meter.cores == sim.comm.ranks_on_node * sim.threads == 1
+    assert session.meter.power_w == 25

@@ -22,6 +22,7 @@ from conftest import mpiexec_path, needs_mpiexec, ranvier_cli, subprocess_env
 
 from ranvier import cli
 from ranvier.bench import restore_cpus
+from ranvier.commands import info
 
 # A network that builds in a fraction of a second and simulates long enough to be interrupted.
 TINY = ["--neurons", "400", "--set", "synapses_per_neuron=100", "--threads", "1"]
@@ -232,10 +233,10 @@ def test_sigint_in_one_process_is_exit_130(launch, tmp_path):
     (MemoryError(), "ranvier: error: MemoryError: out of memory"),
 ], ids=["RuntimeError", "OSError", "MemoryError"])
 def test_unexpected_failure_in_one_process_is_one_line_exit_1(monkeypatch, capsys, exception, line):
-    def fail():
+    def fail(args=None):
         raise exception
 
-    monkeypatch.setattr(cli, "command_info", fail)
+    monkeypatch.setattr(info, "command", fail)
     monkeypatch.delenv("RANVIER_TRACEBACK", raising=False)
     assert cli.main(["info"]) == 1
     captured = capsys.readouterr()
@@ -243,10 +244,10 @@ def test_unexpected_failure_in_one_process_is_one_line_exit_1(monkeypatch, capsy
 
 
 def test_ranvier_traceback_reraises(monkeypatch):
-    def fail():
+    def fail(args=None):
         raise RuntimeError("for debugging")
 
-    monkeypatch.setattr(cli, "command_info", fail)
+    monkeypatch.setattr(info, "command", fail)
     monkeypatch.setenv("RANVIER_TRACEBACK", "1")
     with pytest.raises(RuntimeError, match="for debugging"):
         cli.main(["info"])
@@ -258,8 +259,9 @@ def test_failed_allocation_is_one_line(tmp_path):
         import sys
         import numpy as np
         from ranvier import cli
+        from ranvier.commands import info
 
-        cli.command_info = lambda: np.ones(1 << 40, dtype=np.uint8)
+        info.command = lambda args=None: np.ones(1 << 40, dtype=np.uint8)
         sys.exit(cli.main(["info"]))
         """)
 

@@ -15,7 +15,7 @@ import ranvier as rv
 from conftest import counters
 from ranvier import models
 from ranvier.errors import ConfigError
-from ranvier.validation import population_statistics
+from ranvier.activity import population_statistics
 
 NEURON = {"E_L_mV": -65.0, "V_th_mV": -50.0, "V_reset_mV": -65.0, "C_m_pF": 250.0, "tau_m_ms": 10.0,
           "tau_syn_ms": 0.5, "tau_arp_ms": 2.0, "I_e_pA": 0.0, "V0_mean_mV": -65.0, "V0_sd_mV": 0.0}

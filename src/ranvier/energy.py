@@ -29,6 +29,7 @@ from __future__ import annotations
 import contextlib
 import csv
 import math
+import os
 import re
 import statistics
 import threading
@@ -874,6 +875,91 @@ def combine_node_reports(reports: list[dict], events: dict) -> dict:
     out["notes"] = sorted({n for r in reports for n in r["notes"]}) + [f"summed over {len(reports)} nodes"]
     out["nodes"] = reports
     return out
+
+
+# -- measuring a simulation -----------------------------------------------------------------
+def choose_meter(kind: str = "auto", *, power_trace: str | None = None, clock_offset_s: float | None = None,
+                 power_model: str | None = None, cores: int | None = None):
+    """The meter for a run, or the reason there is none: an Unavailable, returned, not raised
+    (the run goes on and its report says why). Conflicting options raise ConfigError.
+
+    A power model given as a spec counts the cores the run uses on each node, known once the
+    simulation is built (measure()); `cores` (default: this machine's) only checks the spec now."""
+    try:
+        meter = select_meter(kind, power_trace=power_trace, clock_offset_s=clock_offset_s, power_model=power_model,
+                             cores=cores or os.cpu_count() or 1)
+    except Unavailable as e:
+        return e
+    if isinstance(meter, PowerModel):
+        meter.cores_of_run = True
+    return meter
+
+
+class Measurement:
+    """How Simulation.run(energy=...) measures: a meter and an idle baseline before the simulation.
+
+    meter: a kind of KINDS ("auto", "rapl", "nvml", "none"), a Meter (RaplMeter, NvmlMeter,
+    ExternalTrace, PowerModel), or an Unavailable (the reason there is none). baseline_s: idle
+    seconds before the simulation, for the baseline power (the DPSNN study used 5)."""
+
+    def __init__(self, meter="auto", baseline_s: float = 0.0):
+        if isinstance(meter, str):
+            meter = choose_meter(meter)
+        elif not isinstance(meter, (Meter, Unavailable)):
+            raise ConfigError(f"energy must be one of {', '.join(KINDS)}, a meter from ranvier.energy or None "
+                              f"(got {meter!r})")
+        if isinstance(baseline_s, bool) or not isinstance(baseline_s, (int, float)) \
+                or not (baseline_s >= 0 and math.isfinite(baseline_s)):
+            raise ConfigError(f"energy baseline must be zero or a positive number of seconds (got {baseline_s!r})")
+        self.meter = meter
+        self.baseline_s = float(baseline_s)
+
+    def measures_here(self, sim) -> bool:
+        """Whether this rank runs a session: live meters (RAPL, NVML) see one node, so the first
+        rank of each node measures it; a trace or a model covers the whole run: rank 0 alone."""
+        live = getattr(self.meter, "live", False) and not isinstance(self.meter, Unavailable)
+        return sim.comm.node_rank == 0 if live else sim.rank == 0
+
+    def session(self, sim) -> EnergySession:
+        meter = self.meter
+        if isinstance(meter, Unavailable):
+            return EnergySession(None, unavailable_reason=str(meter))
+        if getattr(meter, "cores_of_run", False):      # the cores this node runs on are known only now
+            meter = PowerModel(meter.static_w, meter.per_core_w, cores=sim.comm.ranks_on_node * sim.threads)
+        return EnergySession(meter)
+
+
+def measure(sim, energy, simulate):
+    """Runs simulate() (a run of `sim` that returns its Result) inside an energy measurement;
+    returns that Result with `.energy` set: the report on rank 0 (one for the whole run, the
+    node reports combined), None on the other ranks. Every rank calls it (it is collective).
+
+    energy: a Measurement, or what Measurement() takes as its meter. The live meters sample in
+    a background thread from before the idle baseline (every rank idles through it) to the end
+    of the simulation; the marks are those of MARKS (epoch seconds)."""
+    m = energy if isinstance(energy, Measurement) else Measurement(energy)
+    session = m.session(sim) if m.measures_here(sim) else None
+    if session:
+        session.start()
+        session.mark("baseline_start")
+    if m.baseline_s:
+        time.sleep(m.baseline_s)
+    sim.comm.barrier()
+    if session:
+        session.mark("baseline_end")
+        session.mark("simulation_start")
+    try:
+        result = simulate()
+    finally:
+        if session:
+            session.mark("simulation_end")
+            session.stop()
+    events = {"recurrent": result.counters["synaptic_events_recurrent"],
+              "external": result.counters["synaptic_events_external"]} if sim.rank == 0 else None
+    events = sim.comm.bcast(events)
+    reports = sim.comm.gather(session.report(events=events) if session else None)
+    result.energy = combine_node_reports([r for r in reports if r is not None], events) if sim.rank == 0 else None
+    return result
 
 
 # -- the run summary -------------------------------------------------------------------------

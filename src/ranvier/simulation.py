@@ -503,9 +503,14 @@ class Simulation:
     def size(self) -> int:
         return self.comm.size
 
-    def run(self, duration_ms: float, progress=None, chunk_ms: float | None = None) -> Result:
+    def run(self, duration_ms: float, progress=None, chunk_ms: float | None = None, energy=None) -> Result:
         """Advance by duration_ms (a multiple of the minimum delay). progress(done_ms, total_ms, wall_s)
-        is called on rank 0 between chunks."""
+        is called on rank 0 between chunks. energy: measure the run's energy with this meter ("auto",
+        "rapl", "nvml", "none", a meter or an energy.Measurement from ranvier.energy); the Result then
+        carries the report (Result.energy, and "energy" in its summary()); None: no measurement."""
+        if energy is not None:
+            from . import energy as energy_meters
+            return energy_meters.measure(self, energy, lambda: self.run(duration_ms, progress, chunk_ms))
         if self.closed:
             raise ConfigError("this simulation was closed (its streamed files are final); make a new Simulation "
                               "to run further")
@@ -656,6 +661,7 @@ class Result:
         self.steps_per_cycle = sim.steps_per_cycle
         self.global_interval, self.tier_exchange = sim.global_interval, sim.tier_exchange
         self.lump_cycles = sim.lump_cycles
+        self.energy = None                             # rank 0 of a run measured with energy= (ranvier.energy)
 
         counters = eng.counters()
         local = dict(counters=counters, rss=_peak_rss_bytes(),
@@ -935,6 +941,7 @@ class Result:
             "areas": self.network.areas,
             "cycle_statistics": self.cycle_statistics(),
             "theory": self.theory(mpi_fit),
+            **({"energy": self.energy} if self.energy is not None else {}),
         }
 
 

@@ -5,7 +5,7 @@
 
 strong-scaling runs the same network on every configuration of the grid --ranks x --threads;
 weak-scaling (for models without areas: `neurons` of dpsnn, `cells` of artificial-cells; the
-multi-area models go to ranvier.bench_areas) grows the network with the cores, size =
+multi-area models go to ranvier.bench.areas) grows the network with the cores, size =
 --per-core x ranks x threads. Like the other benchmarks the command checks all its input
 first, then runs every configuration --repeats times, one run at a time, repeats outermost:
 
@@ -31,11 +31,13 @@ from pathlib import Path
 
 import numpy as np
 
-from . import bench
-from . import config as cfgmod
-from .bench import _output_folder, _pyplot, _say, _text_table
-from .errors import ConfigError
-from .output import toml_value
+from .. import config as cfgmod
+from ..commands.arguments import assignment, non_negative_float, positive_float, positive_int, positive_int_list
+from ..energy import KINDS as ENERGY_KINDS
+from ..errors import ConfigError
+from ..output import toml_value
+from . import common, runner
+from .common import say
 
 STRONG, WEAK = "strong", "weak"
 SIZE_PARAMETERS = ("neurons", "cells")          # a model's size: dpsnn, artificial-cells
@@ -73,7 +75,7 @@ def _rank_thread_lists(ranks, threads) -> tuple[list[int], list[int]]:
 
 def size_parameter(model: str) -> str:
     """The parameter that sets a model's size (neurons, cells); ConfigError for models without one."""
-    from . import models
+    from .. import models
 
     known = models.defaults(model)
     for name in SIZE_PARAMETERS:
@@ -84,7 +86,7 @@ def size_parameter(model: str) -> str:
 
 
 def _check_pass_through(energy, baseline_s) -> None:
-    from .energy import KINDS
+    from ..energy import KINDS
 
     if energy is not None and energy not in KINDS:
         raise ConfigError(f"--energy must be one of {', '.join(KINDS)}, got {energy!r}")
@@ -97,9 +99,9 @@ def _check_pass_through(energy, baseline_s) -> None:
 def _check_point(cfg: cfgmod.RunConfig, overrides: dict, ranks: int, threads: int, where: str) -> dict:
     """One configuration: its network is built here (cheap: the engine draws the synapses only in
     a run) to refuse before anything runs what the run would only find out later."""
-    from . import models
-    from . import placement as placements
-    from .simulation import TWO_TIER
+    from .. import models
+    from .. import placement as placements
+    from ..simulation import TWO_TIER
 
     parameters = {**cfg.parameters, **overrides}
     try:
@@ -131,17 +133,17 @@ def _check_point(cfg: cfgmod.RunConfig, overrides: dict, ranks: int, threads: in
 
 
 def _base_config(workload: str, parameters: dict, reserved: dict, duration_ms, exchange) -> cfgmod.RunConfig:
-    from .simulation import EXCHANGES
+    from ..simulation import EXCHANGES
 
     if exchange is not None and exchange not in EXCHANGES:
         raise ConfigError(f"--exchange: unknown strategy '{exchange}'; available: {', '.join(EXCHANGES)}")
-    cfg = bench.resolve_workload(workload)       # unknown workloads refused here; model names: 1000 ms
-    bench.check_parameters(cfg, parameters, reserved)
+    cfg = common.resolve_workload(workload)       # unknown workloads refused here; model names: 1000 ms
+    common.check_parameters(cfg, parameters, reserved)
     return cfgmod.override(cfg, parameters=parameters, simulation={"duration_ms": duration_ms, "exchange": exchange})
 
 
 def _workload_args(workload: str) -> list[str]:
-    from . import models
+    from .. import models
 
     return ["--model", workload] if workload in models.REGISTRY else [str(Path(workload).absolute())]
 
@@ -164,7 +166,7 @@ def run_argv(workload_args: list[str], overrides: dict, threads: int, duration_m
 
 def _output(out, kind: str) -> Path:
     csv_name = FILES[kind][0]
-    path = _output_folder(out, f"{kind}-scaling", csv_name)
+    path = common.output_folder(out, f"{kind}-scaling", csv_name)
     runs = path / RUNS_FOLDER
     if runs.exists() and (not runs.is_dir() or any(runs.iterdir())):
         raise ConfigError(f"--out '{path}' already holds run archives in {runs}; choose a new folder")
@@ -173,8 +175,8 @@ def _output(out, kind: str) -> Path:
 
 # -- running --------------------------------------------------------------------------------
 def launch_run(ranks: int, threads: int, argv: list[str]):
-    """Starts one `ranvier run` on ranks x threads (mpiexec for several ranks, as bench.launch_prefix binds)."""
-    return bench.launch(ranks, threads, argv)
+    """Starts one `ranvier run` on ranks x threads (mpiexec for several ranks, as runner.launch_prefix binds)."""
+    return runner.launch(ranks, threads, argv)
 
 
 def _run_grid(points: list[dict], repeats: int, argv_of, out: Path, csv_path: Path) -> list[dict]:
@@ -193,13 +195,13 @@ def _run_grid(points: list[dict], repeats: int, argv_of, out: Path, csv_path: Pa
                 summary_path = archive / "summary.json"
                 if done.returncode != 0 or not summary_path.exists():
                     tail = "\n".join((done.stderr or done.stdout or "").strip().splitlines()[-20:])
-                    raise bench.WorkerFailed(f"{label} failed with status {done.returncode}: "
+                    raise runner.WorkerFailed(f"{label} failed with status {done.returncode}: "
                                              f"{' '.join(map(str, done.args))}\n{tail}")
                 row = run_row(json.loads(summary_path.read_text()), repeat=repeat, archive=archive)
                 writer.writerow(row)
                 f.flush()
                 runs.append(row)
-                _say(f"bench: {label}: real-time factor {row['real_time_factor']:.3f}")
+                say(f"bench: {label}: real-time factor {row['real_time_factor']:.3f}")
     return runs
 
 
@@ -336,7 +338,7 @@ def format_profile_table(summary: list[dict]) -> str:
     rows = [[str(s["ranks"]), str(s["threads"]), str(s["cores"]), _fmt(s["simulate_seconds"], ".3f"),
              _fmt(s["computation_pct"], ".1f"), _fmt(s["communication_pct"], ".1f"), _fmt(s["barrier_pct"], ".1f"),
              _fmt(s["other_pct"], ".1f")] for s in summary]
-    return _text_table(header, rows)
+    return common.text_table(header, rows)
 
 
 def format_scaling_table(summary: list[dict], mode: str = STRONG) -> str:
@@ -353,7 +355,7 @@ def format_scaling_table(summary: list[dict], mode: str = STRONG) -> str:
         if mode == WEAK:
             del row[6]
         rows.append(row)
-    return _text_table(header, rows)
+    return common.text_table(header, rows)
 
 
 def format_energy(summary: list[dict]) -> str:
@@ -367,7 +369,7 @@ def format_energy(summary: list[dict]) -> str:
     rows = [[str(s["ranks"]), str(s["threads"]), str(s["cores"]), _fmt(s["energy_seconds"], ".3f"),
              _fmt(s["mean_power_w"], ".1f"), _fmt(s["baseline_power_w"], ".1f"), _fmt(s["energy_j"], ".2f"),
              _fmt(s["uj_per_synaptic_event"], ".3f"), s["energy_source"] or "-"] for s in summary]
-    return _text_table(header, rows)
+    return common.text_table(header, rows)
 
 
 def print_tables(summary: list[dict], mode: str, repeats: int) -> None:
@@ -450,7 +452,7 @@ def _warn_oversubscribed(points: list[dict]) -> None:
     available = os.cpu_count() or 1
     for p in points:
         if p["cores"] > available:
-            _say(f"bench: warning: {p['ranks']} rank(s) x {p['threads']} thread(s) = {p['cores']} cores on a "
+            say(f"bench: warning: {p['ranks']} rank(s) x {p['threads']} thread(s) = {p['cores']} cores on a "
                  f"machine with {available}: oversubscribed, its times do not measure scaling")
 
 
@@ -459,18 +461,18 @@ def _run_bench(kind: str, cfg, workload: str, points: list[dict], repeats: int, 
     """The part both commands share, after their checks: launcher, folder, runs, tables, files."""
     for r in sorted({p["ranks"] for p in points}):
         try:
-            bench.launch_prefix(r, 1)                # mpiexec is there for every rank count
+            runner.launch_prefix(r, 1)                # mpiexec is there for every rank count
         except ConfigError as e:
             raise ConfigError(f"--ranks {r}: {e}") from None
     out = _output(out, kind)
     csv_name, json_name, png_name = FILES[kind]
-    plt = _pyplot()
+    plt = common.pyplot()
     if plt is None:
-        _say("bench: matplotlib is not installed (pip install matplotlib): no plot will be drawn")
+        say("bench: matplotlib is not installed (pip install matplotlib): no plot will be drawn")
 
     duration = float(cfg.simulation["duration_ms"])
     workload_args = _workload_args(workload)
-    _say(f"bench: {describe}, {duration:g} ms simulated per run; {len(points)} configuration(s) x {repeats} "
+    say(f"bench: {describe}, {duration:g} ms simulated per run; {len(points)} configuration(s) x {repeats} "
          f"repeat(s); run archives in {out / RUNS_FOLDER}")
     _warn_oversubscribed(points)
     (out / RUNS_FOLDER).mkdir(parents=True, exist_ok=True)
@@ -525,12 +527,12 @@ def weak_scaling_bench(workload: str, ranks: list[int], threads: list[int] | Non
     configuration, `repeats` times each; default per_core: the workload's size / 2. Prints the
     tables of strong scaling (efficiency = RTF at the fewest cores / RTF); writes
     weak_scaling.csv/.json/.png and the run archives."""
-    from . import models
+    from .. import models
 
     parameters = dict(parameters or {})
     if not isinstance(repeats, int) or repeats < 1:
         raise ConfigError(f"--repeats must be a positive integer, got {repeats!r}")
-    cfg = bench.resolve_workload(workload)
+    cfg = common.resolve_workload(workload)
     size = size_parameter(cfg.model)
     cfg = _base_config(workload, parameters, {size: f"weak scaling sets {size} = --per-core x ranks x threads; "
                                                     f"leave it out and choose --per-core"}, duration_ms, exchange)
@@ -553,3 +555,48 @@ def weak_scaling_bench(workload: str, ranks: list[int], threads: list[int] | Non
     return _run_bench(WEAK, cfg, workload, points, repeats, out, describe,
                       f"{cfg.model}, {per_core:,} {size} per core: weak scaling", settings, exchange, energy,
                       baseline_s)
+
+
+# -- the command line -----------------------------------------------------------------------
+def add_scaling_flags(parser, exchanges) -> None:
+    """The flags strong-scaling shares with the generic weak-scaling (models without n_areas)."""
+    parser.add_argument("--exchange", choices=exchanges, help="spike-exchange strategy of every run "
+                        "(default: the config's, else allgather)")
+    parser.add_argument("--energy", choices=ENERGY_KINDS, help="passed to each `ranvier run`: its power meter "
+                        "(default: not passed, the run's own default)")
+    parser.add_argument("--baseline-s", type=non_negative_float, metavar="S", help="passed to each `ranvier run`: "
+                        "idle seconds before the simulation, for the baseline power")
+
+
+def add_parser(benches, exchanges) -> None:
+    """Registers `ranvier bench strong-scaling` (weak-scaling is registered by areas.py, which
+    sends models without areas here)."""
+    strong = benches.add_parser(
+        "strong-scaling", allow_abbrev=False, help="one network over ranks x threads: profile, speedup, energy",
+        description="Run the same network on every configuration of --ranks x --threads, --repeats times each, "
+                    "one run at a time, each a real `ranvier run` (mpiexec -n R for several ranks) that leaves its "
+                    "run archive in DIR/runs/r{R}-t{T}-{k}. Prints the profile (computation, communication, "
+                    "barrier as % of the wall time), the real-time factor with speedup and parallel efficiency "
+                    "against the fewest cores, and the energy where the runs measured it; writes "
+                    "strong_scaling.csv (one row per run), strong_scaling.json and strong_scaling.png.")
+    strong.add_argument("workload", metavar="WORKLOAD", help="a model name (dpsnn, ...) or a config .toml")
+    strong.add_argument("--ranks", type=positive_int_list, required=True, metavar="R1,R2,...",
+                        help="rank counts, for example 1,2,4")
+    strong.add_argument("--threads", type=positive_int_list, metavar="K1,K2,...",
+                        help="threads per rank, for example 1,2 (default: the config's, else 1)")
+    strong.add_argument("--duration-ms", type=positive_float, metavar="T",
+                        help="simulated time per run (default: the config's, or 1000 ms for a model name)")
+    strong.add_argument("--repeats", type=positive_int, default=3, metavar="N",
+                        help="runs of each configuration; tables give min and median (default: 3)")
+    strong.add_argument("--set", type=assignment, action="append", default=[], metavar="KEY=VALUE",
+                        help="any model parameter, value read as TOML (repeat for several)")
+    add_scaling_flags(strong, exchanges)
+    strong.add_argument("--out", metavar="DIR",
+                        help="folder for the results and the run archives (default: "
+                             "bench-results/strong-scaling-<timestamp>)")
+
+
+def command(args) -> None:
+    strong_scaling_bench(args.workload, args.ranks, threads=args.threads, duration_ms=args.duration_ms,
+                         repeats=args.repeats, parameters=dict(args.set), exchange=args.exchange, energy=args.energy,
+                         baseline_s=args.baseline_s, out=args.out)

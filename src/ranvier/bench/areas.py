@@ -10,7 +10,7 @@ Each compares two schemes on the same network, next to the predictions of theory
   structure-aware  each area on its own rank (placement by-area), an exchange inside the area
                    group every cycle and one among all ranks every D cycles (exchange two-tier).
 Like `ranvier bench exchange`, the command checks all its input first, then runs every
-configuration as its own process, one at a time (ranvier.bench.run_worker, worker kind
+configuration as its own process, one at a time (runner.run_worker, worker kind
 "areas"); rank 0 of the worker writes its measurements as JSON.
 """
 from __future__ import annotations
@@ -24,11 +24,13 @@ from pathlib import Path
 
 import numpy as np
 
-from . import config as cfgmod
-from . import cycle_stats, theory
-from .bench import (_output_folder, _pyplot, _say, _text_table, check_parameters, launch_prefix, resolve_workload,
-                    run_worker)
-from .errors import ConfigError
+from .. import config as cfgmod
+from .. import cycle_stats, theory
+from ..commands.arguments import assignment, positive_float, positive_int, positive_int_list
+from ..errors import ConfigError
+from . import common, scaling
+from .common import check_parameters, resolve_workload, say
+from .runner import launch_prefix, run_worker
 
 CONVENTIONAL, STRUCTURE_AWARE = "conventional", "structure-aware"
 SCHEMES = (CONVENTIONAL, STRUCTURE_AWARE)
@@ -98,7 +100,7 @@ def parse_knob_values(knob: str, values) -> list:
 
 
 def _check_strategy(flag: str, name: str | None) -> None:
-    from .simulation import STRATEGIES
+    from ..simulation import STRATEGIES
 
     if name is not None and name not in STRATEGIES:
         raise ConfigError(f"{flag}: unknown strategy '{name}'; available: {', '.join(STRATEGIES)}")
@@ -107,7 +109,7 @@ def _check_strategy(flag: str, name: str | None) -> None:
 def _base_config(workload: str, parameters: dict | None, reserved: dict, duration_ms, threads) -> cfgmod.RunConfig:
     """The workload with --set on top, checked: a multi-area model with an n_areas parameter,
     known parameter names only, none of those the benchmark sets itself (reserved: name -> why)."""
-    from . import models
+    from .. import models
 
     parameters = dict(parameters or {})
     cfg = resolve_workload(workload)
@@ -130,8 +132,8 @@ def _plan_point(cfg: cfgmod.RunConfig, overrides: dict, ranks: int, global_inter
                 where: str) -> dict:
     """One point of a benchmark (a rank count, a knob value): its network is built here (cheap: the
     engine draws the synapses later) to check everything the runs would only find out later."""
-    from . import models
-    from . import placement as placements
+    from .. import models
+    from .. import placement as placements
 
     parameters = {**cfg.parameters, **overrides}
     threads, resolution = cfg.simulation["threads"], cfg.simulation["resolution_ms"]
@@ -169,9 +171,9 @@ def _scheme_settings(scheme: str, conventional_exchange: str, tier_exchange: str
 def _check_launch(rank_counts, threads: int):
     for r in rank_counts:
         launch_prefix(r, threads)                 # mpiexec is there for every rank count
-    plt = _pyplot()
+    plt = common.pyplot()
     if plt is None:
-        _say("bench: matplotlib is not installed (pip install matplotlib): no plot will be drawn")
+        say("bench: matplotlib is not installed (pip install matplotlib): no plot will be drawn")
     return plt
 
 
@@ -205,7 +207,7 @@ def _run_points(cfg, points: list[dict], repeats: int, conventional_exchange: st
                     rows.writerow(run)
                     f.flush()
                     runs.append(run)
-                    _say(f"bench: {label}: real-time factor {run['real_time_factor']:.3f}, synchronize "
+                    say(f"bench: {label}: real-time factor {run['real_time_factor']:.3f}, synchronize "
                          f"{run['synchronize_us_per_cycle']:.2f} µs/cycle")
     return runs
 
@@ -254,10 +256,10 @@ def area_measurements(result, scheme: str) -> dict:
                           for kind, h in stats["histogram"].items()}}
 
 
-def areas_worker(spec: dict) -> None:
+def worker(spec: dict) -> None:
     """One run of the worker process (ranvier.bench WORKERS['areas'])."""
-    from . import models
-    from .simulation import Simulation
+    from .. import models
+    from ..simulation import Simulation
 
     network = models.build(spec["model"], **spec["parameters"])
     sim = Simulation(network, **spec["simulation"])
@@ -359,7 +361,7 @@ def format_phase_table(summary: list[dict], key: str = "ranks", label: str | Non
     rows = [[f"{s[key]:g}", s["scheme"], f"{s['rtf_min']:.3f}", f"{s['rtf_median']:.3f}",
              *(_fmt(s[column], ".2f") for column in PHASE_COLUMNS), _fmt(s["exchange_us_per_cycle"], ".2f"),
              _fmt(s["delivery_ns_per_event"], ".2f")] for s in summary]
-    return _text_table(header, rows)
+    return common.text_table(header, rows)
 
 
 def format_cycle_table(summary: list[dict], key: str = "ranks", label: str | None = None) -> str:
@@ -370,7 +372,7 @@ def format_cycle_table(summary: list[dict], key: str = "ranks", label: str | Non
              _fmt(s["exchanges_local"], ".0f"), _fmt(s["cycle_mean_us"], ".2f"), _fmt(s["cycle_cv"], ".3f"),
              _fmt(s["lumped_cv"], ".3f"), _fmt(s["cv_ratio"], ".3f"), _fmt(s["autocorrelation_lag1"], "+.3f"),
              _fmt(s["cycle_wait_us"], ".2f")] for s in summary]
-    return _text_table(header, rows)
+    return common.text_table(header, rows)
 
 
 def format_comparison_table(comparison: list[dict], key: str = "ranks", label: str | None = None) -> str:
@@ -381,7 +383,7 @@ def format_comparison_table(comparison: list[dict], key: str = "ranks", label: s
              _fmt(c["sync_ratio"], ".3f"), f"{c['sync_ratio_predicted']:.3f}",
              _fmt(c["sync_ratio_predicted_correlated"], ".3f"), _fmt(c["exchange_ratio"], ".3f"),
              _fmt(c["speedup"], ".3f")] for c in comparison]
-    return _text_table(header, rows)
+    return common.text_table(header, rows)
 
 
 def format_delivery_table(comparison: list[dict], key: str = "ranks", label: str | None = None) -> str:
@@ -396,7 +398,7 @@ def format_delivery_table(comparison: list[dict], key: str = "ranks", label: str
              _fmt(c["delivery_ratio"], ".3f"), _fmt(c["f_conv"], ".4f"), _fmt(c["f_sa"], ".4f"),
              _fmt(c["f_ratio"], ".3f"), measured_predicted(c["segments_conv"], c["segments_conv_predicted"]),
              measured_predicted(c["segments_sa"], c["segments_sa_predicted"])] for c in comparison]
-    return _text_table(header, rows)
+    return common.text_table(header, rows)
 
 
 def _print_comparison(comparison: list[dict], key: str = "ranks", label: str | None = None) -> None:
@@ -593,13 +595,11 @@ def weak_scaling_bench(workload: str, ranks: list[int], threads: int | list[int]
     `repeats` times; prints tables; writes CSV, JSON and plot into out.
 
     A workload whose model has no n_areas goes to the generic weak scaling of
-    ranvier.bench_scaling (size = per_core x ranks x threads); generic: its own settings
+    ranvier.bench.scaling (size = per_core x ranks x threads); generic: its own settings
     (per_core, exchange, energy, baseline_s), refused here for multi-area models."""
-    from . import models
+    from .. import models
 
     if "n_areas" not in models.defaults(resolve_workload(workload).model):
-        from . import bench_scaling
-
         for flag, value in (("--conventional-exchange", conventional_exchange), ("--tier-exchange", tier_exchange),
                             ("--global-interval", global_interval)):
             if value is not None:
@@ -607,7 +607,7 @@ def weak_scaling_bench(workload: str, ranks: list[int], threads: int | list[int]
                                   f"'{workload}' runs the generic weak scaling")
         if duration_ms is None and workload in models.REGISTRY:
             duration_ms = DEFAULT_DURATION_MS        # as for the multi-area models (--duration-ms help)
-        return bench_scaling.weak_scaling_bench(
+        return scaling.weak_scaling_bench(
             workload, ranks, threads=[threads] if isinstance(threads, int) else threads, duration_ms=duration_ms,
             repeats=repeats, parameters=parameters, out=out, **generic)
     for name, value in generic.items():
@@ -630,10 +630,10 @@ def weak_scaling_bench(workload: str, ranks: list[int], threads: int | list[int]
     points = [{**_plan_point(cfg, {"n_areas": r}, r, global_interval, f"--ranks {r}"),
                "label": f"{r} rank(s)", "extra": {}} for r in rank_counts]
     plt = _check_launch(rank_counts, cfg.simulation["threads"])
-    out = _output_folder(out, "weak-scaling", WEAK_CSV)
+    out = common.output_folder(out, "weak-scaling", WEAK_CSV)
 
     area = f"{points[0]['neurons'] // rank_counts[0]:,} neurons per area"
-    _say(f"bench: {_describe(cfg, area)}; {len(points) * len(SCHEMES)} configuration(s) x {repeats} repeat(s)")
+    say(f"bench: {_describe(cfg, area)}; {len(points) * len(SCHEMES)} configuration(s) x {repeats} repeat(s)")
     out.mkdir(parents=True, exist_ok=True)
     runs = _run_points(cfg, points, repeats, conventional_exchange, tier_exchange, out / WEAK_CSV, RUN_COLUMNS)
     summary = summarize_runs(runs, "ranks")
@@ -665,7 +665,7 @@ def heterogeneity_bench(workload: str, knob: str, values, ranks: int = 2, thread
                         conventional_exchange: str = "allgather", tier_exchange: str | None = None, out=None) -> Path:
     """n_areas = ranks; both schemes at each value of one heterogeneity knob (for delay_ratio the
     value is D, which also sets the two-tier global interval); prints tables; writes CSV, JSON, plot."""
-    from . import models
+    from .. import models
 
     values = parse_knob_values(knob, values)
     _check_strategy("--conventional-exchange", conventional_exchange)
@@ -681,10 +681,10 @@ def heterogeneity_bench(workload: str, knob: str, values, ranks: int = 2, thread
     points = [{**_plan_point(cfg, {"n_areas": ranks, knob: v}, ranks, None, f"--values {v:g} ({knob})"),
                "label": f"{knob} = {v:g}", "extra": {"knob": knob, "value": v}} for v in values]
     plt = _check_launch([ranks], cfg.simulation["threads"])
-    out = _output_folder(out, "heterogeneity", HETERO_CSV)
+    out = common.output_folder(out, "heterogeneity", HETERO_CSV)
 
     layout = f"{ranks} areas on {ranks} ranks"
-    _say(f"bench: {_describe(cfg, layout)}; {knob} in {values}; "
+    say(f"bench: {_describe(cfg, layout)}; {knob} in {values}; "
          f"{len(points) * len(SCHEMES)} configuration(s) x {repeats} repeat(s)")
     out.mkdir(parents=True, exist_ok=True)
     runs = _run_points(cfg, points, repeats, conventional_exchange, tier_exchange, out / HETERO_CSV, HETERO_COLUMNS)
@@ -723,10 +723,10 @@ def cycle_times_bench(workload: str, ranks: int = 2, threads: int | None = None,
                           f"cycle statistics with D = {point['lump_cycles']}; use at least "
                           f"{needed * point['cycle_ms']:g} ms")
     plt = _check_launch([ranks], cfg.simulation["threads"])
-    out = _output_folder(out, "cycle-times", CYCLES_CSV)
+    out = common.output_folder(out, "cycle-times", CYCLES_CSV)
 
     layout = f"{ranks} areas on {ranks} ranks"
-    _say(f"bench: {_describe(cfg, layout)}; one run of each scheme")
+    say(f"bench: {_describe(cfg, layout)}; one run of each scheme")
     out.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="ranvier-timers-") as tmp:
         runs = _run_points(cfg, [point], 1, conventional_exchange, tier_exchange, out / CYCLES_RUNS_CSV, RUN_COLUMNS,
@@ -767,3 +767,104 @@ def write_cycle_times_csv(path: Path, timers: dict) -> None:
             times = cycle_stats.cycle_times(t) * 1e6
             for rank, row in enumerate(times):
                 writer.writerows((scheme, rank, cycle, f"{value:.4f}") for cycle, value in enumerate(row))
+
+
+# -- the command line -----------------------------------------------------------------------
+SCHEMES_TEXT = ("Conventional: round-robin placement, one exchange among all ranks every cycle. Structure-aware: "
+                "each area on its own rank (by-area), exchange two-tier (inside the area every cycle, among all "
+                "ranks every D cycles).")
+
+
+def add_parser(benches, exchanges) -> None:
+    """Registers `ranvier bench weak-scaling`, `heterogeneity` and `cycle-times`."""
+    strategies = [e for e in exchanges if e != "two-tier"]
+
+    def area_bench(name, summary, description, out_name, ranks_flag, repeats=True, global_interval=True,
+                   workload_help="a multi-area model name (mam-benchmark) or a config .toml", threads_flag=None):
+        parser = benches.add_parser(name, allow_abbrev=False, help=summary,
+                                    description=f"{description} {SCHEMES_TEXT}")
+        parser.add_argument("workload", metavar="WORKLOAD", help=workload_help)
+        ranks_flag(parser)
+        if threads_flag is not None:
+            threads_flag(parser)
+        else:
+            parser.add_argument("--threads", type=positive_int, metavar="K",
+                                help="threads per rank (default: the config's, else 1)")
+        parser.add_argument("--duration-ms", type=positive_float, metavar="T",
+                            help="simulated time per run (default: the config's, or 2000 ms for a model name)")
+        if repeats:
+            parser.add_argument("--repeats", type=positive_int, default=3, metavar="N",
+                                help="runs of each configuration; tables give medians (default: 3)")
+        parser.add_argument("--set", type=assignment, action="append", default=[], metavar="KEY=VALUE",
+                            help="any model parameter but n_areas, value read as TOML (repeat for several)")
+        parser.add_argument("--conventional-exchange", choices=strategies, default="allgather",
+                            help="exchange strategy of the conventional scheme (default: allgather)")
+        parser.add_argument("--tier-exchange", choices=strategies,
+                            help="structure-aware: the strategy of both tiers (default: the config's, else allgather)")
+        if global_interval:
+            parser.add_argument("--global-interval", type=positive_int, metavar="D",
+                                help="structure-aware: cycles between global exchanges (default: the largest the "
+                                     "inter-area delays allow, the model's delay_ratio)")
+        parser.add_argument("--out", metavar="DIR",
+                            help=f"folder for the results (default: bench-results/{out_name}-<timestamp>)")
+        return parser
+
+    weak = area_bench(
+        "weak-scaling", "the network grows with the ranks: one area per rank, or size per core",
+        "Weak scaling. A model without areas (dpsnn, artificial-cells) grows with the cores: its size (neurons, "
+        "cells) = --per-core x ranks x threads on every configuration of --ranks x --threads, each run --repeats "
+        "times as a real `ranvier run` that leaves its run archive in DIR/runs/r{R}-t{T}-{k}; prints the profile, "
+        "the real-time factor and the weak-scaling efficiency (RTF at the fewest cores / RTF). A multi-area model "
+        "(with n_areas) runs as many areas as ranks, area size fixed, both schemes at each rank count; prints "
+        "the phases per cycle, the cycle-time statistics and the ratios of the schemes next to theory. Both "
+        "write weak_scaling.csv (one row per run), weak_scaling.json and weak_scaling.png.", "weak-scaling",
+        lambda p: p.add_argument("--ranks", type=positive_int_list, required=True, metavar="R1,R2,...",
+                                 help="rank counts (multi-area: = areas), for example 1,2,4"),
+        workload_help="a model name (dpsnn, artificial-cells, mam-benchmark) or a config .toml",
+        threads_flag=lambda p: p.add_argument("--threads", type=positive_int_list, metavar="K1,K2,...",
+                                              help="threads per rank; several (1,2) only without areas (default: "
+                                                   "the config's, else 1)"))
+    weak.add_argument("--per-core", type=positive_int, metavar="N",
+                      help="without areas: the size (neurons, cells) per core (default: half the workload's size)")
+    scaling.add_scaling_flags(weak, exchanges)
+    # multi-area only: None tells weak_scaling_bench that it was not given (then allgather)
+    weak.set_defaults(conventional_exchange=None)
+    heterogeneity = area_bench(
+        "heterogeneity", "synchronisation against a heterogeneity knob, both schemes",
+        "Vary one heterogeneity knob of a multi-area model (as many areas as ranks) and run both schemes at "
+        "each value; writes heterogeneity.csv, heterogeneity.json and heterogeneity.png.", "heterogeneity",
+        lambda p: p.add_argument("--ranks", type=positive_int, default=2, metavar="R",
+                                 help="ranks (= areas), at least 2 (default: 2)"),
+        global_interval=False)
+    heterogeneity.add_argument("--knob", choices=KNOBS, required=True,
+                               help="the parameter varied; delay_ratio is D, also the two-tier global interval")
+    heterogeneity.add_argument("--values", required=True, metavar="V1,V2,...",
+                               help="its values: integers >= 1 for delay_ratio (1,2,5,10), numbers >= 0 for the "
+                                    "standard deviations")
+    cycles = area_bench(
+        "cycle-times", "per-rank cycle times of both schemes: distributions and serial correlation",
+        "Run each scheme once and keep every rank's time of every cycle (deliver + update + collocate); print "
+        "their statistics against the synchronisation model; write cycle_times.csv (one row per scheme, rank "
+        "and cycle), cycle_timers.npz (all phases), cycle_statistics.json and cycle_times.png.", "cycle-times",
+        lambda p: p.add_argument("--ranks", type=positive_int, default=2, metavar="R",
+                                 help="ranks (= areas) (default: 2)"),
+        repeats=False)
+    cycles.add_argument("--max-lag", type=positive_int, metavar="L",
+                        help="autocorrelation lags computed and plotted (default: 100, at least D - 1)")
+
+
+def command(args) -> None:
+    common_settings = dict(threads=args.threads, duration_ms=args.duration_ms, parameters=dict(args.set),
+                           conventional_exchange=args.conventional_exchange, tier_exchange=args.tier_exchange,
+                           out=args.out)
+    if args.bench_command == "weak-scaling":
+        # a model without n_areas goes to the generic weak scaling (scaling.py)
+        weak_scaling_bench(args.workload, args.ranks, repeats=args.repeats, global_interval=args.global_interval,
+                           per_core=args.per_core, exchange=args.exchange, energy=args.energy,
+                           baseline_s=args.baseline_s, **common_settings)
+    elif args.bench_command == "heterogeneity":
+        heterogeneity_bench(args.workload, args.knob, args.values, ranks=args.ranks, repeats=args.repeats,
+                            **common_settings)
+    else:
+        cycle_times_bench(args.workload, ranks=args.ranks, global_interval=args.global_interval,
+                          max_lag=args.max_lag, **common_settings)

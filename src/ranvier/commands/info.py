@@ -1,0 +1,39 @@
+"""`ranvier info`: version, build features, MPI, cores."""
+from __future__ import annotations
+
+import os
+import platform
+import sys
+
+
+def add_parser(commands, exchanges=None) -> None:
+    commands.add_parser("info", allow_abbrev=False, help="version, build features, MPI, cores")
+
+
+def command(args=None) -> int:
+    from .. import __version__, _engine
+    from ..parallel import mpi_library_version
+    from ..simulation import EXCHANGES, PLACEMENTS
+
+    info = _engine.build_info()
+    yes = {True: "yes", False: "no"}
+    tidy = lambda text: " ".join(str(text).split())      # MPI version strings pad with spaces
+    print(f"ranvier {__version__}")
+    print(f"engine              {info.get('version', '?')}, built with {info.get('compiler', '?')}")
+    mpi = yes[bool(info.get("mpi"))] + (f" ({tidy(info['mpi_library'])})" if info.get("mpi_library") else "")
+    print(f"MPI backend         {mpi}")
+    print(f"OpenMP              {yes[bool(info.get('openmp'))]}, max threads {info.get('openmp_max_threads', '?')}")
+    print(f"CUDA                {yes[bool(info.get('cuda'))]}")
+    print(f"native CPU tuning   {yes[bool(info.get('native'))]}")
+    if "simd" in info:
+        print(f"SIMD                {info['simd']}")
+    print(f"exchanges           {', '.join(EXCHANGES)}")
+    print(f"placements          {', '.join(PLACEMENTS)}")
+    try:
+        import mpi4py
+        print(f"mpi4py              {mpi4py.__version__}, {tidy(mpi_library_version())}")
+    except ImportError:
+        print("mpi4py              not installed (pip install mpich mpi4py for multi-rank runs)")
+    print(f"python              {platform.python_version()} ({sys.executable})")
+    print(f"cpu cores           {os.cpu_count()}")
+    return 0

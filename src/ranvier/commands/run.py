@@ -1,0 +1,302 @@
+"""`ranvier run [CONFIG.toml] [flags]`: build a model, simulate it (measuring its energy), print
+the summary table and write the run archive (--out DIR).
+
+    ranvier run [CONFIG.toml] [--neurons N] [--threads K] [--out DIR] ...
+    mpiexec -n 4 ranvier run examples/dpsnn.toml --exchange alltoallv
+"""
+from __future__ import annotations
+
+import sys
+
+from .. import config as cfgmod
+from .. import energy, environment, theory
+from ..errors import ConfigError
+from .arguments import assignment, non_negative_float, positive_float, positive_int, seed
+
+
+def add_parser(commands, exchanges, placements) -> None:
+    run = commands.add_parser(
+        "run", allow_abbrev=False, help="simulate a model (default: dpsnn, 20480 neurons, 10 s)",
+        description="Simulate a model. Flags override the config file; with neither, the default "
+                    "main job runs (dpsnn, 20480 neurons, 10 s simulated).")
+    run.add_argument("config", nargs="?", metavar="CONFIG.toml", help="run configuration (see examples/)")
+    run.add_argument("--model", help="model name (default: the config's, else dpsnn)")
+    run.add_argument("--neurons", type=positive_int, metavar="N", help="network size")
+    run.add_argument("--duration-ms", type=positive_float, metavar="T", help="simulated time (ms)")
+    run.add_argument("--threads", type=positive_int, metavar="K",
+                     help="threads per rank (default: cores of the node / ranks on it)")
+    run.add_argument("--exchange", choices=exchanges, help="spike-exchange strategy")
+    run.add_argument("--placement", choices=placements, help="neuron-to-rank/thread placement")
+    run.add_argument("--seed", type=seed, metavar="S", help="network and noise seed")
+    run.add_argument("--resolution-ms", type=positive_float, metavar="H", help="time step (ms)")
+    run.add_argument("--set", type=assignment, action="append", default=[], metavar="KEY=VALUE",
+                     help="any model parameter, value read as TOML (repeat for several)")
+    run.add_argument("--no-barrier", action="store_true",
+                     help="do not time a barrier before each exchange as 'synchronize'")
+    run.add_argument("--global-interval", type=positive_int, metavar="D",
+                     help="two-tier: cycles between global exchanges (default: the largest the inter-area "
+                          "delays allow)")
+    run.add_argument("--tier-exchange", choices=[e for e in exchanges if e != "two-tier"],
+                     help="two-tier: the strategy both tiers use (default: allgather)")
+    meters = run.add_argument_group("energy (see docs/measuring.md)")
+    meters.add_argument("--energy", choices=energy.KINDS, default="auto",
+                        help="power meter: auto (RAPL, else NVML), rapl, nvml, none (default: auto)")
+    meters.add_argument("--baseline-s", type=non_negative_float, default=0.0, metavar="S",
+                        help="idle pause before the simulation, for the baseline power (the DPSNN study used 5)")
+    meters.add_argument("--power-trace", metavar="CSV", help="a power trace (time, watts) recorded by an external meter "
+                        "during the run; read at the end and aligned with the run's clock")
+    meters.add_argument("--clock-offset-s", type=float, metavar="EPOCH",
+                        help="the trace's time 0 in epoch seconds, when its times are relative")
+    meters.add_argument("--power-model", metavar="SPEC", help="a labelled estimate instead of a measurement: "
+                        "'static=W,per_core=W' (watts above the baseline)")
+    run.add_argument("--mpi-fit", metavar="FILE", help="mpi_fit.json from 'ranvier bench mpi' on this machine and "
+                     "rank count: the summary then shows the predicted exchange time next to the measured one")
+    run.add_argument("--overlap", action="store_true",
+                     help="exchange each interval's spikes while the next is computed (intervals of half the "
+                          "minimum delay)")
+    run.add_argument("--quiet", action="store_true", help="print nothing but errors")
+    run.add_argument("--out", metavar="DIR", help="write config.toml, summary.json, spikes.h5, timers.h5 here")
+    run.add_argument("--force", action="store_true", help="replace a non-empty --out folder")
+
+
+def resolve_config(args) -> cfgmod.RunConfig:
+    base = cfgmod.load(args.config) if args.config else cfgmod.RunConfig()
+    parameters = dict(args.set)
+    if args.neurons is not None:
+        parameters["neurons"] = args.neurons
+    simulation = {"duration_ms": args.duration_ms, "threads": args.threads, "exchange": args.exchange,
+                  "placement": args.placement, "seed": args.seed, "resolution_ms": args.resolution_ms,
+                  "barrier": False if args.no_barrier else None, "overlap": True if args.overlap else None,
+                  "global_interval": args.global_interval, "tier_exchange": args.tier_exchange}
+    return cfgmod.override(base, model=args.model, parameters=parameters, simulation=simulation)
+
+
+def resolved_dict(cfg: cfgmod.RunConfig, network, sim) -> dict:
+    """Everything needed to rerun: model, every model parameter, every simulation setting."""
+    from .. import models
+
+    parameters = dict(network.parameters) or {**models.defaults(cfg.model), **cfg.parameters}
+    simulation = {**cfg.simulation, "duration_ms": float(cfg.simulation["duration_ms"]),
+                  "threads": sim.threads, "exchange": sim.exchange, "placement": sim.placement,
+                  "seed": sim.seed, "resolution_ms": sim.resolution_ms, "barrier": sim.barrier,
+                  "overlap": sim.overlap, "tier_exchange": sim.tier_exchange}
+    if sim.global_interval:
+        simulation["global_interval"] = sim.global_interval
+    else:
+        simulation.pop("global_interval", None)      # TOML has no None: omitted means automatic
+    return {"model": cfg.model, "parameters": parameters, "simulation": simulation}
+
+
+def command(args) -> int:
+    from .. import models
+    from ..output import check_target
+    from ..parallel import launcher_rank, make_comm
+    from ..simulation import Simulation
+
+    rank = launcher_rank()
+    cfg = resolve_config(args)
+    fit = theory.load_mpi_fit(args.mpi_fit) if args.mpi_fit else None
+    if args.out is not None:
+        check_target(args.out, args.force)      # on every rank: the same answer, before anything is made
+    network = models.build(cfg.model, **cfg.parameters)
+    cfgmod.check_simulation(cfg, network)
+    # on every rank, so that bad options stop all ranks before the build
+    meter = energy.choose_meter(args.energy, power_trace=args.power_trace, clock_offset_s=args.clock_offset_s,
+                                power_model=args.power_model, cores=args.threads)
+    comm = make_comm()
+    out = _claim_output(args, comm) if args.out is not None else None
+    try:
+        # Spikes and timers stream into the claimed folder; without one only the counts are kept.
+        sim = Simulation(network, comm=comm, **cfg.simulation_kwargs(),   # its last checks (memory) precede the build
+                         record_spikes=True if args.out is not None else "counts",
+                         stream_to=out.staging if out is not None else None)
+        if args.out is not None:
+            _check_output_space(out, sim, cfg.simulation["duration_ms"])
+        return _simulate(args, cfg, network, sim, meter, fit, out, rank)
+    except BaseException:
+        if out is not None:
+            out.abandon()              # nothing half-written stays behind; an earlier folder is untouched
+        raise
+
+
+def _claim_output(args, comm):
+    """Rank 0 claims the destination (lock and staging folder); every rank learns whether it could."""
+    from ..output import OutputFolder
+    out, refusal = None, None
+    if comm.rank == 0:
+        try:
+            out = OutputFolder(args.out, args.force)
+        except ConfigError as e:
+            refusal = str(e)
+    refusal = comm.bcast(refusal)
+    if refusal is not None:
+        raise ConfigError(refusal)
+    return out
+
+
+def _check_output_space(out, sim, duration_ms) -> None:
+    """The timers alone need 40 bytes per cycle and rank: refuse a run whose output cannot fit."""
+    from ..recording import TIMER_BYTES_PER_CYCLE
+    refusal = None
+    if sim.rank == 0 and out is not None:
+        cycles = int(round(float(duration_ms) / sim.cycle_ms))
+        try:
+            out.check_space(cycles * sim.size * TIMER_BYTES_PER_CYCLE, f"the per-cycle timers of {cycles:,} cycles")
+        except ConfigError as e:
+            refusal = str(e)
+    refusal = sim.comm.bcast(refusal)
+    if refusal is not None:
+        raise ConfigError(refusal)
+
+
+def _simulate(args, cfg, network, sim, meter, fit, out, rank) -> int:
+    from ..output import OutputError
+    from ..progress import ProgressBar
+    talk = rank == 0 and not args.quiet
+    bar = ProgressBar() if talk else None
+    if talk:
+        print(f"ranvier: built {cfg.model} ({network.size:,} neurons) in {sim.build_seconds:.2f} s on "
+              f"{sim.size} rank(s) x {sim.threads} thread(s); simulating {cfg.simulation['duration_ms'] / 1000:g} s"
+              + (f" after a {args.baseline_s:g} s idle baseline" if args.baseline_s else ""),
+              file=sys.stderr, flush=True)
+    # The energy session of Simulation.run(energy=...) (ranvier.energy.measure): the idle
+    # baseline, then the simulation; the report is in the Result, and in its summary.
+    try:
+        result = energy.measure(sim, energy.Measurement(meter, baseline_s=args.baseline_s),
+                                lambda: sim.run(cfg.simulation["duration_ms"], progress=bar))
+    finally:
+        if bar:
+            bar.close()
+    if sim.rank != 0:
+        return 0
+    summary = result.summary(fit)
+    if not args.quiet:                 # the summary first: it survives whatever happens to the files
+        print(format_summary(summary), flush=True)
+    if out is None:
+        return 0
+    sim.close()                        # spikes.h5 and timers.h5 from the streamed chunks
+    rec = sim.recording
+    try:
+        if rec.error is not None:
+            from ..output import write_failure
+            raise OutputError(write_failure(out.shown, rec.error, rec.bytes_needed()))
+        env = environment.collect(sim.size, sim.comm.ranks_on_node, sim.threads)
+        written = out.publish(resolved_dict(cfg, network, sim), summary, env)
+        rec.moved_to(out.path)
+    except OutputError as e:
+        out.abandon()
+        print(f"ranvier: error: {e}", file=sys.stderr)
+        return 1
+    if not args.quiet:
+        print(f"results written to {written}/")
+    return 0
+
+
+def _si(x: float) -> str:
+    for unit, scale in (("G", 1e9), ("M", 1e6), ("k", 1e3)):
+        if abs(x) >= scale:
+            return f"{x / scale:.3g} {unit}"
+    return f"{x:.3g}"
+
+
+def format_summary(s: dict) -> str:
+    """The end-of-run table, computed from Result.summary() alone."""
+    sim_s = s["simulate_seconds"]
+    events = s["synaptic_events"]
+    rows = [
+        ("model", s["model"]),
+        ("neurons", f"{s['neurons']:,}"),
+        ("synapses", f"{s['synapses']:,}"),
+        ("ranks x threads", f"{s['ranks']} x {s['threads']}"),
+        ("exchange", f"{s['exchange']}, {'overlapped, ' if s.get('overlap') else ''}every "
+                     f"{s['communication_interval_ms']:g} ms"),
+        ("placement", s["placement"] + (f" ({len(s['areas'])} areas)" if s.get("areas") else "")),
+        ("simulated", f"{s['duration_ms'] / 1000:g} s at {s['resolution_ms']:g} ms steps"),
+        ("build", f"{s['build_seconds']:.2f} s"),
+        ("simulate", f"{sim_s:.2f} s"),
+        ("real-time factor", f"{s['real_time_factor']:.3f} (wall s per simulated s)"),
+    ]
+    lo, hi = s["rates_window_ms"]
+    rates = "  ".join(f"{name} {hz:.2f}" for name, hz in s["rates_steady_hz"].items())
+    rows.append((f"rates {lo / 1000:g}-{hi / 1000:g} s (Hz)", rates))
+    by_type = s.get("rates_steady_by_type_hz") or {}
+    if by_type:
+        rows.append(("", "  ".join(f"{kind} {hz:.2f}" for kind, hz in by_type.items())))
+    rows.append(("spikes", f"{s['spikes_total']:,}"))
+    rows.append(("synaptic events", f"recurrent {events['recurrent']:,}  external {events['external']:,}"))
+    if s.get("synaptic_events_per_second"):
+        rows.append(("synaptic events / s", f"{_si(s['synaptic_events_per_second'])} events per wall second"))
+    c = s["counters"]
+    cycles = s["duration_ms"] / s["communication_interval_ms"]
+    traffic = (f"{_si(c['bytes_sent'] / cycles)} bytes and {c['messages_sent'] / cycles:.1f} messages per interval "
+               f"(all ranks)")
+    if c.get("overflow_rounds") or c.get("exchange_resizes"):
+        traffic += f"; {c['overflow_rounds']} overflow rounds, {c['exchange_resizes']} resizes"
+    rows.append(("exchange traffic", traffic))
+    if s.get("global_interval"):
+        n = s["exchanges"]
+        rows.append(("two-tier", f"{s['tier_exchange']} in each area group every {s['communication_interval_ms']:g} ms "
+                                 f"({n['local']:,} exchanges), among all ranks every "
+                                 f"{s['global_interval'] * s['communication_interval_ms']:g} ms ({n['global']:,}); "
+                                 f"global traffic {_si(c['global_bytes_sent'])} bytes"))
+    rows.append(("phases", "seconds (% of simulate), mean over ranks"))
+    for phase, seconds in s["phase_seconds"].items():
+        share = f" ({100 * seconds / sim_s:.1f} %)" if sim_s > 0 else ""
+        rows.append((f"  {phase}", f"{seconds:.3f} s{share}"))
+    rows.extend(_theory_rows(s))
+    if s.get("energy"):
+        rows.extend(energy.format_lines(s["energy"]))
+    rss = s["peak_rss_bytes"]
+    rows.append(("peak RSS per rank", f"{max(rss) / 2**20:.0f} MiB (max over {len(rss)} rank(s))"))
+    if s["synapses"]:
+        rows.append(("bytes per synapse", f"{sum(rss) / s['synapses']:.1f} (peak RSS of all ranks / synapses); "
+                                          f"synapse store {s['synapse_store_bytes'] / s['synapses']:.1f}"))
+    width = max(len(k) for k, _ in rows)
+    return "\n".join(f"{k:<{width}}  {v}" for k, v in rows)
+
+
+def _theory_rows(s: dict) -> list[tuple[str, str]]:
+    """Cycle-time statistics and the models of theory.md, measured next to predicted."""
+    rows = []
+    stats, th = s.get("cycle_statistics"), s.get("theory") or {}
+    if stats:
+        p, D = stats["pooled"], stats["D"]
+        acf = stats["autocorrelation"]
+        lumps = f"; lumped over D={D}: CV {p['lumped_cv']:.3f}" if D > 1 else ""
+        rows.append(("cycle time", f"mean {p['mean_s'] * 1e6:.1f} us, CV {p['cv']:.3f}{lumps}"
+                                   + (f"; autocorrelation lag 1 {acf[0]:+.2f}" if acf else "")))
+        if D > 1:
+            rows.append(("  CV ratio", f"measured {p['cv_ratio']:.3f}, predicted 1/sqrt(D) "
+                                       f"{p['cv_ratio_predicted']:.3f}, with measured correlation "
+                                       f"{p['cv_ratio_predicted_correlated']:.3f}"))
+        if stats["ranks"] > 1:
+            m, pr = stats["measured"], stats["predicted"]
+            rows.append(("  wait per cycle", f"slowest rank minus mean {m['cycle_wait_s'] * 1e6:.2f} us, "
+                                             f"model k_P sigma {pr['sync_conv_s'] / stats['cycles'] * 1e6:.2f} us, "
+                                             f"{p['wait_predicted_robust_s'] * 1e6:.2f} us with sigma from the "
+                                             f"interquartile range"))
+    ia = th.get("irregular_access")
+    if ia and ia.get("delivery_ns_per_event") is not None:
+        both = f" (conventional {ia['f_conv']:.4f}, structure-aware {ia['f_sa']:.4f})" if s.get("areas") else ""
+        rows.append(("delivery", f"{ia['delivery_ns_per_event']:.2f} ns per synaptic event; irregular-access "
+                                 f"fraction predicted {ia['predicted_fraction']:.4f}{both}"))
+    comm = th.get("communication")
+    if comm:
+        predicted = comm.get("predicted_s_per_cycle")
+        if predicted is not None:
+            text = f"{predicted * 1e6:.2f} us"
+        elif comm["fit_ranks"] != s["ranks"]:
+            text = f"n/a (the fit was measured on {comm['fit_ranks']} ranks, this run has {s['ranks']})"
+        else:
+            text = "n/a (exchanges inside groups of several ranks, or a primitive missing from the fit)"
+        line = f"measured {comm['measured_s_per_cycle'] * 1e6:.2f} us per cycle, predicted {text}"
+        if comm.get("predicted_global_s_per_exchange") is not None:
+            line += (f"; one global exchange of D cycles {comm['predicted_global_s_per_exchange'] * 1e6:.2f} us "
+                     f"against {comm['predicted_D_separate_s_per_cycle'] * 1e6:.2f} us for each of D separate ones")
+        rows.append(("communication", line))
+    seg = th.get("delay_segments") or {}
+    if seg.get("measured_per_event") is not None:
+        predicted = seg.get("predicted_per_event")
+        rows.append(("  delay segments", f"{seg['measured_per_event']:.4f} per event (each an irregular access)"
+                                         + (f", predicted {predicted:.4f}" if predicted is not None else "")))
+    return rows
