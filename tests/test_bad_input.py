@@ -15,7 +15,7 @@ import pytest
 
 import ranvier as rv
 from conftest import ROOT, mpiexec_path, needs_mpiexec, subprocess_env
-from ranvier import resources
+from ranvier import resources, spec
 from ranvier.bench import restore_cpus
 from ranvier.network import MAX_NORMAL_DEVIATE
 
@@ -40,7 +40,7 @@ def cli(*args, env=None, timeout=120, shell_prefix=None):
 
 # case -> (arguments after `ranvier run`, words the one line must hold, shell prefix or None)
 CASES = {
-    # 1. 2^31 neurons: was ValueError: math domain error (Simulation._fraction_bits)
+    # 1. 2^31 neurons: was ValueError: math domain error (ranvier.spec.fraction_bits)
     "2^31 neurons": (["--set", "neurons=2147483648"], ["will not fit in memory", "synapses", "fewer neurons"], None),
     # 2. a delay over 65535 steps: was a RuntimeError from engine.build()
     "exponential delay over 65535 steps": (
@@ -127,11 +127,10 @@ def test_fraction_bits_for_2_to_the_31_neurons_and_more():
                                                        dc_mV_per_ms=0.0)))
         net.connect(rv.Projection("A", "A", 1e-6, 0.5, 0.1, delay_offset_ms=1.0, delay_scale_ms=1.0,
                                   delay_cut_ms=1.0))
-        sim = rv.Simulation.__new__(rv.Simulation)          # only the arithmetic, no build
-        sim.network, sim.min_delay_ms = net, 1.0
-        assert 8 <= sim._fraction_bits() <= 24
-        assert not sim._packs(sim._fraction_bits())
-        assert sim.bytes_per_synapse_peak() == 11.0
+        bits = spec.fraction_bits(net, min_delay_ms=1.0)          # only the arithmetic, no build
+        assert 8 <= bits <= 24
+        assert not spec.packs(net, bits)
+        assert spec.bytes_per_synapse_peak(net, bits) == 11.0
 
 
 # -- 2. delays over 65535 steps: exactly the networks the engine refuses ------------------------------
@@ -203,12 +202,9 @@ def test_memory_estimate_counts_the_drive():
 
 
 def test_default_drive_costs_little():
-    sim = rv.Simulation.__new__(rv.Simulation)
-    sim.network = rv.models.dpsnn()
-    sim.resolution_ms, sim.drive_steps, sim.threads = 0.1, 10, 2
-    sim.comm = rv.simulation.make_comm()
-    assert sim._drive_bytes() < 2**20
-    sim._check_drives()
+    net = rv.models.dpsnn()
+    assert spec.drive_bytes(net, resolution_ms=0.1, drive_steps=10, threads=2, ranks=1) < 2**20
+    spec.check_drives(net, resolution_ms=0.1, drive_steps=10)
 
 
 # -- 5. memory limits ------------------------------------------------------------------------------

@@ -13,7 +13,7 @@ import pytest
 
 import ranvier as rv
 from conftest import counters
-from ranvier import models
+from ranvier import models, spec
 from ranvier.errors import ConfigError
 from ranvier.activity import population_statistics
 
@@ -228,7 +228,7 @@ def test_packed_and_wide_synapse_layouts_give_the_same_spikes(monkeypatch):
     else in 8. 66,560 neurons at 2^-13 mV: one thread needs 17 index bits and has 15 left, too
     few for weights up to 3 mV (24,576 units): 8 bytes; two threads need 16 and have 16: 4
     bytes. The values, and so the spikes, are the same."""
-    monkeypatch.setattr(rv.Simulation, "_fraction_bits", lambda self: 13)
+    monkeypatch.setattr(spec, "fraction_bits", lambda network, min_delay_ms: 13)
     net = models.dpsnn(neurons=66560, synapses_per_neuron=20)
     runs = {}
     for threads in (1, 2):

@@ -8,59 +8,11 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+from .checks import positive as _positive, whole_steps
 from .errors import ConfigError
+from .neurons import INITIAL_STATES, NEURON_MODELS  # noqa: F401  (neuron models: ranvier.neurons)
 
-# Parameters of the LIF neuron with spike-frequency adaptation (LIFCA), shared units:
-# ms, mV, mV/ms. V is relative to rest.
-LIFCA_PARAMETERS = {
-    "tau_m_ms": "membrane time constant",
-    "theta_mV": "firing threshold",
-    "reset_mV": "reset potential H (V is held here while refractory)",
-    "tau_arp_ms": "absolute refractory period",
-    "alpha_c": "increment of the adaptation variable c at each spike",
-    "tau_c_ms": "time constant of c",
-    "g_c_mV_per_ms": "strength of adaptation (dV/dt gets -g_c * c)",
-    "dc_mV_per_ms": "constant drive added to dV/dt",
-}
-# Artificial cells: no membrane, input ignored; each fires after intervals drawn uniformly
-# from [isi_min_ms, isi_max_ms], the first spike at a uniform phase in [0, isi_max_ms).
-ARTIFICIAL_PARAMETERS = {
-    "isi_min_ms": "shortest interval between two spikes of a cell",
-    "isi_max_ms": "longest interval between two spikes of a cell",
-}
-# Ignore-and-fire (the multi-area benchmark): fires at a fixed rate with a phase drawn per neuron
-# at build time; receives and buffers input like any neuron but ignores it, so its traffic is
-# fixed by design. The period is rounded to whole steps.
-IGNORE_AND_FIRE_PARAMETERS = {
-    "rate_hz": "firing rate (the period 1000 / rate_hz ms is rounded to whole steps)",
-}
-# Leaky integrate-and-fire with exponential post-synaptic currents (NEST's iaf_psc_exp), integrated
-# exactly on the time grid: synaptic input (pA) jumps the current I, which decays with tau_syn_ms.
-# Absolute potentials; the initial V is drawn from N(V0_mean_mV, V0_sd_mV) per neuron.
-PSC_EXP_PARAMETERS = {
-    "E_L_mV": "resting potential",
-    "V_th_mV": "firing threshold",
-    "V_reset_mV": "reset potential (V is held here while refractory)",
-    "C_m_pF": "membrane capacitance",
-    "tau_m_ms": "membrane time constant",
-    "tau_syn_ms": "time constant of the synaptic current (excitatory and inhibitory)",
-    "tau_arp_ms": "absolute refractory period",
-    "I_e_pA": "constant input current",
-    "V0_mean_mV": "mean of the initial membrane potential",
-    "V0_sd_mV": "standard deviation of the initial membrane potential",
-}
-# Poisson sources (thalamic input): fire as independent Poisson processes at rate_hz during
-# [start_ms, stop_ms), silent otherwise; input is ignored.
-POISSON_SOURCE_PARAMETERS = {
-    "rate_hz": "firing rate inside the window",
-    "start_ms": "start of the firing window",
-    "stop_ms": "end of the firing window",
-}
-NEURON_MODELS = {"lifca": LIFCA_PARAMETERS, "artificial": ARTIFICIAL_PARAMETERS,
-                 "ignore_and_fire": IGNORE_AND_FIRE_PARAMETERS, "psc_exp": PSC_EXP_PARAMETERS,
-                 "poisson_source": POISSON_SOURCE_PARAMETERS}
 DELAY_DISTRIBUTIONS = ("exponential", "normal")
-INITIAL_STATES = ("reset", "uniform")
 # The engine stores a synapse's delay in 16 bits (cpp/core/network_build.cpp): at most 65535 steps.
 MAX_DELAY_STEPS = 65535
 
@@ -98,17 +50,6 @@ MAX_NORMAL_DEVIATE = _inverse_normal(_uniform_of_word(2**32 - 1))
 MAX_EXPONENTIAL_DEVIATE = -math.log(_uniform_of_word(0))
 
 
-def _positive(where: str, name: str, value, allow_zero: bool = False) -> float:
-    try:
-        x = float(value)
-    except (TypeError, ValueError):
-        raise ConfigError(f"{where}: '{name}' must be a number, got {value!r}") from None
-    if not math.isfinite(x) or x < 0 or (x == 0 and not allow_zero):
-        need = "zero or positive" if allow_zero else "positive"
-        raise ConfigError(f"{where}: '{name}' must be {need}, got {value!r}")
-    return x
-
-
 @dataclass
 class Population:
     name: str
@@ -129,52 +70,19 @@ class Population:
             raise ConfigError(f"{where}: 'size' must be a positive integer, got {self.size!r}")
         if self.model not in NEURON_MODELS:
             raise ConfigError(f"{where}: 'model' must be one of {sorted(NEURON_MODELS)}, got {self.model!r}")
-        known = NEURON_MODELS[self.model]
+        model = NEURON_MODELS[self.model]
+        known = model.parameters
         unknown = set(self.params) - set(known)
         if unknown:
             raise ConfigError(f"{where}: unknown {self.model} parameter(s) {sorted(unknown)}; "
                               f"known: {sorted(known)}")
+        defaults = {k: v for k, v in model.defaults().items() if k not in self.params}
+        if defaults:                    # left out, and the model has a default: a copy with it
+            self.params = {**self.params, **defaults}
         missing = set(known) - set(self.params)
         if missing:
             raise ConfigError(f"{where}: missing {self.model} parameter(s) {sorted(missing)}")
-        if self.model == "ignore_and_fire":
-            _positive(where, "rate_hz", self.params["rate_hz"])
-            return
-        if self.model == "poisson_source":
-            _positive(where, "rate_hz", self.params["rate_hz"], allow_zero=True)
-            start = _positive(where, "start_ms", self.params["start_ms"], allow_zero=True)
-            stop = _positive(where, "stop_ms", self.params["stop_ms"], allow_zero=True)
-            if stop < start:
-                raise ConfigError(f"{where}: 'stop_ms' ({stop}) must not be below 'start_ms' ({start})")
-            return
-        if self.model == "psc_exp":
-            for key in ("C_m_pF", "tau_m_ms", "tau_syn_ms"):
-                _positive(where, key, self.params[key])
-            for key in ("tau_arp_ms", "V0_sd_mV"):
-                _positive(where, key, self.params[key], allow_zero=True)
-            for key in ("E_L_mV", "V_th_mV", "V_reset_mV", "I_e_pA", "V0_mean_mV"):
-                x = self.params[key]
-                if isinstance(x, bool) or not isinstance(x, (int, float)) or not math.isfinite(x):
-                    raise ConfigError(f"{where}: '{key}' must be a number, got {x!r}")
-            if float(self.params["V_reset_mV"]) >= float(self.params["V_th_mV"]):
-                raise ConfigError(f"{where}: 'V_reset_mV' ({self.params['V_reset_mV']}) must be below "
-                                  f"'V_th_mV' ({self.params['V_th_mV']})")
-            return
-        if self.model == "artificial":
-            lo = _positive(where, "isi_min_ms", self.params["isi_min_ms"])
-            hi = _positive(where, "isi_max_ms", self.params["isi_max_ms"])
-            if hi < lo:
-                raise ConfigError(f"{where}: 'isi_max_ms' ({hi}) must not be below 'isi_min_ms' ({lo})")
-            return
-        for key in ("tau_m_ms", "tau_c_ms"):
-            _positive(where, key, self.params[key])
-        for key in ("tau_arp_ms", "alpha_c", "g_c_mV_per_ms"):
-            _positive(where, key, self.params[key], allow_zero=True)
-        if float(self.params["reset_mV"]) >= float(self.params["theta_mV"]):
-            raise ConfigError(f"{where}: 'reset_mV' ({self.params['reset_mV']}) must be below "
-                              f"'theta_mV' ({self.params['theta_mV']})")
-        if self.initial not in INITIAL_STATES:
-            raise ConfigError(f"{where}: 'initial' must be one of {INITIAL_STATES}, got {self.initial!r}")
+        model.check(self, where)
 
 
 @dataclass
@@ -370,15 +278,9 @@ class Network:
         return min(round(inter_ms / resolution_ms) // steps_per_cycle, 65535 // steps_per_cycle)
 
     def expected_spike_rate_hz(self, pop: Population, default_hz: float = 5.0) -> float:
-        """The rate a population is expected to fire at: fixed for ignore-and-fire and artificial
-        cells, `default_hz` for neurons whose rate depends on the dynamics."""
-        if pop.model == "ignore_and_fire":
-            return float(pop.params["rate_hz"])
-        if pop.model == "artificial":
-            return 2000.0 / (float(pop.params["isi_min_ms"]) + float(pop.params["isi_max_ms"]))
-        if pop.model == "poisson_source":
-            return 0.0
-        return default_hz
+        """The rate a population is expected to fire at (the area placement's cost model): its
+        model's rate where the model fixes one, `default_hz` where it depends on the dynamics."""
+        return NEURON_MODELS[pop.model].placement_rate_hz(pop.params, default_hz)
 
     def validate(self, resolution_ms: float) -> None:
         """Checks that need the time grid: every delay and period is a whole number of steps."""
@@ -386,16 +288,7 @@ class Network:
             raise ConfigError("the network has no populations")
 
         def steps(where, name, value, origin, minimum=0):
-            # Name the model parameter the user set, where a model says which one it was.
-            label = f"'{origin[name]}'" if name in origin else f"{where}: '{name}'"
-            n = value / resolution_ms
-            if abs(n - round(n)) > 1e-9 * max(1.0, abs(n)):
-                raise ConfigError(f"{label} = {value} ms is not a multiple of the resolution "
-                                  f"{resolution_ms} ms; choose a multiple or a finer resolution_ms")
-            if round(n) < minimum:
-                raise ConfigError(f"{label} = {value} ms is below the resolution {resolution_ms} ms; "
-                                  f"delays must be at least one step")
-            return round(n)
+            return whole_steps(where, name, value, origin, resolution_ms, minimum)
 
         for pr in self.projections:
             where = f"projection {pr.source}->{pr.target}"
@@ -409,15 +302,4 @@ class Network:
                                   f"{MAX_DELAY_STEPS * resolution_ms:g} ms at resolution_ms = {resolution_ms:g}: "
                                   f"use shorter delays or a coarser resolution_ms")
         for p in self.populations:
-            if p.model == "ignore_and_fire":
-                period = 1000.0 / float(p.params["rate_hz"]) / resolution_ms
-                if round(period) < 1:
-                    raise ConfigError(f"population '{p.name}': 'rate_hz' = {p.params['rate_hz']} gives a period "
-                                      f"below one step of {resolution_ms} ms")
-            elif p.model == "artificial":
-                for key in ARTIFICIAL_PARAMETERS:
-                    steps(f"population '{p.name}'", key, p.params[key], p.origin, minimum=1)
-            elif p.model == "poisson_source":
-                continue
-            else:
-                steps(f"population '{p.name}'", "tau_arp_ms", p.params["tau_arp_ms"], p.origin)
+            NEURON_MODELS[p.model].check_resolution(p, resolution_ms)

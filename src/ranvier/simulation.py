@@ -19,21 +19,16 @@ from . import placement as placements
 from . import resources
 from .errors import ConfigError
 from .network import Network
+from .neurons import NEURON_MODELS
 from .parallel import make_comm
+from .spec import TWO_TIER, EngineSpec
 
 PHASES = tuple(_engine.PHASES)                 # deliver, update, collocate, communicate, synchronize
 STRATEGIES = tuple(_engine.EXCHANGES)          # allgather, alltoallv, ...: one exchange among all ranks
-TWO_TIER = "two-tier"                          # a strategy inside each area group + one among all ranks
-EXCHANGES = STRATEGIES + (TWO_TIER,)
+EXCHANGES = STRATEGIES + (TWO_TIER,)           # two-tier: a strategy inside each area group + one among all ranks
 PLACEMENTS = placements.PLACEMENTS             # round-robin, block, by-area, area-groups, balanced
 COUNTERS = tuple(_engine.COUNTERS)
 
-# Bytes per synapse at the peak of the build: 8 stored, delay-segment headers and their growth,
-# 2 of temporary delay (measured: 11.2 B per synapse of peak RSS at 368.7 million synapses),
-# plus a fixed allowance per rank for Python, NumPy and MPI.
-BYTES_PER_SYNAPSE_PEAK = 11.0          # 8-byte synapses (measured: 12.4 B/synapse for dpsnn, Python included)
-BYTES_PER_SYNAPSE_PEAK_PACKED = 7.0    # 4-byte synapses (measured: 6.3 B/synapse for the full microcircuit)
-BASE_BYTES_PER_RANK = 150 * 2**20
 # A spike kept in memory: id and step (16 B), joined into one array at the end (16 B more), and
 # the temporaries of rates and sorting.
 MEMORY_BYTES_PER_RECORDED_SPIKE = 48
@@ -42,28 +37,6 @@ ASSUMED_RATE_HZ = 10.0         # for the memory check of recorded spikes, where 
 
 def _peak_rss_bytes() -> int:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024   # Linux reports KiB
-
-
-# The external drive (Engine::drive, cpp/core/engine.cpp; PoissonTable, cpp/core/distributions.hpp).
-DRIVE_CHUNK = 512                      # neurons whose events are listed at once
-DRIVE_EVENT_BYTES = 21                 # per listed event: neuron, word, weight, place (4 B each), tail flag, tail index
-POISSON_TABLE_MAX_ENTRIES = 2**31 - 1  # the table's CDF is indexed by int
-MIN_FRACTION_BITS = 8                  # the coarsest fixed-point scale of synaptic input (_fraction_bits)
-
-
-def _poisson_table_entries(mean: float) -> int:
-    """Entries of the engine's Poisson table for this mean: counts 0 .. mean + 12 sqrt(mean) + 20."""
-    if mean <= 0:
-        return 1
-    return int(mean + 12.0 * math.sqrt(mean) + 20.0) + 1
-
-
-def _max_abs_weight(pr) -> float:
-    """The largest |weight| a projection can draw (the engine's max_abs_weight): |z| < 6.5."""
-    m = abs(pr.weight_mean_mV)
-    if pr.weight_sd_mV <= 0:
-        return m
-    return m + 6.5 * pr.weight_sd_mV if pr.weight_clip else 2 * m
 
 
 def _choose(where: str, value, allowed) -> str:
@@ -119,7 +92,6 @@ class Simulation:
             raise ConfigError(f"resolution_ms must be a positive number, got {resolution_ms!r}") from None
         if not (self.resolution_ms > 0 and math.isfinite(self.resolution_ms)):
             raise ConfigError(f"resolution_ms must be a positive number, got {resolution_ms!r}")
-        network.validate(self.resolution_ms)
         self.comm = make_comm(comm)
         if threads is None:
             threads = max(1, (os.cpu_count() or 1) // self.comm.ranks_on_node)
@@ -135,8 +107,6 @@ class Simulation:
                               f"default, cores / ranks on the node, is {max(1, cores // self.comm.ranks_on_node)})")
         self.threads = threads
         n = network.size
-        if n >= 2**40:
-            raise ConfigError(f"the network has {n} neurons; at most 2^40 are supported")
         if self.placement == "block" and n < self.comm.size * threads:
             raise ConfigError(f"placement 'block' needs at least one neuron per thread: {n} neurons "
                               f"for {self.comm.size} ranks x {threads} threads")
@@ -145,27 +115,28 @@ class Simulation:
         for g in self.record_state:
             if not 0 <= g < n:
                 raise ConfigError(f"record_state: neuron id {g} is outside [0, {n})")
-        # The communication interval is the minimum delay (half of it, rounded down, with
-        # overlap: each interval's exchange runs while the next is computed); with no
-        # projections, one step.
         if not isinstance(overlap, bool):
             raise ConfigError(f"overlap must be true or false, got {overlap!r}")
         self.overlap = overlap
-        min_delay_steps = round(network.min_delay_ms() / self.resolution_ms) if network.projections else 1
-        self.min_delay_ms = min_delay_steps * self.resolution_ms
-        if overlap and min_delay_steps % 2:
-            raise ConfigError(f"overlap needs a minimum delay of an even number of steps (it runs intervals of "
-                              f"half of it); it is {self.min_delay_ms:g} ms = {min_delay_steps} step(s) at "
-                              f"resolution {self.resolution_ms:g} ms: use a resolution_ms that divides half the "
-                              f"minimum delay, or overlap = false")
-        self.drive_steps = min_delay_steps
-        self.steps_per_cycle = min_delay_steps // 2 if overlap else min_delay_steps
-        self.cycle_ms = self.steps_per_cycle * self.resolution_ms
-        self.global_interval = self._global_interval(global_interval)
-        # The D of the structure-aware scheme for this network (cycle-time statistics lump this
-        # many cycles, so conventional and two-tier runs are compared on the same terms).
-        self.lump_cycles = self.global_interval or max(1, network.largest_global_interval(self.resolution_ms,
-                                                                                          self.steps_per_cycle))
+        if record_spikes not in (True, False, "counts"):
+            raise ConfigError(f"record_spikes must be true, false or \"counts\", got {record_spikes!r}")
+        if stream_to is not None and record_spikes is not True:
+            raise ConfigError("stream_to writes the spikes to files: it needs record_spikes = true")
+        self.record_spikes, self.stream_to = record_spikes, stream_to
+
+        # The network, translated for the engine once (ranvier.spec): the checks that need the
+        # resolution, the communication and global intervals, the fixed-point scale, the memory
+        # estimate and its refusal.
+        self.spec = EngineSpec(network, resolution_ms=self.resolution_ms, overlap=overlap, exchange=self.exchange,
+                               global_interval=global_interval, comm=self.comm, threads=threads,
+                               max_memory_bytes=max_memory_bytes)
+        spec = self.spec
+        self.min_delay_ms, self.drive_steps = spec.min_delay_ms, spec.drive_steps
+        self.steps_per_cycle, self.cycle_ms = spec.steps_per_cycle, spec.cycle_ms
+        self.global_interval, self.lump_cycles = spec.global_interval, spec.lump_cycles
+        self.fraction_bits = spec.fraction_bits
+        self.memory_estimate_bytes = spec.memory_estimate_bytes
+
         self.placement_segments = None
         if self.placement in placements.AREA_PLACEMENTS:
             bounds, owners = placements.segments(network, self.placement, self.comm.size, self.resolution_ms)
@@ -176,15 +147,6 @@ class Simulation:
                                   f"{threads} threads; use fewer threads or ranks")
             self.placement_segments = (bounds, owners)
 
-        self._check_drives()
-        self.memory_estimate_bytes = self.estimate_memory()
-        self._check_memory(max_memory_bytes)
-
-        if record_spikes not in (True, False, "counts"):
-            raise ConfigError(f"record_spikes must be true, false or \"counts\", got {record_spikes!r}")
-        if stream_to is not None and record_spikes is not True:
-            raise ConfigError("stream_to writes the spikes to files: it needs record_spikes = true")
-        self.record_spikes, self.stream_to = record_spikes, stream_to
         self.recording = None            # made on rank 0 at the first run (ranvier.recording)
         self.closed = False
         self._warn_oversubscription()
@@ -204,144 +166,25 @@ class Simulation:
         self.steps_done = 0
 
     # -- set-up -------------------------------------------------------------------------
-    def _global_interval(self, requested) -> int:
-        """D, the cycles between global exchanges (two-tier), checked against the delays: every
-        inter-area delay must last at least D cycles, or a spike held back for the global
-        exchange would arrive late. 0 for the conventional exchange."""
-        if self.exchange != TWO_TIER:
-            if requested is not None:
-                raise ConfigError(f"global_interval applies to exchange '{TWO_TIER}' only; exchange is "
-                                  f"'{self.exchange}'")
-            return 0
-        net = self.network
-        if self.overlap:
-            raise ConfigError(f"exchange '{TWO_TIER}' does not combine with overlap; set overlap = false")
-        missing = [p.name for p in net.populations if p.area is None]
-        if missing:
-            raise ConfigError(f"exchange '{TWO_TIER}' needs every population in an area; {missing} have none: "
-                              f"Population(..., area=\"V1\")")
-        largest = net.largest_global_interval(self.resolution_ms, self.steps_per_cycle)
-        inter_ms = net.min_inter_area_delay_ms()
-        if requested is None:
-            return max(1, largest)
-        if not isinstance(requested, int) or isinstance(requested, bool) or requested < 1:
-            raise ConfigError(f"global_interval must be a positive integer (cycles of {self.cycle_ms:g} ms), "
-                              f"got {requested!r}")
-        if requested > largest:
-            why = (f"the shortest inter-area delay is {inter_ms:g} ms = "
-                   f"{round(inter_ms / self.resolution_ms) // self.steps_per_cycle} cycle(s) of {self.cycle_ms:g} ms"
-                   if math.isfinite(inter_ms) else "there are no inter-area projections")
-            raise ConfigError(f"global_interval = {requested} cycles is too long: {why}, and a spike held for "
-                              f"the global exchange must still arrive in time; choose global_interval <= {largest}")
-        return requested
-
     def estimate_memory(self) -> int:
         """Bytes this rank will need at the peak of the build, computed before anything is built."""
-        return int(sum(self.memory_parts().values()))
+        return self.spec.memory_estimate_bytes
 
     def memory_parts(self) -> dict:
         """estimate_memory, part by part (bytes on this rank): base, synapses, neurons (state and
         per-thread buffers), drive (the external drive's Poisson tables and event buffers)."""
-        net = self.network
-        synapses = net.expected_synapses() / self.comm.size
-        neurons = net.size / self.comm.size
-        per_thread = net.size * 4 * 2 + self.drive_steps * neurons / self.threads * 4
-        return {"base": BASE_BYTES_PER_RANK, "synapses": synapses * self.bytes_per_synapse_peak(),
-                "neurons": neurons * 64 + per_thread * self.threads, "drive": self._drive_bytes()}
+        return dict(self.spec.memory_parts)
 
-    # -- the external drive (Engine::drive in cpp/core/engine.cpp) ---------------------------
-    def _drive_events_per_window(self, d) -> float:
-        """Expected external events per neuron in one drive window (drive_steps steps)."""
-        return d.n_synapses * d.rate_hz * 1e-3 * self.resolution_ms * self.drive_steps
+    def bytes_per_synapse_peak(self) -> float:
+        """Peak build memory per synapse: 4-byte or 8-byte synapses (ranvier.spec)."""
+        return self.spec.bytes_per_synapse_peak
 
-    def _drive_bytes(self) -> float:
-        """Memory of the external drive on this rank. Per population, the Poisson table holds the
-        CDF up to mean + 12 sqrt(mean) + 20 counts (8 B each, in a vector grown by doubling).
-        Per thread, the events of DRIVE_CHUNK neurons are listed at once, DRIVE_EVENT_BYTES each,
-        in buffers that grow to twice what they hold; one-step windows of fixed efficacy (the
-        microcircuit's) list no events but keep 4 words per local neuron."""
-        tables = largest_table = events = fixed = 0.0
-        for d in self.network.drives:
-            if not d.n_synapses or d.rate_hz <= 0:
-                continue
-            mean = self._drive_events_per_window(d)
-            entries = _poisson_table_entries(mean)
-            tables += 16.0 * entries
-            largest_table = max(largest_table, 8.0 * entries)     # old and new storage while it grows
-            size = self.network.population(d.target).size
-            if self.drive_steps == 1 and d.weight_sd_mV == 0:
-                fixed += 16.0 * size / self.comm.size
-                continue
-            m = min(DRIVE_CHUNK, size)
-            listed = m * (mean + 3) + 10 * math.sqrt(m * mean) + 32
-            events = max(events, 2 * DRIVE_EVENT_BYTES * listed)
-        return tables + largest_table + events * self.threads + fixed
-
-    def _drive_text(self, d) -> str:
-        """A drive's size as the user set it: 'external_synapses' = 400 x 'external_rate_exc_hz' = 3 Hz."""
-        n, rate = d.origin.get("n_synapses", "n_synapses"), d.origin.get("rate_hz", "rate_hz")
-        return f"'{n}' = {d.n_synapses} x '{rate}' = {d.rate_hz:g} Hz"
-
-    def _check_drives(self) -> None:
-        """Refuses drives the engine cannot draw or sum: more expected events per neuron and window
-        than its Poisson table can count (the table is indexed by int: mean + 12 sqrt(mean) + 20
-        must stay below 2^31), or an expected input per step beyond the 32-bit fixed-point sums
-        at their coarsest scale (2^-MIN_FRACTION_BITS)."""
-        h = self.resolution_ms
-        for d in self.network.drives:
-            if not d.n_synapses or d.rate_hz <= 0:
-                continue
-            where = f"external drive of '{d.target}'"
-            mean = self._drive_events_per_window(d)
-            per_step = mean / self.drive_steps
-            if mean + 12 * math.sqrt(mean) + 20 >= POISSON_TABLE_MAX_ENTRIES:
-                raise ConfigError(f"{where}: {self._drive_text(d)} gives {mean:.3g} expected events per neuron in "
-                                  f"each window of {self.drive_steps * h:g} ms; the engine's Poisson table counts "
-                                  f"at most about {POISSON_TABLE_MAX_ENTRIES:.3g}: lower the rate or the synapses")
-            weight = d.origin.get("weight_mean_mV", "weight_mean_mV")
-            per_step_input = per_step * abs(d.weight_mean_mV)
-            most = (2**31 - 1) / 2.0 ** MIN_FRACTION_BITS
-            if per_step_input >= most:
-                raise ConfigError(f"{where}: {self._drive_text(d)} gives {per_step:.3g} expected events per neuron "
-                                  f"and step of {h:g} ms, each of '{weight}' = {d.weight_mean_mV:g}: "
-                                  f"{per_step_input:.3g} per step, more than the engine's 32-bit input sums hold "
-                                  f"({most:.3g} at their coarsest scale); lower the rate or the synapses (a neuron "
-                                  f"of the cortex receives some thousands of external events per second)")
-
-    def _check_memory(self, max_memory_bytes: int | None) -> None:
-        """Refuses a network whose estimate exceeds what any limit leaves: available memory,
-        ulimit -v (per rank), cgroup limits (shared by the node's ranks), or max_memory_bytes."""
-        per_rank = self.memory_estimate_bytes
-        ranks = self.comm.ranks_on_node
-        if max_memory_bytes is not None:
-            limits = [resources.MemoryLimit(int(max_memory_bytes),
-                                            f"max_memory_bytes allows {max_memory_bytes / 2**30:.1f} GiB", False)]
-        else:
-            limits = resources.memory_limits()
-        ratio, limit = resources.tightest_memory_limit(per_rank, ranks, limits)
-        # Decided together: limits are read per rank, and a rank that refused alone would leave
-        # the others waiting in the build.
-        if self.comm.allreduce_max(ratio) <= 1.0:
-            return
-        per_process = limit is not None and limit.per_process
-        need = per_rank if per_process else per_rank * ranks
-        parts = self.memory_parts()
-        detail = (f"{self.network.expected_synapses():.3g} synapses at {self.bytes_per_synapse_peak()} B each, "
-                  f"{ranks} rank(s) on this node")
-        fix = "use fewer neurons or synapses, or more nodes"
-        if parts["drive"] > 0.1 * per_rank:
-            biggest = max((d for d in self.network.drives if d.n_synapses and d.rate_hz > 0),
-                          key=self._drive_events_per_window)
-            detail += (f"; {parts['drive'] * (1 if per_process else ranks) / 2**30:.3g} GiB of it for the external "
-                       f"drive's Poisson tables and event buffers: {self._drive_text(biggest)} into "
-                       f"'{biggest.target}' gives {self._drive_events_per_window(biggest):.3g} expected events per "
-                       f"neuron every {self.drive_steps * self.resolution_ms:g} ms")
-            fix = "lower the external drive (rate or synapses), or " + fix
-        if per_process:
-            fix = "raise ulimit -v, or " + fix
-        what = limit.what if limit is not None else "another rank's limit is lower"
-        raise ConfigError(f"the network will not fit in memory: estimated {need / 2**30:.1f} GiB "
-                          f"{'per rank' if per_process else 'on this node'} ({detail}), {what}; {fix}")
+    def _engine_config(self, record_spikes: bool):
+        """The engine's configuration: the network's specification with this decomposition."""
+        return self.spec.engine_config(
+            exchange=self.tier_exchange if self.exchange == TWO_TIER else self.exchange,
+            placement=self.placement, placement_segments=self.placement_segments, seed=self.seed,
+            barrier=self.barrier, record_spikes=record_spikes, record_state=self.record_state, comm=self.comm)
 
     def _out_of_memory(self) -> MemoryError:
         """The build ran out of memory although the estimate passed: a MemoryError in one line."""
@@ -357,142 +200,6 @@ class Simulation:
         line = resources.oversubscription_warning(self.comm.ranks_on_node, self.threads)
         if line:
             print(line, file=sys.stderr, flush=True)
-
-    def bytes_per_synapse_peak(self) -> float:
-        """Peak build memory per synapse: 4-byte or 8-byte synapses, with the delays and the
-        counts held while they are sorted into rows."""
-        return BYTES_PER_SYNAPSE_PEAK_PACKED if self._packs(self._fraction_bits()) else BYTES_PER_SYNAPSE_PEAK
-
-    def _engine_config(self, record_spikes: bool):
-        net, h = self.network, self.resolution_ms
-        cfg = _engine.EngineConfig()
-        index = {p.name: i for i, p in enumerate(net.populations)}
-        pops = []
-        for p in net.populations:
-            s = _engine.PopulationSpec()
-            s.name, s.first, s.size = p.name, p.first_id, p.size
-            if p.area is not None:
-                s.area = net.areas.index(p.area)
-            if p.model == "ignore_and_fire":   # an artificial cell with one fixed interval
-                s.artificial = True
-                s.isi_min_steps = s.isi_max_steps = max(1, round(1000.0 / p.params["rate_hz"] / h))
-                pops.append(s)
-                continue
-            if p.model == "artificial":
-                s.artificial = True
-                s.isi_min_steps = round(p.params["isi_min_ms"] / h)
-                s.isi_max_steps = round(p.params["isi_max_ms"] / h)
-                pops.append(s)
-                continue
-            if p.model == "poisson_source":
-                s.poisson_source, s.source_rate_hz = True, p.params["rate_hz"]
-                s.start_step, s.stop_step = round(p.params["start_ms"] / h), round(p.params["stop_ms"] / h)
-                pops.append(s)
-                continue
-            if p.model == "psc_exp":   # potentials relative to rest in the engine
-                q = p.params
-                s.psc_exp = True
-                s.tau_m_ms, s.tau_syn_ms, s.c_m_pF, s.i_e_pA = q["tau_m_ms"], q["tau_syn_ms"], q["C_m_pF"], q["I_e_pA"]
-                s.theta_mV, s.reset_mV = q["V_th_mV"] - q["E_L_mV"], q["V_reset_mV"] - q["E_L_mV"]
-                s.refractory_steps = round(q["tau_arp_ms"] / h)
-                s.initial_normal = True
-                s.v0_mean_mV, s.v0_sd_mV = q["V0_mean_mV"] - q["E_L_mV"], q["V0_sd_mV"]
-                pops.append(s)
-                continue
-            s.tau_m_ms, s.theta_mV, s.reset_mV = p.params["tau_m_ms"], p.params["theta_mV"], p.params["reset_mV"]
-            s.refractory_steps = round(p.params["tau_arp_ms"] / h)
-            s.alpha_c, s.tau_c_ms = p.params["alpha_c"], p.params["tau_c_ms"]
-            s.g_c, s.dc = p.params["g_c_mV_per_ms"], p.params["dc_mV_per_ms"]
-            s.initial_uniform = p.initial == "uniform"
-            pops.append(s)
-        projs = []
-        for pr in net.projections:
-            s = _engine.ProjectionSpec()
-            s.source, s.target = index[pr.source], index[pr.target]
-            s.probability, s.weight_mean, s.weight_sd = pr.probability, pr.weight_mean_mV, pr.weight_sd_mV
-            if pr.total_synapses is not None:
-                s.fixed_total, s.total_synapses = True, pr.total_synapses
-            s.weight_clip = pr.weight_clip
-            if pr.delay_redraw_below_ms is not None:
-                s.delay_redraw_below_ms = pr.delay_redraw_below_ms
-            s.delay_offset_steps = round(pr.delay_offset_ms / h)
-            s.delay_step_steps = round(pr.delay_step_ms / h)
-            if pr.delay_distribution == "normal":
-                s.delay_normal, s.delay_mean_ms, s.delay_sd_ms = True, pr.delay_mean_ms, pr.delay_sd_ms
-            else:
-                s.delay_scale_ms, s.delay_cut_ms, s.delay_step_ms = pr.delay_scale_ms, pr.delay_cut_ms, pr.delay_step_ms
-            projs.append(s)
-        drives = []
-        for d in net.drives:
-            s = _engine.DriveSpec()
-            s.target = index[d.target]
-            s.n_synapses, s.rate_hz, s.weight_mean, s.weight_sd = d.n_synapses, d.rate_hz, d.weight_mean_mV, d.weight_sd_mV
-            drives.append(s)
-        cfg.populations, cfg.projections, cfg.drives = pops, projs, drives
-        cfg.resolution_ms = h
-        cfg.steps_per_cycle = self.steps_per_cycle
-        cfg.threads = self.threads
-        cfg.exchange = self.tier_exchange if self.exchange == TWO_TIER else self.exchange
-        cfg.global_interval = self.global_interval
-        if self.placement_segments is not None:
-            cfg.placement = "segments"
-            cfg.placement_bounds, cfg.placement_ranks = self.placement_segments
-        else:
-            cfg.placement = self.placement
-        cfg.seed, cfg.barrier, cfg.record_spikes = self.seed, self.barrier, record_spikes
-        cfg.overlap, cfg.drive_steps = self.overlap, self.drive_steps
-        cfg.record_state = self.record_state
-        cfg.use_mpi = self.comm.handle is not None
-        cfg.comm_handle = self.comm.handle or 0
-        cfg.fraction_bits = self._fraction_bits()
-        return cfg
-
-    def _max_weights(self) -> tuple[float, float]:
-        """The largest |weight| of any synapse, and of any synapse or external event."""
-        net = self.network
-        synapse = max((_max_abs_weight(pr) for pr in net.projections), default=0.0)
-        event = max((abs(d.weight_mean_mV) + 10 * d.weight_sd_mV for d in net.drives), default=0.0)
-        return synapse, max(synapse, event)
-
-    def _packs(self, bits: int) -> bool:
-        """Whether the engine stores 4-byte synapses at this scale even with the whole network on
-        one thread (it checks each thread; fewer neurons per thread only leave more room)."""
-        target_bits = max(1, math.ceil(math.log2(max(self.network.size, 2))))
-        if target_bits >= 31:          # no bit left for a weight beside the neuron index
-            return False
-        return round(self._max_weights()[0] * 2.0 ** bits) < 2.0 ** (31 - target_bits) - 1
-
-    def _fraction_bits(self) -> int:
-        """Fixed-point scale 2^-bits for synaptic input, so that no sum can overflow int32.
-
-        Bound: every synapse of the largest plausible in-degree arriving in one step at the
-        largest weight. Where a coarser scale still resolves the smallest mean weight to 1/1024
-        of itself, the scale is lowered until every weight fits beside a neuron index in 32
-        bits, so the engine can store synapses in 4 bytes instead of 8. The choice depends on
-        the network alone, never on the decomposition.
-        """
-        net = self.network
-        max_synapse, max_weight = self._max_weights()
-        in_degree = 0.0
-        for p in net.populations:
-            k = sum(pr.total_synapses / p.size if pr.total_synapses is not None
-                    else pr.probability * net.population(pr.source).size
-                    for pr in net.projections if pr.target == p.name)
-            in_degree = max(in_degree, k + 8 * math.sqrt(k + 1))
-        external = max((d.n_synapses * d.rate_hz * 1e-3 * self.min_delay_ms for d in net.drives), default=0.0)
-        bound = max(max_weight, 1e-9) * (in_degree + external + 16 * math.sqrt(external + 1) + 16)
-        overflow_bits = math.floor(math.log2((2**31 - 1) / bound))
-        fallback = int(max(MIN_FRACTION_BITS, min(24, overflow_bits)))
-        target_bits = max(1, math.ceil(math.log2(max(net.size, 2))))
-        if target_bits >= 31:          # 2^31 neurons or more: no 4-byte synapse can hold the index
-            return fallback
-        packed_bits = math.floor(math.log2((2 ** (31 - target_bits) - 1) / max(max_synapse, 1e-9)))
-        weights = [abs(pr.weight_mean_mV) for pr in net.projections] + \
-                  [abs(d.weight_mean_mV) for d in net.drives if d.n_synapses and d.rate_hz]
-        smallest = min(weights, default=0.0)
-        if packed_bits < overflow_bits and smallest * 2.0 ** packed_bits >= 1024:
-            return packed_bits
-        return fallback
 
     # -- running ------------------------------------------------------------------------
     @property
@@ -585,14 +292,8 @@ class Simulation:
         assumed ASSUMED_RATE_HZ for neuron models."""
         total = 0.0
         for p in self.network.populations:
-            q = p.params
-            if p.model == "artificial":
-                rate = 2000.0 / (q["isi_min_ms"] + q["isi_max_ms"])
-            elif p.model in ("ignore_and_fire", "poisson_source"):
-                rate = q["rate_hz"]
-            else:
-                rate = ASSUMED_RATE_HZ
-            total += rate * p.size * duration_ms * 1e-3
+            rate = NEURON_MODELS[p.model].known_rate_hz(p.params)
+            total += (ASSUMED_RATE_HZ if rate is None else rate) * p.size * duration_ms * 1e-3
         return total
 
     def close(self) -> None:

@@ -1,0 +1,373 @@
+"""From a Network to the engine's specification, in one place.
+
+`EngineSpec(network, resolution_ms=..., ...)` reads the network once and decides everything the
+engine needs from it before anything is built:
+
+- the checks that need the resolution (Network.validate, and each neuron model's), and the
+  network's size;
+- the communication interval (the minimum delay, halved with overlap), the drive window, and the
+  two-tier global interval D with the cycles that cycle-time statistics lump;
+- the external drive's limits (Poisson table, 32-bit input sums);
+- the fixed-point scale of synaptic input and whether synapses fit in 4 bytes;
+- the memory estimate per rank, and its refusal against the tightest memory limit;
+- the engine's population, projection and drive specifications (each population's from its
+  neuron model, ranvier.neurons).
+
+`engine_config(...)` then adds what belongs to the decomposition (threads, exchange, placement,
+seed, recording, communicator) and returns the `_engine.EngineConfig`. `Simulation` makes one
+EngineSpec and builds the engine from its configuration.
+
+The arithmetic is also here as plain functions of the network (fraction_bits, packs,
+drive_bytes, check_drives, ...), so that it can be checked without building anything.
+"""
+from __future__ import annotations
+
+import math
+
+from . import _engine, resources
+from .errors import ConfigError
+from .neurons import NEURON_MODELS
+
+# Bytes per synapse at the peak of the build: 8 stored, delay-segment headers and their growth,
+# 2 of temporary delay (measured: 11.2 B per synapse of peak RSS at 368.7 million synapses),
+# plus a fixed allowance per rank for Python, NumPy and MPI.
+BYTES_PER_SYNAPSE_PEAK = 11.0          # 8-byte synapses (measured: 12.4 B/synapse for dpsnn, Python included)
+BYTES_PER_SYNAPSE_PEAK_PACKED = 7.0    # 4-byte synapses (measured: 6.3 B/synapse for the full microcircuit)
+BASE_BYTES_PER_RANK = 150 * 2**20
+
+# The external drive (Engine::drive, cpp/core/engine.cpp; PoissonTable, cpp/core/distributions.hpp).
+DRIVE_CHUNK = 512                      # neurons whose events are listed at once
+DRIVE_EVENT_BYTES = 21                 # per listed event: neuron, word, weight, place (4 B each), tail flag, tail index
+POISSON_TABLE_MAX_ENTRIES = 2**31 - 1  # the table's CDF is indexed by int
+MIN_FRACTION_BITS = 8                  # the coarsest fixed-point scale of synaptic input (fraction_bits)
+MAX_NEURONS = 2**40
+TWO_TIER = "two-tier"                  # the structure-aware exchange (ranvier.simulation)
+
+
+# -- the fixed-point scale and the synapse layout ------------------------------------------------
+def max_abs_weight(pr) -> float:
+    """The largest |weight| a projection can draw (the engine's max_abs_weight): |z| < 6.5."""
+    m = abs(pr.weight_mean_mV)
+    if pr.weight_sd_mV <= 0:
+        return m
+    return m + 6.5 * pr.weight_sd_mV if pr.weight_clip else 2 * m
+
+
+def max_weights(network) -> tuple[float, float]:
+    """The largest |weight| of any synapse, and of any synapse or external event."""
+    synapse = max((max_abs_weight(pr) for pr in network.projections), default=0.0)
+    event = max((abs(d.weight_mean_mV) + 10 * d.weight_sd_mV for d in network.drives), default=0.0)
+    return synapse, max(synapse, event)
+
+
+def packs(network, bits: int) -> bool:
+    """Whether the engine stores 4-byte synapses at this scale even with the whole network on
+    one thread (it checks each thread; fewer neurons per thread only leave more room)."""
+    target_bits = max(1, math.ceil(math.log2(max(network.size, 2))))
+    if target_bits >= 31:          # no bit left for a weight beside the neuron index
+        return False
+    return round(max_weights(network)[0] * 2.0 ** bits) < 2.0 ** (31 - target_bits) - 1
+
+
+def fraction_bits(network, min_delay_ms: float) -> int:
+    """Fixed-point scale 2^-bits for synaptic input, so that no sum can overflow int32.
+
+    Bound: every synapse of the largest plausible in-degree arriving in one step at the
+    largest weight. Where a coarser scale still resolves the smallest mean weight to 1/1024
+    of itself, the scale is lowered until every weight fits beside a neuron index in 32
+    bits, so the engine can store synapses in 4 bytes instead of 8. The choice depends on
+    the network alone, never on the decomposition.
+    """
+    net = network
+    max_synapse, max_weight = max_weights(net)
+    in_degree = 0.0
+    for p in net.populations:
+        k = sum(pr.total_synapses / p.size if pr.total_synapses is not None
+                else pr.probability * net.population(pr.source).size
+                for pr in net.projections if pr.target == p.name)
+        in_degree = max(in_degree, k + 8 * math.sqrt(k + 1))
+    external = max((d.n_synapses * d.rate_hz * 1e-3 * min_delay_ms for d in net.drives), default=0.0)
+    bound = max(max_weight, 1e-9) * (in_degree + external + 16 * math.sqrt(external + 1) + 16)
+    overflow_bits = math.floor(math.log2((2**31 - 1) / bound))
+    fallback = int(max(MIN_FRACTION_BITS, min(24, overflow_bits)))
+    target_bits = max(1, math.ceil(math.log2(max(net.size, 2))))
+    if target_bits >= 31:          # 2^31 neurons or more: no 4-byte synapse can hold the index
+        return fallback
+    packed_bits = math.floor(math.log2((2 ** (31 - target_bits) - 1) / max(max_synapse, 1e-9)))
+    weights = [abs(pr.weight_mean_mV) for pr in net.projections] + \
+              [abs(d.weight_mean_mV) for d in net.drives if d.n_synapses and d.rate_hz]
+    smallest = min(weights, default=0.0)
+    if packed_bits < overflow_bits and smallest * 2.0 ** packed_bits >= 1024:
+        return packed_bits
+    return fallback
+
+
+def bytes_per_synapse_peak(network, bits: int) -> float:
+    """Peak build memory per synapse: 4-byte or 8-byte synapses, with the delays and the
+    counts held while they are sorted into rows."""
+    return BYTES_PER_SYNAPSE_PEAK_PACKED if packs(network, bits) else BYTES_PER_SYNAPSE_PEAK
+
+
+# -- the external drive (Engine::drive in cpp/core/engine.cpp) ---------------------------------
+def poisson_table_entries(mean: float) -> int:
+    """Entries of the engine's Poisson table for this mean: counts 0 .. mean + 12 sqrt(mean) + 20."""
+    if mean <= 0:
+        return 1
+    return int(mean + 12.0 * math.sqrt(mean) + 20.0) + 1
+
+
+def drive_events_per_window(d, resolution_ms: float, drive_steps: int) -> float:
+    """Expected external events per neuron in one drive window (drive_steps steps)."""
+    return d.n_synapses * d.rate_hz * 1e-3 * resolution_ms * drive_steps
+
+
+def drive_text(d) -> str:
+    """A drive's size as the user set it: 'external_synapses' = 400 x 'external_rate_exc_hz' = 3 Hz."""
+    n, rate = d.origin.get("n_synapses", "n_synapses"), d.origin.get("rate_hz", "rate_hz")
+    return f"'{n}' = {d.n_synapses} x '{rate}' = {d.rate_hz:g} Hz"
+
+
+def drive_bytes(network, resolution_ms: float, drive_steps: int, threads: int, ranks: int) -> float:
+    """Memory of the external drive on one rank. Per population, the Poisson table holds the
+    CDF up to mean + 12 sqrt(mean) + 20 counts (8 B each, in a vector grown by doubling).
+    Per thread, the events of DRIVE_CHUNK neurons are listed at once, DRIVE_EVENT_BYTES each,
+    in buffers that grow to twice what they hold; one-step windows of fixed efficacy (the
+    microcircuit's) list no events but keep 4 words per local neuron."""
+    tables = largest_table = events = fixed = 0.0
+    for d in network.drives:
+        if not d.n_synapses or d.rate_hz <= 0:
+            continue
+        mean = drive_events_per_window(d, resolution_ms, drive_steps)
+        entries = poisson_table_entries(mean)
+        tables += 16.0 * entries
+        largest_table = max(largest_table, 8.0 * entries)     # old and new storage while it grows
+        size = network.population(d.target).size
+        if drive_steps == 1 and d.weight_sd_mV == 0:
+            fixed += 16.0 * size / ranks
+            continue
+        m = min(DRIVE_CHUNK, size)
+        listed = m * (mean + 3) + 10 * math.sqrt(m * mean) + 32
+        events = max(events, 2 * DRIVE_EVENT_BYTES * listed)
+    return tables + largest_table + events * threads + fixed
+
+
+def check_drives(network, resolution_ms: float, drive_steps: int) -> None:
+    """Refuses drives the engine cannot draw or sum: more expected events per neuron and window
+    than its Poisson table can count (the table is indexed by int: mean + 12 sqrt(mean) + 20
+    must stay below 2^31), or an expected input per step beyond the 32-bit fixed-point sums
+    at their coarsest scale (2^-MIN_FRACTION_BITS)."""
+    h = resolution_ms
+    for d in network.drives:
+        if not d.n_synapses or d.rate_hz <= 0:
+            continue
+        where = f"external drive of '{d.target}'"
+        mean = drive_events_per_window(d, h, drive_steps)
+        per_step = mean / drive_steps
+        if mean + 12 * math.sqrt(mean) + 20 >= POISSON_TABLE_MAX_ENTRIES:
+            raise ConfigError(f"{where}: {drive_text(d)} gives {mean:.3g} expected events per neuron in "
+                              f"each window of {drive_steps * h:g} ms; the engine's Poisson table counts "
+                              f"at most about {POISSON_TABLE_MAX_ENTRIES:.3g}: lower the rate or the synapses")
+        weight = d.origin.get("weight_mean_mV", "weight_mean_mV")
+        per_step_input = per_step * abs(d.weight_mean_mV)
+        most = (2**31 - 1) / 2.0 ** MIN_FRACTION_BITS
+        if per_step_input >= most:
+            raise ConfigError(f"{where}: {drive_text(d)} gives {per_step:.3g} expected events per neuron "
+                              f"and step of {h:g} ms, each of '{weight}' = {d.weight_mean_mV:g}: "
+                              f"{per_step_input:.3g} per step, more than the engine's 32-bit input sums hold "
+                              f"({most:.3g} at their coarsest scale); lower the rate or the synapses (a neuron "
+                              f"of the cortex receives some thousands of external events per second)")
+
+
+# -- the engine's specification of a network -----------------------------------------------------
+class EngineSpec:
+    """A network translated for the engine, with every check that needs the resolution, the
+    timing choices or the decomposition's size done (see the module's docstring).
+
+    resolution_ms: the time step. overlap: exchange every half minimum delay, overlapped with
+    computation. exchange: the Simulation's; for "two-tier" (the structure-aware exchange),
+    `global_interval` cycles between global exchanges (None: the largest the inter-area delays
+    allow). ranks, threads: the
+    decomposition, for the memory estimate. comm: the communicator (ranvier.parallel) on which
+    the ranks decide the memory check together; max_memory_bytes: a limit instead of the
+    machine's. Raises ConfigError with the reason for anything the engine cannot run.
+    """
+
+    def __init__(self, network, *, resolution_ms: float, overlap: bool = False, exchange: str = "allgather",
+                 global_interval: int | None = None, comm, threads: int, max_memory_bytes: int | None = None):
+        self.network, self.resolution_ms = network, resolution_ms
+        self.ranks, self.threads = comm.size, threads
+        network.validate(resolution_ms)
+        n = network.size
+        if n >= MAX_NEURONS:
+            raise ConfigError(f"the network has {n} neurons; at most 2^40 are supported")
+
+        # The communication interval is the minimum delay (half of it, rounded down, with
+        # overlap: each interval's exchange runs while the next is computed); with no
+        # projections, one step.
+        min_delay_steps = round(network.min_delay_ms() / resolution_ms) if network.projections else 1
+        self.min_delay_ms = min_delay_steps * resolution_ms
+        if overlap and min_delay_steps % 2:
+            raise ConfigError(f"overlap needs a minimum delay of an even number of steps (it runs intervals of "
+                              f"half of it); it is {self.min_delay_ms:g} ms = {min_delay_steps} step(s) at "
+                              f"resolution {resolution_ms:g} ms: use a resolution_ms that divides half the "
+                              f"minimum delay, or overlap = false")
+        self.overlap = overlap
+        self.drive_steps = min_delay_steps
+        self.steps_per_cycle = min_delay_steps // 2 if overlap else min_delay_steps
+        self.cycle_ms = self.steps_per_cycle * resolution_ms
+        self.global_interval = self._global_interval(exchange, global_interval)
+        # The D of the structure-aware scheme for this network (cycle-time statistics lump this
+        # many cycles, so conventional and two-tier runs are compared on the same terms).
+        self.lump_cycles = self.global_interval or max(1, network.largest_global_interval(resolution_ms,
+                                                                                          self.steps_per_cycle))
+
+        check_drives(network, resolution_ms, self.drive_steps)
+        self.fraction_bits = fraction_bits(network, self.min_delay_ms)
+        self.packed = packs(network, self.fraction_bits)
+        self.bytes_per_synapse_peak = BYTES_PER_SYNAPSE_PEAK_PACKED if self.packed else BYTES_PER_SYNAPSE_PEAK
+        self.memory_parts = self._memory_parts()
+        self.memory_estimate_bytes = int(sum(self.memory_parts.values()))
+        self._check_memory(comm, max_memory_bytes)
+
+        self.populations, self.projections, self.drives = self._engine_specs()
+
+    # -- the two-tier global interval ---------------------------------------------------------
+    def _global_interval(self, exchange: str, requested) -> int:
+        """D, the cycles between global exchanges (two-tier), checked against the delays: every
+        inter-area delay must last at least D cycles, or a spike held back for the global
+        exchange would arrive late. 0 for the conventional exchange."""
+        if exchange != TWO_TIER:
+            if requested is not None:
+                raise ConfigError(f"global_interval applies to exchange '{TWO_TIER}' only; exchange is "
+                                  f"'{exchange}'")
+            return 0
+        net, h = self.network, self.resolution_ms
+        if self.overlap:
+            raise ConfigError(f"exchange '{TWO_TIER}' does not combine with overlap; set overlap = false")
+        missing = [p.name for p in net.populations if p.area is None]
+        if missing:
+            raise ConfigError(f"exchange '{TWO_TIER}' needs every population in an area; {missing} have none: "
+                              f"Population(..., area=\"V1\")")
+        largest = net.largest_global_interval(h, self.steps_per_cycle)
+        inter_ms = net.min_inter_area_delay_ms()
+        if requested is None:
+            return max(1, largest)
+        if not isinstance(requested, int) or isinstance(requested, bool) or requested < 1:
+            raise ConfigError(f"global_interval must be a positive integer (cycles of {self.cycle_ms:g} ms), "
+                              f"got {requested!r}")
+        if requested > largest:
+            why = (f"the shortest inter-area delay is {inter_ms:g} ms = "
+                   f"{round(inter_ms / h) // self.steps_per_cycle} cycle(s) of {self.cycle_ms:g} ms"
+                   if math.isfinite(inter_ms) else "there are no inter-area projections")
+            raise ConfigError(f"global_interval = {requested} cycles is too long: {why}, and a spike held for "
+                              f"the global exchange must still arrive in time; choose global_interval <= {largest}")
+        return requested
+
+    # -- memory ---------------------------------------------------------------------------------
+    def _memory_parts(self) -> dict:
+        """Bytes per rank at the peak of the build, part by part: base, synapses, neurons (state
+        and per-thread buffers), drive (the external drive's Poisson tables and event buffers)."""
+        net, ranks, threads = self.network, self.ranks, self.threads
+        synapses = net.expected_synapses() / ranks
+        neurons = net.size / ranks
+        per_thread = net.size * 4 * 2 + self.drive_steps * neurons / threads * 4
+        return {"base": BASE_BYTES_PER_RANK, "synapses": synapses * self.bytes_per_synapse_peak,
+                "neurons": neurons * 64 + per_thread * threads,
+                "drive": drive_bytes(net, self.resolution_ms, self.drive_steps, threads, ranks)}
+
+    def _check_memory(self, comm, max_memory_bytes: int | None) -> None:
+        """Refuses a network whose estimate exceeds what any limit leaves: available memory,
+        ulimit -v (per rank), cgroup limits (shared by the node's ranks), or max_memory_bytes."""
+        per_rank = self.memory_estimate_bytes
+        ranks = comm.ranks_on_node
+        if max_memory_bytes is not None:
+            limits = [resources.MemoryLimit(int(max_memory_bytes),
+                                            f"max_memory_bytes allows {max_memory_bytes / 2**30:.1f} GiB", False)]
+        else:
+            limits = resources.memory_limits()
+        ratio, limit = resources.tightest_memory_limit(per_rank, ranks, limits)
+        # Decided together: limits are read per rank, and a rank that refused alone would leave
+        # the others waiting in the build.
+        if comm.allreduce_max(ratio) <= 1.0:
+            return
+        per_process = limit is not None and limit.per_process
+        need = per_rank if per_process else per_rank * ranks
+        parts = self.memory_parts
+        detail = (f"{self.network.expected_synapses():.3g} synapses at {self.bytes_per_synapse_peak} B each, "
+                  f"{ranks} rank(s) on this node")
+        fix = "use fewer neurons or synapses, or more nodes"
+        if parts["drive"] > 0.1 * per_rank:
+            h, steps = self.resolution_ms, self.drive_steps
+            biggest = max((d for d in self.network.drives if d.n_synapses and d.rate_hz > 0),
+                          key=lambda d: drive_events_per_window(d, h, steps))
+            detail += (f"; {parts['drive'] * (1 if per_process else ranks) / 2**30:.3g} GiB of it for the external "
+                       f"drive's Poisson tables and event buffers: {drive_text(biggest)} into "
+                       f"'{biggest.target}' gives {drive_events_per_window(biggest, h, steps):.3g} expected events "
+                       f"per neuron every {steps * h:g} ms")
+            fix = "lower the external drive (rate or synapses), or " + fix
+        if per_process:
+            fix = "raise ulimit -v, or " + fix
+        what = limit.what if limit is not None else "another rank's limit is lower"
+        raise ConfigError(f"the network will not fit in memory: estimated {need / 2**30:.1f} GiB "
+                          f"{'per rank' if per_process else 'on this node'} ({detail}), {what}; {fix}")
+
+    # -- the engine's specifications --------------------------------------------------------------
+    def _engine_specs(self):
+        net, h = self.network, self.resolution_ms
+        index = {p.name: i for i, p in enumerate(net.populations)}
+        pops = []
+        for p in net.populations:
+            s = NEURON_MODELS[p.model].to_engine(p, h)
+            s.name, s.first, s.size = p.name, p.first_id, p.size
+            if p.area is not None:
+                s.area = net.areas.index(p.area)
+            pops.append(s)
+        projs = []
+        for pr in net.projections:
+            s = _engine.ProjectionSpec()
+            s.source, s.target = index[pr.source], index[pr.target]
+            s.probability, s.weight_mean, s.weight_sd = pr.probability, pr.weight_mean_mV, pr.weight_sd_mV
+            if pr.total_synapses is not None:
+                s.fixed_total, s.total_synapses = True, pr.total_synapses
+            s.weight_clip = pr.weight_clip
+            if pr.delay_redraw_below_ms is not None:
+                s.delay_redraw_below_ms = pr.delay_redraw_below_ms
+            s.delay_offset_steps = round(pr.delay_offset_ms / h)
+            s.delay_step_steps = round(pr.delay_step_ms / h)
+            if pr.delay_distribution == "normal":
+                s.delay_normal, s.delay_mean_ms, s.delay_sd_ms = True, pr.delay_mean_ms, pr.delay_sd_ms
+            else:
+                s.delay_scale_ms, s.delay_cut_ms, s.delay_step_ms = pr.delay_scale_ms, pr.delay_cut_ms, pr.delay_step_ms
+            projs.append(s)
+        drives = []
+        for d in net.drives:
+            s = _engine.DriveSpec()
+            s.target = index[d.target]
+            s.n_synapses, s.rate_hz, s.weight_mean, s.weight_sd = d.n_synapses, d.rate_hz, d.weight_mean_mV, d.weight_sd_mV
+            drives.append(s)
+        return pops, projs, drives
+
+    def engine_config(self, *, exchange: str, placement: str, placement_segments=None, seed: int,
+                      barrier: bool, record_spikes: bool, record_state: list[int], comm):
+        """The engine's configuration: this specification with the decomposition's settings.
+        exchange: the engine's strategy (for two-tier, the one used inside groups and among all
+        ranks); placement_segments: (bounds, ranks) of an area placement, else None."""
+        cfg = _engine.EngineConfig()
+        cfg.populations, cfg.projections, cfg.drives = self.populations, self.projections, self.drives
+        cfg.resolution_ms = self.resolution_ms
+        cfg.steps_per_cycle = self.steps_per_cycle
+        cfg.threads = self.threads
+        cfg.exchange = exchange
+        cfg.global_interval = self.global_interval
+        if placement_segments is not None:
+            cfg.placement = "segments"
+            cfg.placement_bounds, cfg.placement_ranks = placement_segments
+        else:
+            cfg.placement = placement
+        cfg.seed, cfg.barrier, cfg.record_spikes = seed, barrier, record_spikes
+        cfg.overlap, cfg.drive_steps = self.overlap, self.drive_steps
+        cfg.record_state = record_state
+        cfg.use_mpi = comm.handle is not None
+        cfg.comm_handle = comm.handle or 0
+        cfg.fraction_bits = self.fraction_bits
+        return cfg

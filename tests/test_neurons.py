@@ -1,0 +1,121 @@
+"""The neuron-model layer (ranvier.neurons): every registered model keeps the same contract, so a
+new model is checked here without a line added; the translation of a network (ranvier.spec)."""
+from __future__ import annotations
+
+import pytest
+
+import ranvier as rv
+from ranvier import _engine, network, spec
+from ranvier.neurons import NEURON_MODELS, NeuronModel, Parameter
+
+# One valid parameter set per model: a new model adds its line here (the contract tests below
+# refuse a registered model without one).
+VALID = {
+    "lifca": dict(tau_m_ms=20.0, theta_mV=20.0, reset_mV=10.0, tau_arp_ms=2.0, alpha_c=1.0, tau_c_ms=100.0,
+                  g_c_mV_per_ms=0.01, dc_mV_per_ms=0.0),
+    "psc_exp": dict(E_L_mV=-65.0, V_th_mV=-50.0, V_reset_mV=-65.0, C_m_pF=250.0, tau_m_ms=10.0, tau_syn_ms=0.5,
+                    tau_arp_ms=2.0, I_e_pA=0.0, V0_mean_mV=-58.0, V0_sd_mV=5.0),
+    "ignore_and_fire": dict(rate_hz=2.5),
+    "artificial": dict(isi_min_ms=10.0, isi_max_ms=20.0),
+    "poisson_source": dict(rate_hz=8.0, start_ms=0.0, stop_ms=1000.0),
+}
+UNITS = {"", "ms", "mV", "mV/ms", "pA", "pF", "Hz"}
+
+
+def test_every_model_is_registered_under_its_name_and_has_test_parameters():
+    assert network.NEURON_MODELS is NEURON_MODELS          # one registry
+    for name, model in NEURON_MODELS.items():
+        assert issubclass(model, NeuronModel) and model.name == name
+        assert name in VALID, f"add a valid parameter set for '{name}' to VALID"
+
+
+@pytest.mark.parametrize("name", sorted(NEURON_MODELS))
+def test_parameters_carry_units_and_descriptions(name):
+    for key, p in NEURON_MODELS[name].parameters.items():
+        assert isinstance(p, Parameter) and p.description, key
+        assert p.unit in UNITS, (key, p.unit)
+        if p.unit and p.unit != "Hz":
+            assert key.endswith("_" + p.unit.replace("/", "_per_")), (key, p.unit)   # the name says the unit
+
+
+@pytest.mark.parametrize("name", sorted(NEURON_MODELS))
+def test_a_valid_population_translates_to_a_population_spec(name):
+    model = NEURON_MODELS[name]
+    net = rv.Network()
+    pop = net.add_population(rv.Population("A", 100, dict(VALID[name]), model=name))
+    net.validate(0.1)
+    s = model.to_engine(pop, 0.1)
+    assert isinstance(s, _engine.PopulationSpec)
+    rate = model.known_rate_hz(pop.params)
+    assert rate is None or rate >= 0
+
+
+@pytest.mark.parametrize("name", sorted(NEURON_MODELS))
+def test_unknown_and_missing_parameters_are_refused(name):
+    params = dict(VALID[name], bogus_ms=1.0)
+    with pytest.raises(rv.ConfigError, match=f"population 'A': unknown {name} parameter\\(s\\) \\['bogus_ms'\\]"):
+        rv.Population("A", 10, params, model=name).validate()
+    required = [k for k, p in NEURON_MODELS[name].parameters.items() if p.default is None]
+    if required:
+        params = {k: v for k, v in VALID[name].items() if k != required[0]}
+        with pytest.raises(rv.ConfigError, match=f"missing {name} parameter\\(s\\) \\['{required[0]}'\\]"):
+            rv.Population("A", 10, params, model=name).validate()
+
+
+def test_defaults_fill_what_is_left_out():
+    pop = rv.Population("TH", 10, dict(rate_hz=8.0, stop_ms=100.0), model="poisson_source")
+    pop.validate()
+    assert pop.params["start_ms"] == 0.0
+    pop = rv.Population("E", 10, {}, model="psc_exp")            # NEST's iaf_psc_exp defaults
+    pop.validate()
+    assert pop.params["V_th_mV"] == -55.0 and pop.params["C_m_pF"] == 250.0
+    explicit = dict(VALID["lifca"], dc_mV_per_ms=0.5)
+    pop = rv.Population("L", 10, explicit)
+    pop.validate()
+    assert pop.params["dc_mV_per_ms"] == 0.5
+
+
+@pytest.mark.parametrize("name, change, message", [
+    ("lifca", dict(reset_mV=30.0), "'reset_mV' \\(30.0\\) must be below 'theta_mV' \\(20.0\\)"),
+    ("psc_exp", dict(tau_syn_ms=0.0), "'tau_syn_ms' must be positive"),
+    ("psc_exp", dict(I_e_pA=True), "'I_e_pA' must be a number"),
+    ("artificial", dict(isi_max_ms=5.0), "'isi_max_ms' \\(5.0\\) must not be below 'isi_min_ms' \\(10.0\\)"),
+    ("poisson_source", dict(stop_ms=-1.0), "'stop_ms' must be zero or positive"),
+    ("ignore_and_fire", dict(rate_hz=0), "'rate_hz' must be positive"),
+])
+def test_model_checks(name, change, message):
+    with pytest.raises(rv.ConfigError, match=message):
+        rv.Population("A", 10, dict(VALID[name], **change), model=name).validate()
+
+
+@pytest.mark.parametrize("name, change, message", [
+    ("lifca", dict(tau_arp_ms=0.25), "'tau_arp_ms' = 0.25 ms is not a multiple of the resolution"),
+    ("artificial", dict(isi_min_ms=10.05), "population 'A': 'isi_min_ms' = 10.05 ms is not a multiple"),
+    ("ignore_and_fire", dict(rate_hz=20000.0), "gives a period below one step"),
+])
+def test_model_checks_on_the_time_grid(name, change, message):
+    net = rv.Network()
+    net.add_population(rv.Population("A", 10, dict(VALID[name], **change), model=name))
+    with pytest.raises(rv.ConfigError, match=message):
+        net.validate(0.1)
+
+
+def test_known_rates():
+    assert NEURON_MODELS["artificial"].known_rate_hz(VALID["artificial"]) == pytest.approx(2000.0 / 30.0)
+    assert NEURON_MODELS["ignore_and_fire"].known_rate_hz(VALID["ignore_and_fire"]) == 2.5
+    assert NEURON_MODELS["poisson_source"].known_rate_hz(VALID["poisson_source"]) == 8.0
+    assert NEURON_MODELS["lifca"].known_rate_hz(VALID["lifca"]) is None
+
+
+def test_engine_spec_reads_the_network_once():
+    """The translation holds the timing, the scale, the memory estimate and the engine's specs."""
+    net = rv.models.dpsnn(neurons=300, synapses_per_neuron=10)
+    sim = rv.Simulation(net, threads=1)
+    s = sim.spec
+    assert (s.steps_per_cycle, s.drive_steps, s.global_interval, s.lump_cycles) == (10, 10, 0, 1)
+    assert s.fraction_bits == sim.fraction_bits == spec.fraction_bits(net, s.min_delay_ms)
+    assert s.memory_estimate_bytes == sim.memory_estimate_bytes == int(sum(sim.memory_parts().values()))
+    assert [p.name for p in s.populations] == ["F", "B", "I"]
+    cfg = sim._engine_config(True)
+    assert cfg.fraction_bits == s.fraction_bits and cfg.steps_per_cycle == 10 and cfg.threads == 1
+    assert [p.first for p in cfg.populations] == [p.first_id for p in net.populations]
