@@ -10,6 +10,7 @@
 #include "core/distributions.hpp"
 #include "core/engine.hpp"
 #include "core/philox.hpp"
+#include "neurons/neuron_model.hpp"
 
 namespace nb = nanobind;
 using namespace nb::literals;
@@ -82,6 +83,10 @@ NB_MODULE(_engine, m) {
   }, "base"_a, "word"_a, "n"_a, "key"_a);
   m.def("simd_kernels", []() { return avx512_kernels() ? "avx512" : "avx2"; });
   m.def("inverse_normal", &inverse_normal, "p"_a);
+  m.def("neuron_simd", []() {
+    const SimdLevel l = neuron_simd_level();
+    return l == SimdLevel::avx512 ? "avx512" : l == SimdLevel::avx2 ? "avx2" : "scalar";
+  }, "The kernels the neuron models run (RANVIER_SIMD=avx2 or scalar chooses lower ones).");
   m.def("build_info", []() {
     nb::dict d;
     d["version"] = RANVIER_VERSION;
@@ -107,17 +112,20 @@ NB_MODULE(_engine, m) {
   nb::class_<PopulationSpec>(m, "PopulationSpec")
       .def(nb::init<>())
       .def_rw("name", &PopulationSpec::name).def_rw("first", &PopulationSpec::first)
+      // The neuron model by its name (cpp/neurons/registry.cpp lists them).
+      .def_prop_rw("model", [](const PopulationSpec& p) { return std::string(neuron_model(p.kind).name); },
+                   [](PopulationSpec& p, const std::string& name) { p.kind = neuron_kind(name); })
       .def_rw("size", &PopulationSpec::size).def_rw("tau_m_ms", &PopulationSpec::tau_m_ms)
       .def_rw("theta_mV", &PopulationSpec::theta_mV).def_rw("reset_mV", &PopulationSpec::reset_mV)
       .def_rw("refractory_steps", &PopulationSpec::refractory_steps).def_rw("alpha_c", &PopulationSpec::alpha_c)
       .def_rw("tau_c_ms", &PopulationSpec::tau_c_ms).def_rw("g_c", &PopulationSpec::g_c)
       .def_rw("dc", &PopulationSpec::dc).def_rw("initial_uniform", &PopulationSpec::initial_uniform)
-      .def_rw("artificial", &PopulationSpec::artificial).def_rw("isi_min_steps", &PopulationSpec::isi_min_steps)
+      .def_rw("isi_min_steps", &PopulationSpec::isi_min_steps)
       .def_rw("isi_max_steps", &PopulationSpec::isi_max_steps).def_rw("area", &PopulationSpec::area)
-      .def_rw("psc_exp", &PopulationSpec::psc_exp).def_rw("tau_syn_ms", &PopulationSpec::tau_syn_ms)
+      .def_rw("tau_syn_ms", &PopulationSpec::tau_syn_ms)
       .def_rw("c_m_pF", &PopulationSpec::c_m_pF).def_rw("i_e_pA", &PopulationSpec::i_e_pA)
       .def_rw("initial_normal", &PopulationSpec::initial_normal).def_rw("v0_mean_mV", &PopulationSpec::v0_mean_mV)
-      .def_rw("v0_sd_mV", &PopulationSpec::v0_sd_mV).def_rw("poisson_source", &PopulationSpec::poisson_source)
+      .def_rw("v0_sd_mV", &PopulationSpec::v0_sd_mV)
       .def_rw("source_rate_hz", &PopulationSpec::source_rate_hz).def_rw("start_step", &PopulationSpec::start_step)
       .def_rw("stop_step", &PopulationSpec::stop_step);
   nb::class_<ProjectionSpec>(m, "ProjectionSpec")

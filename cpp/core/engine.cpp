@@ -10,119 +10,15 @@
 #include <string>
 
 #include "core/philox.hpp"
+#include "neurons/neuron_model.hpp"
 #if defined(__x86_64__)
 #include <immintrin.h>  // also for the AVX-512 kernels, compiled by target attribute in any build
 #endif
 
 namespace ranvier {
 
-Propagators::Propagators(const PopulationSpec& p, double h) {
-  P22 = std::exp(-h / p.tau_m_ms);
-  Pc = std::exp(-h / p.tau_c_ms);
-  const double rate_diff = 1.0 / p.tau_m_ms - 1.0 / p.tau_c_ms;
-  const double P21_c = std::abs(rate_diff) < 1e-14 ? h * P22 : (Pc - P22) / rate_diff;
-  gP21 = p.g_c * P21_c;
-  dc_term = p.dc * p.tau_m_ms * (1.0 - P22);
-  theta = p.theta_mV;
-  reset = p.reset_mV;
-  alpha = p.alpha_c;
-  refractory = int32_t(p.refractory_steps);
-  if (p.psc_exp) {
-    // dV/dt = -V/tau_m + I/C_m, dI/dt = -I/tau_syn: over h, V gets P21 * I and P20 * i_e.
-    P11 = std::exp(-h / p.tau_syn_ms);
-    this->P21 = std::abs(p.tau_syn_ms - p.tau_m_ms) < 1e-12
-              ? h / p.c_m_pF * P22
-              : p.tau_m_ms * p.tau_syn_ms / (p.c_m_pF * (p.tau_syn_ms - p.tau_m_ms)) * (P11 - P22);
-    dc_term = p.i_e_pA * p.tau_m_ms / p.c_m_pF * (1.0 - P22);
-  }
-}
-
 namespace {
-// One step of the LIFCA neuron: integrate exactly over h, add the step's input, threshold.
-// Branch-free so loops over neurons vectorise. Returns whether the neuron spiked.
-inline bool lifca_step(const Propagators& p, double input, double& V, double& c, int32_t& r) {
-  const double v = V * p.P22 + p.dc_term - p.gP21 * c + input;
-  const double cn = c * p.Pc;
-  const bool active = r == 0;
-  const bool spike = active & (v >= p.theta);
-  V = (active & !spike) ? v : p.reset;
-  c = spike ? cn + p.alpha : cn;
-  r = spike ? p.refractory : r - (r > 0);
-  return spike;
-}
-
-// One step of the LIF neuron with exponential currents (NEST's iaf_psc_exp, same order): V
-// integrates the current of the step's start unless refractory, then I decays and takes the
-// step's input, then the threshold. Branch-free, so loops over neurons vectorise.
-inline bool psc_exp_step(const Propagators& p, double input, double& V, double& I, int32_t& r) {
-  const double v = V * p.P22 + I * p.P21 + p.dc_term;
-  const bool active = r == 0;
-  const bool spike = active & (v >= p.theta);
-  V = spike ? p.reset : (active ? v : V);
-  I = I * p.P11 + input;
-  r = spike ? p.refractory : r - (r > 0);
-  return spike;
-}
-
 #if defined(RANVIER_HAVE_AVX512_KERNELS)
-// AVX-512 versions of the neuron loops, chosen at run time (avx512_kernels()): 8 neurons per
-// instruction, the same operations in the same order as the scalar step, so a neuron's
-// trajectory is bit-identical whichever kernel runs it.
-
-// The end of a neuron step for 8 lanes, as refractory_and_spikes4.
-RANVIER_AVX512 inline void refractory_and_spikes8(__m256i r, __mmask8 spike, __m256i refractory, int32_t* R,
-                                                  uint8_t* fired) {
-  const __m256i counted = _mm256_add_epi32(r, _mm256_cmpgt_epi32(r, _mm256_setzero_si256()));  // r - (r > 0)
-  _mm256_storeu_si256(reinterpret_cast<__m256i*>(R), _mm256_mask_blend_epi32(spike, counted, refractory));
-  const uint64_t bytes = _pdep_u64(uint64_t(spike), 0x0101010101010101ull);  // bit i -> byte i
-  std::memcpy(fired, &bytes, 8);
-}
-
-RANVIER_AVX512 void lifca_steps_avx512(const Propagators& p, double scale, const int32_t* __restrict in,
-                                       double* __restrict V, double* __restrict C, int32_t* __restrict R,
-                                       uint8_t* __restrict fired, uint64_t n) {
-  uint64_t k = 0;
-  const __m512d P22 = _mm512_set1_pd(p.P22), Pc = _mm512_set1_pd(p.Pc), gP21 = _mm512_set1_pd(p.gP21);
-  const __m512d dc = _mm512_set1_pd(p.dc_term), theta = _mm512_set1_pd(p.theta), reset = _mm512_set1_pd(p.reset);
-  const __m512d alpha = _mm512_set1_pd(p.alpha), sc = _mm512_set1_pd(scale);
-  const __m256i zero = _mm256_setzero_si256(), refractory = _mm256_set1_epi32(p.refractory);
-  for (; k + 8 <= n; k += 8) {
-    const __m512d v0 = _mm512_loadu_pd(V + k), c0 = _mm512_loadu_pd(C + k);
-    const __m256i r = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(R + k));
-    const __m512d input = _mm512_mul_pd(_mm512_cvtepi32_pd(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(in + k))), sc);
-    const __m512d v = _mm512_add_pd(_mm512_sub_pd(_mm512_add_pd(_mm512_mul_pd(v0, P22), dc), _mm512_mul_pd(gP21, c0)), input);
-    const __m512d cn = _mm512_mul_pd(c0, Pc);
-    const __mmask8 active = _mm256_cmpeq_epi32_mask(r, zero);
-    const __mmask8 spike = _mm512_mask_cmp_pd_mask(active, v, theta, _CMP_GE_OQ);
-    _mm512_storeu_pd(V + k, _mm512_mask_blend_pd(__mmask8(active & ~spike), reset, v));
-    _mm512_storeu_pd(C + k, _mm512_mask_add_pd(cn, spike, cn, alpha));
-    refractory_and_spikes8(r, spike, refractory, R + k, fired + k);
-  }
-  for (; k < n; ++k) fired[k] = lifca_step(p, double(in[k]) * scale, V[k], C[k], R[k]);
-}
-
-RANVIER_AVX512 void psc_exp_steps_avx512(const Propagators& p, double scale, const int32_t* __restrict in,
-                                         double* __restrict V, double* __restrict I, int32_t* __restrict R,
-                                         uint8_t* __restrict fired, uint64_t n) {
-  uint64_t k = 0;
-  const __m512d P22 = _mm512_set1_pd(p.P22), P21 = _mm512_set1_pd(p.P21), P11 = _mm512_set1_pd(p.P11);
-  const __m512d dc = _mm512_set1_pd(p.dc_term), theta = _mm512_set1_pd(p.theta), reset = _mm512_set1_pd(p.reset);
-  const __m512d sc = _mm512_set1_pd(scale);
-  const __m256i zero = _mm256_setzero_si256(), refractory = _mm256_set1_epi32(p.refractory);
-  for (; k + 8 <= n; k += 8) {
-    const __m512d v0 = _mm512_loadu_pd(V + k), i0 = _mm512_loadu_pd(I + k);
-    const __m256i r = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(R + k));
-    const __m512d input = _mm512_mul_pd(_mm512_cvtepi32_pd(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(in + k))), sc);
-    const __m512d v = _mm512_add_pd(_mm512_add_pd(_mm512_mul_pd(v0, P22), _mm512_mul_pd(i0, P21)), dc);
-    const __mmask8 active = _mm256_cmpeq_epi32_mask(r, zero);
-    const __mmask8 spike = _mm512_mask_cmp_pd_mask(active, v, theta, _CMP_GE_OQ);
-    _mm512_storeu_pd(V + k, _mm512_mask_blend_pd(spike, _mm512_mask_blend_pd(active, v0, v), reset));
-    _mm512_storeu_pd(I + k, _mm512_add_pd(_mm512_mul_pd(i0, P11), input));
-    refractory_and_spikes8(r, spike, refractory, R + k, fired + k);
-  }
-  for (; k < n; ++k) fired[k] = psc_exp_step(p, double(in[k]) * scale, V[k], I[k], R[k]);
-}
-
 // The drive's events 0-2 of m neurons, slot by slot, as (neuron, word) pairs: word j + 1 of
 // block 0 for the neurons whose count exceeds j. Returns how many were listed.
 RANVIER_AVX512 size_t list_events_avx512(const uint32_t* __restrict count, const uint32_t* __restrict words, uint64_t m,
@@ -203,76 +99,6 @@ bool poisson_counts(const uint32_t* __restrict w, uint64_t m, const uint32_t* T,
     saturated |= c == kCounts;
   }
   return saturated;
-}
-
-#if defined(__AVX2__)
-// The end of a neuron step for 4 lanes: refractory counters (reset to `refractory` on a spike,
-// else counted down to zero) and one byte per lane in `fired`.
-inline void refractory_and_spikes4(__m128i r, __m256d spike, __m128i refractory, int32_t* R, uint8_t* fired) {
-  const __m256i even = _mm256_setr_epi32(0, 2, 4, 6, 0, 2, 4, 6);
-  const __m128i spike32 = _mm256_castsi256_si128(_mm256_permutevar8x32_epi32(_mm256_castpd_si256(spike), even));
-  const __m128i counted = _mm_add_epi32(r, _mm_cmpgt_epi32(r, _mm_setzero_si128()));  // r - (r > 0)
-  _mm_storeu_si128(reinterpret_cast<__m128i*>(R), _mm_blendv_epi8(counted, refractory, spike32));
-  const uint32_t bits = uint32_t(_mm256_movemask_pd(spike));
-#if defined(__BMI2__)
-  const uint32_t bytes = _pdep_u32(bits, 0x01010101u);  // bit i -> byte i
-#else
-  const uint32_t bytes = (bits & 1) | (bits & 2) << 7 | (bits & 4) << 14 | (bits & 8) << 21;
-#endif
-  std::memcpy(fired, &bytes, 4);
-}
-#endif
-
-// psc_exp_step over neurons [0, n): AVX2 four at a time, the rest one at a time. The vector
-// body does the operations of psc_exp_step in the same order without fused multiply-adds, so a
-// neuron's trajectory is the same in either (results do not depend on the decomposition).
-void psc_exp_steps(const Propagators& p, double scale, const int32_t* __restrict in, double* __restrict V,
-                   double* __restrict I, int32_t* __restrict R, uint8_t* __restrict fired, uint64_t n) {
-  uint64_t k = 0;
-#if defined(__AVX2__)
-  const __m256d P22 = _mm256_set1_pd(p.P22), P21 = _mm256_set1_pd(p.P21), P11 = _mm256_set1_pd(p.P11);
-  const __m256d dc = _mm256_set1_pd(p.dc_term), theta = _mm256_set1_pd(p.theta), reset = _mm256_set1_pd(p.reset);
-  const __m256d sc = _mm256_set1_pd(scale);
-  const __m128i zero = _mm_setzero_si128(), refractory = _mm_set1_epi32(p.refractory);
-  for (; k + 4 <= n; k += 4) {
-    const __m256d v0 = _mm256_loadu_pd(V + k), i0 = _mm256_loadu_pd(I + k);
-    const __m128i r = _mm_loadu_si128(reinterpret_cast<const __m128i*>(R + k));
-    const __m256d input = _mm256_mul_pd(_mm256_cvtepi32_pd(_mm_loadu_si128(reinterpret_cast<const __m128i*>(in + k))), sc);
-    const __m256d v = _mm256_add_pd(_mm256_add_pd(_mm256_mul_pd(v0, P22), _mm256_mul_pd(i0, P21)), dc);
-    const __m128i active32 = _mm_cmpeq_epi32(r, zero);
-    const __m256d active = _mm256_castsi256_pd(_mm256_cvtepi32_epi64(active32));
-    const __m256d spike = _mm256_and_pd(active, _mm256_cmp_pd(v, theta, _CMP_GE_OQ));
-    _mm256_storeu_pd(V + k, _mm256_blendv_pd(_mm256_blendv_pd(v0, v, active), reset, spike));
-    _mm256_storeu_pd(I + k, _mm256_add_pd(_mm256_mul_pd(i0, P11), input));
-    refractory_and_spikes4(r, spike, refractory, R + k, fired + k);
-  }
-#endif
-  for (; k < n; ++k) fired[k] = psc_exp_step(p, double(in[k]) * scale, V[k], I[k], R[k]);
-}
-
-// lifca_step over neurons [0, n), vectorised the same way (same operations, same order).
-void lifca_steps(const Propagators& p, double scale, const int32_t* __restrict in, double* __restrict V,
-                 double* __restrict C, int32_t* __restrict R, uint8_t* __restrict fired, uint64_t n) {
-  uint64_t k = 0;
-#if defined(__AVX2__)
-  const __m256d P22 = _mm256_set1_pd(p.P22), Pc = _mm256_set1_pd(p.Pc), gP21 = _mm256_set1_pd(p.gP21);
-  const __m256d dc = _mm256_set1_pd(p.dc_term), theta = _mm256_set1_pd(p.theta), reset = _mm256_set1_pd(p.reset);
-  const __m256d alpha = _mm256_set1_pd(p.alpha), sc = _mm256_set1_pd(scale);
-  const __m128i zero = _mm_setzero_si128(), refractory = _mm_set1_epi32(p.refractory);
-  for (; k + 4 <= n; k += 4) {
-    const __m256d v0 = _mm256_loadu_pd(V + k), c0 = _mm256_loadu_pd(C + k);
-    const __m128i r = _mm_loadu_si128(reinterpret_cast<const __m128i*>(R + k));
-    const __m256d input = _mm256_mul_pd(_mm256_cvtepi32_pd(_mm_loadu_si128(reinterpret_cast<const __m128i*>(in + k))), sc);
-    const __m256d v = _mm256_add_pd(_mm256_sub_pd(_mm256_add_pd(_mm256_mul_pd(v0, P22), dc), _mm256_mul_pd(gP21, c0)), input);
-    const __m256d cn = _mm256_mul_pd(c0, Pc);
-    const __m256d active = _mm256_castsi256_pd(_mm256_cvtepi32_epi64(_mm_cmpeq_epi32(r, zero)));
-    const __m256d spike = _mm256_and_pd(active, _mm256_cmp_pd(v, theta, _CMP_GE_OQ));
-    _mm256_storeu_pd(V + k, _mm256_blendv_pd(reset, v, _mm256_andnot_pd(spike, active)));
-    _mm256_storeu_pd(C + k, _mm256_blendv_pd(cn, _mm256_add_pd(cn, alpha), spike));
-    refractory_and_spikes4(r, spike, refractory, R + k, fired + k);
-  }
-#endif
-  for (; k < n; ++k) fired[k] = lifca_step(p, double(in[k]) * scale, V[k], C[k], R[k]);
 }
 
 // One external event from one 32-bit word w: w * L splits into the step offset within the cycle
@@ -357,9 +183,7 @@ Engine::Engine(EngineConfig cfg)
     if (pr.delay_offset_steps < reach)
       throw std::invalid_argument(cfg_.overlap ? "with overlap, the communication interval must be at most half the minimum delay"
                                                : "a projection's minimum delay is shorter than the communication interval");
-  for (const auto& p : cfg_.populations)
-    if (p.artificial && (p.isi_min_steps < 1 || p.isi_max_steps < p.isi_min_steps))
-      throw std::invalid_argument("artificial cells need 1 <= isi_min_steps <= isi_max_steps");
+  for (const auto& p : cfg_.populations) neuron_model(p.kind).check(p);
   if (two_tier()) {
     // The global pathway holds a spike for up to D cycles, so every synapse between ranks of
     // different area groups, all of them between areas, must be at least D cycles long.
@@ -422,8 +246,13 @@ void Engine::build() {
       ts.fired.assign(ts.neurons.size() + 8, 0);
       ts.fixed_drive_words.assign(cfg_.drives.size(), {});
       ts.fixed_drive_group.assign(cfg_.drives.size(), 0);
-      for (const auto& range : ts.neurons.ranges)
-        ts.propagators.emplace_back(cfg_.populations[range.population], cfg_.resolution_ms);
+      // One update per population range, its kernel chosen here once.
+      const ModelContext context{cfg_.resolution_ms, key_from_seed(cfg_.seed), neuron_simd_level()};
+      ts.updates.clear();
+      for (const auto& range : ts.neurons.ranges) {
+        const PopulationSpec& pop = cfg_.populations[range.population];
+        ts.updates.push_back(neuron_model(pop.kind).make_update(pop, context));
+      }
     } catch (const std::exception& e) {
       errors[t] = e.what();
     }
@@ -718,34 +547,6 @@ RANVIER_PHASE void Engine::drive(ThreadState& ts, int64_t cycle) {
   ts.counters.synaptic_events_external += events;
 }
 
-// Artificial cells fire on their own schedule, ignoring input: the next interval is drawn when
-// a cell fires, keyed by (cell, spike number), so it does not depend on where the cell lives.
-void Engine::fire_artificial(ThreadState& ts, const PopulationRange& range, const PopulationSpec& pop, int64_t step) {
-  const Key key = key_from_seed(cfg_.seed);
-  const uint64_t span = uint64_t(pop.isi_max_steps - pop.isi_min_steps + 1);
-  int64_t* next = ts.neurons.next_spike.data();
-  uint8_t* fired = ts.fired.data();
-  // A vectorised compare for all cells, then the few that fired (a cell fires every isi_min
-  // steps at most): the cost per cell and step stays a fraction of a nanosecond.
-#pragma omp simd
-  for (uint64_t k = range.begin; k < range.end; ++k) fired[k] = next[k] == step;
-  for (uint64_t k = range.begin; k < range.end; ++k) {
-    if (k % 8 == 0 && k + 8 <= range.end) {
-      uint64_t word;
-      std::memcpy(&word, fired + k, 8);
-      if (!word) { k += 7; continue; }
-    }
-    if (!fired[k]) continue;
-    const uint32_t count = ++ts.neurons.spikes_fired[k];
-    if (span == 1) {  // ignore-and-fire: a fixed period, no draw
-      next[k] = step + pop.isi_min_steps;
-      continue;
-    }
-    const Counter r = philox4x32_10(make_counter(ts.neurons.gid[k], Purpose::firing, 0, count, 0), key);
-    next[k] = step + pop.isi_min_steps + int64_t((uint64_t(r[0]) * span) >> 32);
-  }
-}
-
 // The drive of one-step windows with a fixed efficacy (the microcircuit's): only a count per
 // neuron and step, k events adding k * weight. One Philox block per neuron serves four steps
 // (word window % 4 of the block keyed by window / 4), drawn for all neurons at once (AVX2).
@@ -781,22 +582,6 @@ uint64_t Engine::fixed_weight_drive(ThreadState& ts, const PopulationRange& rang
   return events;
 }
 
-// Poisson sources fire with probability rate * h in each step of their window, one draw per
-// source and step, keyed by (source, step).
-void Engine::fire_poisson(ThreadState& ts, const PopulationRange& range, const PopulationSpec& pop, int64_t step) {
-  uint8_t* fired = ts.fired.data();
-  if (step < pop.start_step || step >= pop.stop_step) {
-    std::fill(fired + range.begin, fired + range.end, 0);
-    return;
-  }
-  const Key key = key_from_seed(cfg_.seed);
-  const double p = pop.source_rate_hz * 1e-3 * cfg_.resolution_ms;
-  for (uint64_t k = range.begin; k < range.end; ++k) {
-    const Counter r = philox4x32_10(make_counter(ts.neurons.gid[k], Purpose::firing, 1, uint32_t(step), 0), key);
-    fired[k] = to_uniform(r[0]) < p;
-  }
-}
-
 // Update: exact integration of every neuron over the cycle's steps, step by step; the loop over
 // a population's neurons is vectorised (measured faster here than keeping a block of neurons in
 // registers across the steps). Spikes are collected from a byte mask after each step.
@@ -804,42 +589,18 @@ RANVIER_PHASE void Engine::update(ThreadState& ts, int64_t cycle) {
   const uint64_t n = ts.neurons.size(), stride = ts.input_stride;
   const int64_t L = cfg_.steps_per_cycle;
   const double scale = std::ldexp(1.0, -cfg_.fraction_bits);
-  double* V = ts.neurons.V.data();
-  double* C = ts.neurons.c.data();
-  int32_t* R = ts.neurons.refractory.data();
+  const double* V = ts.neurons.V.data();
+  const double* C = ts.neurons.c.data();
   uint8_t* fired = ts.fired.data();
   ts.spikes_out.clear();
-  const std::vector<Propagators>& props = ts.propagators;
   const size_t traced = traced_ids_.size();
   for (int64_t o = 0; o < L; ++o) {
     int32_t* in = ts.input.data() + input_row(cycle, o) * stride;
+    // Each population range advances by its model's kernel, chosen at build: one call per range.
     for (size_t ri = 0; ri < ts.neurons.ranges.size(); ++ri) {
-      const auto& range = ts.neurons.ranges[ri];
-      const PopulationSpec& pop = cfg_.populations[range.population];
-      if (pop.artificial) {
-        fire_artificial(ts, range, pop, cycle * L + o);
-        continue;
-      }
-      if (pop.poisson_source) {
-        fire_poisson(ts, range, pop, cycle * L + o);
-        continue;
-      }
-      const Propagators& p = props[ri];
-      if (pop.psc_exp) {
-        const uint64_t b = range.begin;
-#if defined(RANVIER_HAVE_AVX512_KERNELS)
-        if (avx512_kernels()) psc_exp_steps_avx512(p, scale, in + b, V + b, C + b, R + b, fired + b, range.end - b);
-        else
-#endif
-        psc_exp_steps(p, scale, in + b, V + b, C + b, R + b, fired + b, range.end - b);
-        continue;
-      }
-      const uint64_t b = range.begin;
-#if defined(RANVIER_HAVE_AVX512_KERNELS)
-      if (avx512_kernels()) lifca_steps_avx512(p, scale, in + b, V + b, C + b, R + b, fired + b, range.end - b);
-      else
-#endif
-      lifca_steps(p, scale, in + b, V + b, C + b, R + b, fired + b, range.end - b);
+      const PopulationRange& range = ts.neurons.ranges[ri];
+      ts.updates[ri]->step({in + range.begin, scale, cycle * L + o}, columns_of(ts.neurons, range),
+                           fired + range.begin);
     }
     std::fill(in, in + n, 0);  // consumed: ready for the next cycle while the row is in cache
     const int64_t step = cycle * L + o + 1;

@@ -13,6 +13,7 @@
 #include "core/simd.hpp"
 #include "core/spec.hpp"
 #include "exchange/exchange.hpp"
+#include "neurons/neuron_model.hpp"
 
 namespace ranvier {
 
@@ -24,14 +25,6 @@ namespace ranvier {
 enum Phase { kDeliver, kUpdate, kCollocate, kCommunicate, kSynchronize, kPhases };
 inline constexpr std::array<const char*, kPhases> kPhaseNames = {"deliver", "update", "collocate", "communicate",
                                                                  "synchronize"};
-
-// Exact propagators over one step h (the equations are linear) of the LIFCA neuron, and of the
-// LIF neuron with exponential currents (psc_exp: P11, P21; c holds its current I).
-struct Propagators {
-  double P22, Pc, gP21, dc_term, theta, reset, alpha, P11 = 0, P21 = 0;
-  int32_t refractory;
-  Propagators(const PopulationSpec& p, double h);
-};
 
 struct Counters {
   uint64_t spikes_emitted = 0;
@@ -77,7 +70,7 @@ struct ThreadState {
   std::vector<uint64_t> rec_gid;                     // spike recorder
   std::vector<int64_t> rec_step;
   std::vector<std::pair<uint64_t, uint64_t>> traced; // (local index, trace row)
-  std::vector<Propagators> propagators;              // per population range (constants)
+  std::vector<std::unique_ptr<PopulationUpdate>> updates;  // per population range: its model's kernel
   Counters counters;
 };
 
@@ -111,8 +104,6 @@ class Engine {
   void update(ThreadState& ts, int64_t cycle);
   uint64_t fixed_weight_drive(ThreadState& ts, const PopulationRange& range, uint32_t di, const PoissonTable& table,
                               int32_t weight, uint32_t window);
-  void fire_poisson(ThreadState& ts, const PopulationRange& range, const PopulationSpec& pop, int64_t step);
-  void fire_artificial(ThreadState& ts, const PopulationRange& range, const PopulationSpec& pop, int64_t step);
   void schedule(ThreadState& ts, const std::vector<SpikeRecord>& records, int64_t base_cycle);
   void build_target_table();
   void build_area_groups();

@@ -5,6 +5,7 @@
 #include "core/distributions.hpp"
 #include "core/local_network.hpp"
 #include "core/philox.hpp"
+#include "neurons/neuron_model.hpp"
 
 namespace ranvier {
 
@@ -25,29 +26,18 @@ void build_thread_neurons(const EngineConfig& cfg, const Placement& placement, i
   out.next_spike.assign(n, 0);
   out.spikes_fired.assign(n, 0);
   out.ranges.clear();
-  const Key key = key_from_seed(cfg.seed);
   uint64_t k = 0;
   for (uint32_t p = 0; p < cfg.populations.size(); ++p) {
     const auto& pop = cfg.populations[p];
     const uint64_t begin = k;
-    while (k < n && out.gid[k] < pop.first + pop.size) {
-      if (pop.artificial) {
-        Stream s(key, out.gid[k], Purpose::firing, 0, 0);
-        out.next_spike[k] = int64_t(double(s.next()) * 0x1p-32 * double(pop.isi_max_steps));
-      } else if (pop.poisson_source) {
-        // no state
-      } else if (pop.initial_normal) {
-        Stream s(key, out.gid[k], Purpose::initial, 0, 0);
-        out.V[k] = pop.v0_mean_mV + pop.v0_sd_mV * inverse_normal(s.uniform());
-      } else if (pop.initial_uniform) {
-        Stream s(key, out.gid[k], Purpose::initial, 0, 0);
-        out.V[k] = pop.reset_mV + (pop.theta_mV - pop.reset_mV) * (double(s.next()) * 0x1p-32);
-      } else {
-        out.V[k] = pop.reset_mV;
-      }
-      ++k;
-    }
+    while (k < n && out.gid[k] < pop.first + pop.size) ++k;
     if (k > begin) out.ranges.push_back({p, begin, k});
+  }
+  // Each model sets the initial state of its ranges.
+  const Key key = key_from_seed(cfg.seed);
+  for (const auto& range : out.ranges) {
+    const PopulationSpec& pop = cfg.populations[range.population];
+    neuron_model(pop.kind).initialize(pop, key, columns_of(out, range));
   }
 }
 

@@ -6,30 +6,36 @@
 
 namespace ranvier {
 
+// The neuron model of a population: each is one file under cpp/neurons/, listed in
+// cpp/neurons/registry.cpp, which also gives its name (the Python front end's model name).
+enum class NeuronKind : uint8_t { lifca, psc_exp, ignore_and_fire, artificial, poisson_source };
+
+// The fields a population's model reads; the others are ignored (each model's Parameters in
+// cpp/neurons/ says which it takes).
 struct PopulationSpec {
   std::string name;
   uint64_t first = 0, size = 0;   // global ids [first, first + size)
+  NeuronKind kind = NeuronKind::lifca;
+  // LIF with spike-frequency adaptation (lifca): V (mV, relative to rest) and the adaptation c.
   double tau_m_ms = 20, theta_mV = 20, reset_mV = 15;
   int64_t refractory_steps = 0;
   double alpha_c = 0, tau_c_ms = 1000, g_c = 0, dc = 0;
   bool initial_uniform = false;   // V ~ U[H, theta) instead of V = H
   // Artificial cells (the spike-exchange benchmark): no membrane, input ignored; each cell fires
   // after intervals drawn uniformly from [isi_min_steps, isi_max_steps], the first spike at a
-  // uniform phase in [0, isi_max_steps).
-  bool artificial = false;
+  // uniform phase in [0, isi_max_steps). Ignore-and-fire: the same with one fixed interval
+  // (isi_min_steps = isi_max_steps).
   int64_t isi_min_steps = 100, isi_max_steps = 200;
   int32_t area = -1;              // the brain area it belongs to (-1: none)
   // Leaky integrate-and-fire with exponential post-synaptic currents (iaf_psc_exp), integrated
   // exactly: V (mV, relative to rest; theta_mV and reset_mV likewise) and the synaptic current
   // I (pA, decays with tau_syn_ms; synaptic input is added to I). tau_m_ms, refractory_steps
   // as above; i_e_pA a constant current.
-  bool psc_exp = false;
   double tau_syn_ms = 0.5, c_m_pF = 250, i_e_pA = 0;
   bool initial_normal = false;    // V ~ N(v0_mean_mV, v0_sd_mV) instead of V = reset
   double v0_mean_mV = 0, v0_sd_mV = 0;
   // Poisson sources (thalamic input): no membrane, input ignored; each fires with probability
   // rate_hz * h in each step of [start_step, stop_step).
-  bool poisson_source = false;
   double source_rate_hz = 0;
   int64_t start_step = 0, stop_step = 0;
 };

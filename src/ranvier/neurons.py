@@ -66,10 +66,12 @@ class NeuronModel:
     def to_engine(cls, pop, resolution_ms: float):
         raise NotImplementedError
 
-    @staticmethod
-    def _spec():
+    @classmethod
+    def _spec(cls):
         from . import _engine          # loaded on first use: importing a model loads no engine
-        return _engine.PopulationSpec()
+        s = _engine.PopulationSpec()
+        s.model = cls.name             # the engine's model of the same name (cpp/neurons/registry.cpp)
+        return s
 
 
 class Lifca(NeuronModel):
@@ -155,7 +157,6 @@ class PscExp(NeuronModel):
     @classmethod
     def to_engine(cls, pop, resolution_ms):
         q, s = pop.params, cls._spec()      # potentials relative to rest in the engine
-        s.psc_exp = True
         s.tau_m_ms, s.tau_syn_ms, s.c_m_pF, s.i_e_pA = q["tau_m_ms"], q["tau_syn_ms"], q["C_m_pF"], q["I_e_pA"]
         s.theta_mV, s.reset_mV = q["V_th_mV"] - q["E_L_mV"], q["V_reset_mV"] - q["E_L_mV"]
         s.refractory_steps = round(q["tau_arp_ms"] / resolution_ms)
@@ -192,7 +193,6 @@ class IgnoreAndFire(NeuronModel):
     @classmethod
     def to_engine(cls, pop, resolution_ms):
         s = cls._spec()                 # an artificial cell with one fixed interval
-        s.artificial = True
         s.isi_min_steps = s.isi_max_steps = max(1, round(1000.0 / pop.params["rate_hz"] / resolution_ms))
         return s
 
@@ -227,7 +227,6 @@ class Artificial(NeuronModel):
     @classmethod
     def to_engine(cls, pop, resolution_ms):
         s = cls._spec()
-        s.artificial = True
         s.isi_min_steps = round(pop.params["isi_min_ms"] / resolution_ms)
         s.isi_max_steps = round(pop.params["isi_max_ms"] / resolution_ms)
         return s
@@ -263,7 +262,7 @@ class PoissonSource(NeuronModel):
     @classmethod
     def to_engine(cls, pop, resolution_ms):
         q, s = pop.params, cls._spec()
-        s.poisson_source, s.source_rate_hz = True, q["rate_hz"]
+        s.source_rate_hz = q["rate_hz"]
         s.start_step, s.stop_step = round(q["start_ms"] / resolution_ms), round(q["stop_ms"] / resolution_ms)
         return s
 

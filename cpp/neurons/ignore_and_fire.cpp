@@ -1,0 +1,44 @@
+#include "neurons/ignore_and_fire.hpp"
+
+#include <stdexcept>
+
+#include "neurons/artificial.hpp"
+
+namespace ranvier::ignore_and_fire {
+namespace {
+
+class Update final : public PopulationUpdate {
+ public:
+  explicit Update(const PopulationSpec& spec) : p_(Parameters::of(spec)) {}
+  // A vectorised compare for all cells, then the few that fired: no draw, a fixed period.
+  void step(const StepInput& in, const NeuronColumns& s, uint8_t* fired) const override {
+    const int64_t step = in.step;
+    int64_t* next = s.next_spike;
+#pragma omp simd
+    for (uint64_t k = 0; k < s.n; ++k) fired[k] = next[k] == step;
+    for_each_fired(fired, s.n, [&](uint64_t k) { next[k] = step + p_.period_steps; });
+  }
+
+ private:
+  Parameters p_;
+};
+
+void check(const PopulationSpec& spec) {
+  if (spec.isi_min_steps < 1 || spec.isi_max_steps != spec.isi_min_steps)
+    throw std::invalid_argument("ignore-and-fire needs a period of at least one step: 1 <= isi_min_steps = isi_max_steps");
+}
+
+// The first spike as an artificial cell's with the same period: uniform in [0, period).
+void initialize(const PopulationSpec& spec, const Key& key, const NeuronColumns& s) {
+  for (uint64_t k = 0; k < s.n; ++k) s.next_spike[k] = artificial::first_spike(key, s.gid[k], spec.isi_max_steps);
+}
+
+std::unique_ptr<PopulationUpdate> make_update(const PopulationSpec& spec, const ModelContext&) {
+  return std::make_unique<Update>(spec);
+}
+
+}  // namespace
+
+const NeuronModel model{NeuronKind::ignore_and_fire, "ignore_and_fire", check, initialize, make_update};
+
+}  // namespace ranvier::ignore_and_fire

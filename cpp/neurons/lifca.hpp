@@ -1,0 +1,47 @@
+// LIF neuron with spike-frequency adaptation (LIFCA, the dpsnn neuron):
+//   dV/dt = -V / tau_m - g_c c + dc,   dc/dt = -c / tau_c,
+// V relative to rest; a spike when V >= theta, then V = reset for the refractory steps and
+// c += alpha_c. Input (mV) jumps V. Integrated exactly over a step (the equations are linear).
+#pragma once
+#include <cstdint>
+
+#include "core/spec.hpp"
+#include "neurons/neuron_model.hpp"
+
+namespace ranvier::lifca {
+
+// The PopulationSpec fields the model reads.
+struct Parameters {
+  double tau_m_ms, theta_mV, reset_mV, alpha_c, tau_c_ms, g_c, dc;
+  int64_t refractory_steps;
+  static Parameters of(const PopulationSpec& p) {
+    return {p.tau_m_ms, p.theta_mV, p.reset_mV, p.alpha_c, p.tau_c_ms, p.g_c, p.dc, p.refractory_steps};
+  }
+};
+
+// State (columns of NeuronColumns): V, c (adaptation), refractory. Initial V: initial_potentials.
+
+// Exact propagators over one step h.
+struct Propagators {
+  double P22, Pc, gP21, dc_term, theta, reset, alpha;
+  int32_t refractory;
+  Propagators(const Parameters& p, double h);
+};
+
+// One step: integrate exactly over h, add the step's input, threshold. Branch-free so loops
+// over neurons vectorise; the vector kernels do these operations in this order, without fused
+// multiply-adds, so a neuron's trajectory is the same in any lane. Returns whether it spiked.
+inline bool step(const Propagators& p, double input, double& V, double& c, int32_t& r) {
+  const double v = V * p.P22 + p.dc_term - p.gP21 * c + input;
+  const double cn = c * p.Pc;
+  const bool active = r == 0;
+  const bool spike = active & (v >= p.theta);
+  V = (active & !spike) ? v : p.reset;
+  c = spike ? cn + p.alpha : cn;
+  r = spike ? p.refractory : r - (r > 0);
+  return spike;
+}
+
+extern const NeuronModel model;
+
+}  // namespace ranvier::lifca

@@ -1,0 +1,43 @@
+// The end of a vectorised membrane step, shared by the models with a refractory counter
+// (lifca, psc_exp): refractory counters (reset to `refractory` on a spike, else counted down to
+// zero) and one byte per lane in `fired`.
+#pragma once
+#include <cstdint>
+#include <cstring>
+
+#include "core/simd.hpp"
+#if defined(__x86_64__)
+#include <immintrin.h>  // also for the AVX-512 kernels, compiled by target attribute in any build
+#endif
+
+namespace ranvier {
+
+#if defined(__AVX2__)
+// 4 lanes: the spike mask is 4 x 64 bits, the counters 4 x 32 bits.
+inline void refractory_and_spikes4(__m128i r, __m256d spike, __m128i refractory, int32_t* R, uint8_t* fired) {
+  const __m256i even = _mm256_setr_epi32(0, 2, 4, 6, 0, 2, 4, 6);
+  const __m128i spike32 = _mm256_castsi256_si128(_mm256_permutevar8x32_epi32(_mm256_castpd_si256(spike), even));
+  const __m128i counted = _mm_add_epi32(r, _mm_cmpgt_epi32(r, _mm_setzero_si128()));  // r - (r > 0)
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(R), _mm_blendv_epi8(counted, refractory, spike32));
+  const uint32_t bits = uint32_t(_mm256_movemask_pd(spike));
+#if defined(__BMI2__)
+  const uint32_t bytes = _pdep_u32(bits, 0x01010101u);  // bit i -> byte i
+#else
+  const uint32_t bytes = (bits & 1) | (bits & 2) << 7 | (bits & 4) << 14 | (bits & 8) << 21;
+#endif
+  std::memcpy(fired, &bytes, 4);
+}
+#endif
+
+#if defined(RANVIER_HAVE_AVX512_KERNELS)
+// 8 lanes: the spike mask is a mask register.
+RANVIER_AVX512 inline void refractory_and_spikes8(__m256i r, __mmask8 spike, __m256i refractory, int32_t* R,
+                                                  uint8_t* fired) {
+  const __m256i counted = _mm256_add_epi32(r, _mm256_cmpgt_epi32(r, _mm256_setzero_si256()));  // r - (r > 0)
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(R), _mm256_mask_blend_epi32(spike, counted, refractory));
+  const uint64_t bytes = _pdep_u64(uint64_t(spike), 0x0101010101010101ull);  // bit i -> byte i
+  std::memcpy(fired, &bytes, 8);
+}
+#endif
+
+}  // namespace ranvier
