@@ -163,7 +163,11 @@ NB_MODULE(_engine, m) {
       .def_rw("global_interval", &EngineConfig::global_interval);
 
   nb::class_<Engine>(m, "Engine")
-      .def(nb::init<EngineConfig>(), "config"_a)
+      // The communicator is made here, from the configuration's handle, and handed to the engine.
+      .def("__init__", [](Engine* e, EngineConfig cfg) {
+        auto comm = make_communicator(cfg.use_mpi, cfg.comm_handle);
+        new (e) Engine(std::move(cfg), std::move(comm));
+      }, "config"_a)
       .def("build", &Engine::build, nb::call_guard<nb::gil_scoped_release>())
       .def("run_cycles", &Engine::run_cycles, "cycles"_a, nb::call_guard<nb::gil_scoped_release>())
       .def_prop_ro("rank", &Engine::rank)

@@ -1,4 +1,4 @@
-// One rank's share of a simulation: threads, their neurons and synapses, the exchange.
+// One rank's share of a simulation: threads, their neurons and synapses, the cycle.
 #pragma once
 #include <array>
 #include <cstdint>
@@ -13,6 +13,7 @@
 #include "core/simd.hpp"
 #include "core/spec.hpp"
 #include "exchange/exchange.hpp"
+#include "exchange/pathway.hpp"
 #include "neurons/neuron_model.hpp"
 
 namespace ranvier {
@@ -74,9 +75,16 @@ struct ThreadState {
   Counters counters;
 };
 
+// One rank's engine. The cycle and the build live in engine.cpp; each other concern has its file:
+//   config_checks.cpp  the configuration's checks (before anything is built)
+//   drive.cpp          the external Poisson drive
+//   delivery.cpp       delivery queues, scheduling received spikes, delivering their segments
+//   recorders.cpp      spike and state recorders, cycle timers, read-outs
+//   cpp/neurons/       the neuron models; cpp/exchange/pathway.hpp the spikes' way between ranks
 class Engine {
  public:
-  explicit Engine(EngineConfig cfg);
+  // The communicator is made by the caller (the bindings, from the configuration's handle).
+  Engine(EngineConfig cfg, std::unique_ptr<Communicator> comm);
   ~Engine();
   void build();
   void run_cycles(int64_t cycles);
@@ -99,48 +107,34 @@ class Engine {
   void state_trace(std::vector<uint64_t>& ids, std::vector<double>& V, std::vector<double>& c) const;
 
  private:
-  void deliver(ThreadState& ts, int64_t cycle);
-  void drive(ThreadState& ts, int64_t cycle);
+  // Phases (one call per thread and cycle).
+  void deliver(ThreadState& ts, int64_t cycle);                                   // delivery.cpp
+  void drive(ThreadState& ts, int64_t cycle);                                     // drive.cpp
   void update(ThreadState& ts, int64_t cycle);
+  void collocate(int64_t cycle);
+  void schedule(ThreadState& ts, const std::vector<SpikeRecord>& records, int64_t base_cycle);  // delivery.cpp
   uint64_t fixed_weight_drive(ThreadState& ts, const PopulationRange& range, uint32_t di, const PoissonTable& table,
-                              int32_t weight, uint32_t window);
-  void schedule(ThreadState& ts, const std::vector<SpikeRecord>& records, int64_t base_cycle);
+                              int32_t weight, uint32_t window);                   // drive.cpp
+  // Build steps.
   void build_target_table();
-  void build_area_groups();
-  bool two_tier() const { return cfg_.global_interval > 0; }
-  void exchange_two_tier(int64_t cycle, bool last, double& communicate, double& synchronize);
+  void build_delivery_queues();                                                   // delivery.cpp
+  void build_state_recorder();                                                    // recorders.cpp
+  void record_state(const ThreadState& ts, int64_t cycle, int64_t offset);        // recorders.cpp
   // Rows of the input buffer follow the step modulo the drive block.
   int64_t input_row(int64_t cycle, int64_t offset) const {
     return (cycle * cfg_.steps_per_cycle + offset) % cfg_.drive_steps;
   }
-  void collocate(int64_t cycle);
-  void finish_exchange();
 
   EngineConfig cfg_;
   std::unique_ptr<Communicator> comm_;
   Placement placement_;
-  // The exchange every cycle: among all ranks, or (two-tier) inside this rank's area group.
-  std::unique_ptr<Exchange> exchange_;
-  TargetTable targets_;                    // destinations as ranks of the exchange's communicator
-  ExchangeCounters exchange_counters_;
-  // Two-tier: the area group (ranks sharing an area, transitively) and the global pathway, whose
-  // records carry step offsets from the start of their window of global_interval cycles.
-  std::unique_ptr<Communicator> group_comm_;
-  std::unique_ptr<Placement> group_placement_;
-  std::vector<int> group_of_rank_;         // world rank -> its group's lowest world rank
-  std::unique_ptr<Exchange> global_exchange_;
-  TargetTable global_targets_;             // destinations outside the group, world ranks
-  ExchangeCounters global_counters_;
-  std::vector<SpikeRecord> global_send_, global_received_;
-  int64_t global_received_base_ = -1;      // window start of the records in global_received_
+  std::unique_ptr<SpikePathway> pathway_;  // how spikes reach other ranks: the exchange(s)
+  TargetTable targets_;                    // per neuron of this rank: the world ranks with its synapses
   std::vector<uint64_t> out_degree_;       // global out-degree of this rank's neurons (rank-local index)
   std::vector<uint8_t> has_targets_;       // per global source: any synapse on this rank
   std::vector<ThreadState> threads_;
+  std::vector<const std::vector<SpikeRecord>*> thread_spikes_;  // each thread's spikes_out
   std::vector<PoissonTable> poisson_;      // per population: external events per cycle
-  std::array<std::vector<SpikeRecord>, 2> send_;  // alternate cycles: one may be in flight
-  std::vector<SpikeRecord> received_;
-  int64_t in_flight_cycle_ = -1;           // the cycle whose exchange has started, not finished
-  int64_t received_cycle_ = -1;            // the cycle whose spikes are in received_, to schedule
   std::vector<std::array<double, kPhases>> timers_;
   std::vector<uint64_t> traced_ids_;
   std::vector<double> trace_V_, trace_c_;  // [step][row], grown per run
@@ -149,7 +143,7 @@ class Engine {
   int64_t cycle_ = 0;
   int64_t queue_cycles_ = 1;
   std::vector<Arrival> arrival_;           // indexed by step offset + delay
-  Counters rank_counters_;                 // exchange and rank-level counts (master thread)
+  Counters rank_counters_;                 // rank-level counts (master thread)
 };
 
 }  // namespace ranvier

@@ -1,0 +1,51 @@
+#include "core/config_checks.hpp"
+
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "neurons/neuron_model.hpp"
+
+namespace ranvier {
+
+void check_config(EngineConfig& cfg) {
+  if (cfg.threads < 1) throw std::invalid_argument("threads must be at least 1");
+  if (cfg.steps_per_cycle < 1 || cfg.steps_per_cycle > 0xFFFF)
+    throw std::invalid_argument("steps_per_cycle must lie in [1, 65535]");
+  if (cfg.drive_steps == 0) cfg.drive_steps = cfg.steps_per_cycle;
+  if (cfg.drive_steps < 1 || cfg.drive_steps % cfg.steps_per_cycle)
+    throw std::invalid_argument("drive_steps must be a positive multiple of steps_per_cycle");
+  const int64_t reach = cfg.overlap ? 2 * cfg.steps_per_cycle : cfg.steps_per_cycle;
+  for (const auto& pr : cfg.projections)
+    if (pr.delay_offset_steps < reach)
+      throw std::invalid_argument(cfg.overlap ? "with overlap, the communication interval must be at most half the minimum delay"
+                                               : "a projection's minimum delay is shorter than the communication interval");
+  for (const auto& p : cfg.populations) neuron_model(p.kind).check(p);
+  if (cfg.global_interval > 0) {
+    // The global pathway holds a spike for up to D cycles, so every synapse between ranks of
+    // different area groups, all of them between areas, must be at least D cycles long.
+    if (cfg.overlap) throw std::invalid_argument("the two-tier exchange does not combine with overlap");
+    for (const auto& p : cfg.populations)
+      if (p.area < 0)
+        throw std::invalid_argument("the two-tier exchange needs every population in an area; population '" + p.name +
+                                    "' has none");
+    const int64_t D = cfg.global_interval, L = cfg.steps_per_cycle;
+    if (D * L > 0xFFFF) throw std::invalid_argument("two-tier: global_interval * steps_per_cycle must not exceed 65535 steps");
+    for (const auto& pr : cfg.projections) {
+      if (cfg.populations[pr.source].area == cfg.populations[pr.target].area) continue;
+      if (pr.delay_offset_steps < D * L)
+        throw std::invalid_argument(
+            "two-tier: the global exchange every D = " + std::to_string(D) + " cycles of " + std::to_string(L) +
+            " step(s) would deliver spikes late: the shortest inter-area delay (" + cfg.populations[pr.source].name +
+            " -> " + cfg.populations[pr.target].name + ") is " + std::to_string(pr.delay_offset_steps) +
+            " step(s), and D must divide it into whole cycles of at least D: choose D <= " +
+            std::to_string(pr.delay_offset_steps / L));
+    }
+  }
+  std::vector<int> drives(cfg.populations.size(), 0);
+  for (const auto& d : cfg.drives)
+    if (d.target >= drives.size() || ++drives[d.target] > 1)
+      throw std::invalid_argument("each population takes at most one Poisson drive");
+}
+
+}  // namespace ranvier

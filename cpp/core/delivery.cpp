@@ -1,0 +1,109 @@
+// Delivery: the queues of synapse segments due per cycle and step offset, filled by schedule()
+// from the received spikes and emptied by deliver() into the input buffer.
+#include <algorithm>
+
+#include "core/engine.hpp"
+
+namespace ranvier {
+
+void Engine::build_delivery_queues() {
+  const int64_t L = cfg_.steps_per_cycle;
+  // Delivery queues: a ring long enough for the longest delay on this rank, counted from the
+  // start of the longest window a record's offset can refer to (D cycles with two-tier).
+  const int64_t window = L * pathway_->window_cycles();
+  uint64_t max_delay = uint64_t(L);
+  for (const auto& ts : threads_)
+    for (uint16_t d : ts.store.seg_delay) max_delay = std::max<uint64_t>(max_delay, d);
+  queue_cycles_ = int64_t((window - 1 + max_delay) / L + 1);
+  // Cycles ahead and step offset of arrival for every (offset + delay): no division per segment.
+  arrival_.resize(window + max_delay);
+  for (uint64_t a = 0; a < arrival_.size(); ++a) arrival_[a] = {uint32_t(a / L), uint32_t(a % L)};
+  for (auto& ts : threads_) ts.queue.assign(queue_cycles_ * L, {});
+}
+
+// Deliver: add every synapse segment that arrives in this cycle to the input buffer (zeroed by
+// the update that consumed it), one step offset at a time so the writes stay in one row of the
+// buffer (measured at 20480 neurons: 5.5 -> 4.6 ns per event; huge pages for the synapses then
+// 3.4 ns). Segments are known in advance, so their synapses are prefetched a few entries ahead.
+namespace {
+// The delivery loop for one layout: Decode gives (target, weight) of a stored synapse.
+template <class Syn, class RowOf, class Decode>
+void deliver_rows(std::vector<std::vector<DeliveryEntry>>& queue, size_t first_queue, int64_t L, const Syn* syn,
+                  RowOf row_of, Decode decode, uint64_t& events, uint64_t& segments) {
+  // Entries ahead to prefetch, all lines of the segment: measured best here (4..32 tried).
+  constexpr size_t kAhead = 8;
+  for (int64_t o = 0; o < L; ++o) {
+    auto& due = queue[first_queue + o];
+    int32_t* row = row_of(o);
+    const size_t entries = due.size();
+    for (size_t e = 0; e < entries; ++e) {
+      if (e + kAhead < entries) {
+        const DeliveryEntry& next = due[e + kAhead];
+        // From the start of the first cache line: stepping 64 bytes from an unaligned start
+        // would skip the segment's last line whenever the segment ends early in it.
+        const uintptr_t first = reinterpret_cast<uintptr_t>(syn + next.first) & ~uintptr_t(63);
+        const uintptr_t end = reinterpret_cast<uintptr_t>(syn + next.first + next.count);
+        for (uintptr_t p = first; p < end; p += 64) __builtin_prefetch(reinterpret_cast<const void*>(p));
+      }
+      const DeliveryEntry entry = due[e];
+      const Syn* s = syn + entry.first;
+      for (uint32_t i = 0; i < entry.count; ++i) {
+        const auto [target, weight] = decode(s[i]);
+        row[target] += weight;
+      }
+      events += entry.count;
+    }
+    segments += entries;
+    due.clear();
+  }
+}
+}  // namespace
+
+RANVIER_PHASE void Engine::deliver(ThreadState& ts, int64_t cycle) {
+  const int64_t L = cfg_.steps_per_cycle;
+  auto rows = [&](int64_t o) { return ts.input.data() + input_row(cycle, o) * ts.input_stride; };
+  const size_t first_queue = size_t((cycle % queue_cycles_) * L);
+  uint64_t events = 0, segments = 0;
+  const SynapseStore& st = ts.store;
+  if (st.is_packed()) {
+    const int bits = st.target_bits;
+    const uint32_t mask = (uint32_t(1) << bits) - 1;
+    deliver_rows(ts.queue, first_queue, L, st.packed.data(), rows,
+                 [=](uint32_t w) { return std::pair<uint32_t, int32_t>(w & mask, int32_t(w) >> bits); }, events, segments);
+  } else {
+    deliver_rows(ts.queue, first_queue, L, st.synapses.data(), rows,
+                 [](const Synapse& s) { return std::pair<uint32_t, int32_t>(s.target, s.weight); }, events, segments);
+  }
+  ts.counters.synaptic_events_recurrent += events;
+  ts.counters.delivery_segments += segments;
+}
+
+// Schedule: every received spike's synapse segments go into the queue of the cycle in which
+// they arrive, with the step offset of arrival.
+RANVIER_PHASE void Engine::schedule(ThreadState& ts, const std::vector<SpikeRecord>& records, int64_t cycle) {
+  const auto& st = ts.store;
+  const int64_t L = cfg_.steps_per_cycle;
+  const Arrival* arrival = arrival_.data();
+  uint64_t scheduled = 0;
+  for (SpikeRecord rec : records) {
+    const uint64_t g = record_gid(rec);
+    const uint32_t o = record_offset(rec);
+    for (uint32_t h = st.row_head[g]; h < st.row_head[g + 1]; ++h) {
+      const Arrival at = arrival[o + st.seg_delay[h]];
+      const uint32_t first = st.seg_first[h], count = st.seg_first[h + 1] - first;
+      ts.queue[((cycle + at.cycles) % queue_cycles_) * L + at.offset].push_back({first, count});
+      scheduled += count;
+    }
+  }
+  ts.counters.events_scheduled += scheduled;
+}
+
+uint64_t Engine::events_pending() const {
+  uint64_t n = 0;
+  for (const auto& ts : threads_)
+    for (const auto& q : ts.queue)
+      for (const auto& e : q) n += e.count;
+  return n;
+}
+
+}  // namespace ranvier

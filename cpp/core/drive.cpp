@@ -1,0 +1,304 @@
+// The external Poisson drive: events drawn on the fly per window of the minimum delay, keyed by
+// (neuron, drive, window), added into the input buffer's rows before the update reads them.
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "core/engine.hpp"
+#include "core/philox.hpp"
+#if defined(__x86_64__)
+#include <immintrin.h>  // also for the AVX-512 kernels, compiled by target attribute in any build
+#endif
+
+namespace ranvier {
+
+namespace {
+#if defined(RANVIER_HAVE_AVX512_KERNELS)
+// The drive's events 0-2 of m neurons, slot by slot, as (neuron, word) pairs: word j + 1 of
+// block 0 for the neurons whose count exceeds j. Returns how many were listed.
+RANVIER_AVX512 size_t list_events_avx512(const uint32_t* __restrict count, const uint32_t* __restrict words, uint64_t m,
+                                         uint32_t* __restrict ev_neuron, uint32_t* __restrict ev_word) {
+  size_t n = 0;
+  const __m512i lane = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+  for (uint32_t j = 0; j < 3; ++j) {
+    const __m512i slot = _mm512_set1_epi32(int(j));
+    const uint32_t* wj = words + (j + 1) * m;
+    uint64_t i = 0;
+    for (; i + 16 <= m; i += 16) {
+      const __mmask16 has = _mm512_cmpgt_epu32_mask(_mm512_loadu_si512(count + i), slot);
+      // Compress in registers and store all 16 lanes (the lists have room): a compress straight
+      // to memory is microcoded and slow on some CPUs (AMD Zen 4).
+      _mm512_storeu_si512(ev_neuron + n, _mm512_maskz_compress_epi32(has, _mm512_add_epi32(_mm512_set1_epi32(int(i)), lane)));
+      _mm512_storeu_si512(ev_word + n, _mm512_maskz_compress_epi32(has, _mm512_loadu_si512(wj + i)));
+      n += size_t(__builtin_popcount(has));
+    }
+    for (; i < m; ++i)
+      if (count[i] > j) { ev_neuron[n] = uint32_t(i); ev_word[n] = wj[i]; ++n; }
+  }
+  return n;
+}
+#endif
+
+// Poisson counts of m words against a table's thresholds (PoissonTable::thresholds), capped at
+// kCounts; returns whether any count reached the cap (the caller then draws those exactly).
+constexpr uint32_t kCounts = PoissonTable::kCounted;
+
+#if defined(RANVIER_HAVE_AVX512_KERNELS)
+// poisson_counts, 16 neurons per instruction (unsigned compares into masks).
+RANVIER_AVX512 uint64_t poisson_counts_avx512(const uint32_t* __restrict w, uint64_t m, const uint32_t* T,
+                                              uint32_t* __restrict count, bool& saturated) {
+  const __m512i cap = _mm512_set1_epi32(int(0xFFFFFFFEu)), one = _mm512_set1_epi32(1);
+  __m512i thr[kCounts];
+  for (uint32_t j = 0; j < kCounts; ++j) thr[j] = _mm512_set1_epi32(int(T[j]));
+  __mmask16 any = 0;
+  uint64_t i = 0;
+  for (; i + 16 <= m; i += 16) {
+    const __m512i word = _mm512_min_epu32(_mm512_loadu_si512(w + i), cap);
+    __m512i c = _mm512_setzero_si512();
+    for (uint32_t j = 0; j < kCounts; ++j) c = _mm512_mask_add_epi32(c, _mm512_cmpge_epu32_mask(word, thr[j]), c, one);
+    _mm512_storeu_si512(count + i, c);
+    any |= _mm512_cmpeq_epi32_mask(c, _mm512_set1_epi32(int(kCounts)));
+  }
+  saturated = any != 0;
+  return i;
+}
+
+#endif
+
+bool poisson_counts(const uint32_t* __restrict w, uint64_t m, const uint32_t* T, uint32_t* __restrict count) {
+  uint64_t i = 0;
+  bool saturated = false;
+#if defined(RANVIER_HAVE_AVX512_KERNELS)
+  if (avx512_kernels()) i = poisson_counts_avx512(w, m, T, count, saturated);
+#endif
+#if defined(__AVX2__)
+  const __m256i cap = _mm256_set1_epi32(int(0xFFFFFFFEu)), full = _mm256_set1_epi32(kCounts);
+  __m256i any = _mm256_setzero_si256();
+  __m256i thr[kCounts];
+  for (uint32_t j = 0; j < kCounts; ++j) thr[j] = _mm256_set1_epi32(int(T[j]));
+  for (; i + 8 <= m; i += 8) {
+    const __m256i word = _mm256_min_epu32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + i)), cap);
+    __m256i c = _mm256_setzero_si256();
+    for (uint32_t j = 0; j < kCounts; ++j)  // word >= T[j] <=> max(word, T[j]) == word; true is -1
+      c = _mm256_sub_epi32(c, _mm256_cmpeq_epi32(_mm256_max_epu32(word, thr[j]), word));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(count + i), c);
+    any = _mm256_or_si256(any, _mm256_cmpeq_epi32(c, full));
+  }
+  saturated |= !_mm256_testz_si256(any, any);
+#endif
+  for (; i < m; ++i) {
+    const uint32_t word = std::min(w[i], 0xFFFFFFFEu);
+    uint32_t c = 0;
+    for (uint32_t j = 0; j < kCounts; ++j) c += word >= T[j];
+    count[i] = c;
+    saturated |= c == kCounts;
+  }
+  return saturated;
+}
+
+// One external event from one 32-bit word w: w * L splits into the step offset within the cycle
+// (high 32 bits) and a uniform for the Gaussian efficacy (low 32 bits).
+inline uint64_t event_offset(uint32_t word, uint64_t L) { return (uint64_t(word) * L) >> 32; }
+inline double event_uniform(uint32_t word, uint64_t L) { return to_uniform(uint32_t(uint64_t(word) * L)); }
+inline bool in_normal_tail(double p) { return p < kNormalLow || p > 1.0 - kNormalLow; }
+inline int32_t to_fixed(double mean, double sd, double z, double scale) { return int32_t(std::rint((mean + sd * z) * scale)); }
+
+// An event's efficacy from the central part of the inverse normal, which vectorises; events
+// whose uniform lies in a tail (in_normal_tail) take tail_efficacy instead.
+inline int32_t central_efficacy(uint32_t word, uint64_t L, double mean, double sd, double scale) {
+  return to_fixed(mean, sd, inverse_normal_central(event_uniform(word, L)), scale);
+}
+
+inline int32_t tail_efficacy(uint32_t word, uint64_t L, double mean, double sd, double scale) {
+  return to_fixed(mean, sd, inverse_normal(event_uniform(word, L)), scale);
+}
+
+// The drive's events, vectorised: each event's efficacy from the central normal, its place in
+// the input buffer (step row and neuron), and whether its uniform lies in a normal tail
+// (tail[i]; those few, about 5 %, are fixed by the caller with tail_efficacy).
+inline void event_terms_body(const uint32_t* __restrict words, const uint32_t* __restrict neuron, uint64_t m,
+                             uint64_t L, uint64_t stride, double mean, double sd, double scale,
+                             int32_t* __restrict weight, uint32_t* __restrict at, uint8_t* __restrict tail) {
+#pragma omp simd
+  for (uint64_t i = 0; i < m; ++i) {
+    weight[i] = central_efficacy(words[i], L, mean, sd, scale);
+    at[i] = uint32_t(event_offset(words[i], L) * stride) + neuron[i];
+    tail[i] = in_normal_tail(event_uniform(words[i], L));
+  }
+}
+
+#if defined(RANVIER_HAVE_AVX512_KERNELS)
+__attribute__((target("avx512f,avx512vl,avx512dq,avx512bw,avx2,bmi2,prefer-vector-width=512")))
+void event_terms_avx512(const uint32_t* __restrict words, const uint32_t* __restrict neuron, uint64_t m, uint64_t L,
+                        uint64_t stride, double mean, double sd, double scale, int32_t* __restrict weight,
+                        uint32_t* __restrict at, uint8_t* __restrict tail) {
+  event_terms_body(words, neuron, m, L, stride, mean, sd, scale, weight, at, tail);
+}
+#endif
+
+// Fills weight, at and tail for m events; returns the indices of the tail events in `tails`
+// (branch-free appends) and their number.
+size_t event_terms(const uint32_t* __restrict words, const uint32_t* __restrict neuron, uint64_t m, uint64_t L,
+                   uint64_t stride, double mean, double sd, double scale, int32_t* __restrict weight,
+                   uint32_t* __restrict at, uint8_t* __restrict tail, uint32_t* __restrict tails) {
+#if defined(RANVIER_HAVE_AVX512_KERNELS)
+  if (avx512_kernels()) event_terms_avx512(words, neuron, m, L, stride, mean, sd, scale, weight, at, tail);
+  else
+#endif
+  event_terms_body(words, neuron, m, L, stride, mean, sd, scale, weight, at, tail);
+  size_t n = 0;
+  for (uint64_t i = 0; i < m; ++i) {
+    tails[n] = uint32_t(i);
+    n += tail[i];
+  }
+  return n;
+}
+
+}  // namespace
+
+// External Poisson drive, drawn on the fly per window of drive_steps steps (the minimum delay:
+// a cycle, or two with overlap) and keyed by (neuron, window): block 0 of a neuron's window
+// gives its event count (word 0) and its first three events (words 1-3);
+// event j >= 3 uses word (j-3) % 4 of block 1 + (j-3) / 4. One 32-bit word w makes one event:
+// w * L splits into the step (high 32 bits, uniform over the window) and a uniform for the
+// efficacy (low 32 bits). Counts vary at random, so the work is laid out in passes without
+// per-neuron branches: block 0 for all neurons (AVX2), counts and first events (vectorised, rare
+// cases fixed after), then the further events from a flat list.
+RANVIER_PHASE void Engine::drive(ThreadState& ts, int64_t cycle) {
+  // Drawn at the window's first cycle for all its steps, into the rows of those steps.
+  if ((cycle * cfg_.steps_per_cycle) % cfg_.drive_steps) return;
+  const uint64_t L = uint64_t(cfg_.drive_steps);
+  const uint32_t window = uint32_t(cycle * cfg_.steps_per_cycle / cfg_.drive_steps);
+  const uint64_t stride = ts.input_stride;
+  const double scale = std::ldexp(1.0, cfg_.fraction_bits);
+  const Key key = key_from_seed(cfg_.seed);
+  int32_t* input = ts.input.data();
+  uint64_t events = 0;
+  for (uint32_t di = 0; di < cfg_.drives.size(); ++di) {
+    const auto& d = cfg_.drives[di];
+    if (d.n_synapses == 0 || d.rate_hz <= 0) continue;
+    const PoissonTable& table = poisson_[d.target];
+    const double mean = d.weight_mean, sd = d.weight_sd;
+    for (const auto& range : ts.neurons.ranges) {
+      if (range.population != d.target) continue;
+      if (L == 1 && sd == 0) {
+        events += fixed_weight_drive(ts, range, di, table, int32_t(std::rint(mean * scale)), window);
+        continue;
+      }
+      // In chunks, so the scratch arrays below stay in L1 next to the input buffer.
+      constexpr uint64_t kChunk = 512;
+      for (uint64_t begin = range.begin; begin < range.end; begin += kChunk) {
+        const uint64_t m = std::min(kChunk, range.end - begin);
+        const uint64_t* gid = ts.neurons.gid.data() + begin;
+        int32_t* in = input + begin;
+        auto& words = ts.drive_words;
+        auto& count = ts.drive_count;
+        if (words.size() < 4 * m) { words.resize(4 * m); count.resize(m); }
+        philox4x32_10_lanes(ts.neurons.gid_lo.data() + begin, ts.neurons.gid_hi.data() + begin, m,
+                            Purpose::external, di, window, 0, key, words.data(), m);
+        const bool saturated = poisson_counts(words.data(), m, table.thresholds(), count.data());
+        // Every event as (neuron, word) in one flat list: words 1-3 of block 0 are written for
+        // every neuron and kept as far as its count needs them (no branch per neuron); counts of
+        // kCounts and more are drawn exactly, and events past the third use further blocks.
+        auto& ev_neuron = ts.extra_neuron;
+        auto& ev_word = ts.extra_word;
+        if (ev_neuron.size() < 3 * m + 3) { ev_neuron.resize(3 * m + 3); ev_word.resize(3 * m + 3); }
+        size_t n_events = 0;
+#if defined(RANVIER_HAVE_AVX512_KERNELS)
+        if (avx512_kernels()) {
+          // The same events in another order (slot by slot; sums do not depend on it):
+          // compress-stores list a slot's events for 16 neurons at once.
+          if (saturated)
+            for (uint64_t i = 0; i < m; ++i)
+              if (count[i] == kCounts) count[i] = table.sample(to_uniform(words[i]));
+          uint64_t further = 0;
+          for (uint64_t i = 0; i < m; ++i) further += count[i] > 3 ? count[i] - 3 : 0;
+          if (ev_neuron.size() < 3 * m + further + 32) { ev_neuron.resize(3 * m + further + 32); ev_word.resize(ev_neuron.size()); }
+          n_events = list_events_avx512(count.data(), words.data(), m, ev_neuron.data(), ev_word.data());
+          if (further)
+            for (uint64_t i = 0; i < m; ++i)
+              for (uint32_t j = 3; j < count[i]; ++j) {  // rare: further blocks
+                const Counter b = philox4x32_10(make_counter(gid[i], Purpose::external, di, window, 1 + (j - 3) / 4), key);
+                ev_neuron[n_events] = uint32_t(i);
+                ev_word[n_events] = b[(j - 3) % 4];
+                ++n_events;
+              }
+        } else
+#endif
+        for (uint64_t i = 0; i < m; ++i) {
+          uint32_t c = count[i];
+          if (saturated && c == kCounts) c = table.sample(to_uniform(words[i]));
+          if (c > 3 && ev_neuron.size() < n_events + c + 3 * (m - i)) {
+            ev_neuron.resize(2 * (n_events + c + 3 * m)); ev_word.resize(ev_neuron.size());
+          }
+          for (int j = 0; j < 3; ++j) {
+            ev_neuron[n_events + j] = uint32_t(i);
+            ev_word[n_events + j] = words[(j + 1) * m + i];
+          }
+          n_events += std::min<uint32_t>(c, 3);
+          for (uint32_t j = 3; j < c; ++j) {  // rare: further blocks
+            const Counter b = philox4x32_10(make_counter(gid[i], Purpose::external, di, window, 1 + (j - 3) / 4), key);
+            ev_neuron[n_events] = uint32_t(i);
+            ev_word[n_events] = b[(j - 3) % 4];
+            ++n_events;
+          }
+        }
+        events += n_events;
+        // Efficacies and places vectorised, the few normal tails fixed, then added.
+        auto& ev_weight = ts.extra_weight;
+        auto& ev_at = ts.extra_at;
+        auto& ev_tail = ts.extra_tail;
+        auto& tails = ts.extra_tails;
+        if (ev_weight.size() < n_events + 1) {
+          ev_weight.resize(ev_neuron.size() + 1); ev_at.resize(ev_weight.size());
+          ev_tail.resize(ev_weight.size()); tails.resize(ev_weight.size());
+        }
+        const size_t n_tails = event_terms(ev_word.data(), ev_neuron.data(), n_events, L, stride, mean, sd, scale,
+                                           ev_weight.data(), ev_at.data(), ev_tail.data(), tails.data());
+        for (size_t t = 0; t < n_tails; ++t) {
+          const uint32_t e = tails[t];
+          ev_weight[e] = tail_efficacy(ev_word[e], L, mean, sd, scale);
+        }
+        for (size_t e = 0; e < n_events; ++e) in[ev_at[e]] += ev_weight[e];
+      }
+    }
+  }
+  ts.counters.synaptic_events_external += events;
+}
+
+// The drive of one-step windows with a fixed efficacy (the microcircuit's): only a count per
+// neuron and step, k events adding k * weight. One Philox block per neuron serves four steps
+// (word window % 4 of the block keyed by window / 4), drawn for all neurons at once (AVX2).
+uint64_t Engine::fixed_weight_drive(ThreadState& ts, const PopulationRange& range, uint32_t di,
+                                    const PoissonTable& table, int32_t weight, uint32_t window) {
+  const uint64_t m = range.end - range.begin;
+  auto& words = ts.fixed_drive_words[di];
+  if (words.size() != 4 * m || (window & 3) == 0 || ts.fixed_drive_group[di] != (window >> 2)) {
+    words.resize(4 * m);
+    philox4x32_10_lanes(ts.neurons.gid_lo.data() + range.begin, ts.neurons.gid_hi.data() + range.begin, m,
+                        Purpose::external, di, window >> 2, 0x80000000u, key_from_seed(cfg_.seed), words.data(), m);
+    ts.fixed_drive_group[di] = window >> 2;
+  }
+  const uint32_t* w = words.data() + (window & 3) * m;
+  int32_t* in = ts.input.data() + range.begin;  // the single row of a one-step window
+  constexpr uint64_t kChunk = 512;
+  if (ts.drive_count.size() < kChunk) ts.drive_count.resize(kChunk);
+  uint32_t* count = ts.drive_count.data();
+  uint64_t events = 0;
+  for (uint64_t begin = 0; begin < m; begin += kChunk) {
+    const uint64_t n = std::min(kChunk, m - begin);
+    if (poisson_counts(w + begin, n, table.thresholds(), count))
+      for (uint64_t i = 0; i < n; ++i)
+        if (count[i] == kCounts) count[i] = table.sample(to_uniform(w[begin + i]));
+    uint32_t sum = 0;
+#pragma omp simd reduction(+ : sum)
+    for (uint64_t i = 0; i < n; ++i) {
+      in[begin + i] += int32_t(count[i]) * weight;
+      sum += count[i];
+    }
+    events += sum;
+  }
+  return events;
+}
+
+}  // namespace ranvier

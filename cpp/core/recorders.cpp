@@ -1,0 +1,78 @@
+// What the engine records and hands out: the spike recorder (filled by update, taken per chunk),
+// the state recorder (V and c of chosen neurons every step), the cycle timers, and the synapses.
+#include <cmath>
+
+#include "core/engine.hpp"
+
+namespace ranvier {
+
+void Engine::build_state_recorder() {
+  // State recorder: which thread holds each traced neuron.
+  traced_ids_.clear();
+  for (uint64_t g : cfg_.record_state) {
+    const Location loc = placement_.locate(g);
+    if (loc.rank != rank()) continue;
+    threads_[loc.thread].traced.push_back({loc.index, traced_ids_.size()});
+    traced_ids_.push_back(g);
+  }
+}
+
+// V and c of this thread's traced neurons after one step.
+void Engine::record_state(const ThreadState& ts, int64_t cycle, int64_t offset) {
+  const size_t traced = traced_ids_.size();
+  const size_t first = size_t((cycle - run_first_cycle_) * cfg_.steps_per_cycle + offset) * traced + trace_base_;
+  for (const auto& [k, row] : ts.traced) {
+    trace_V_[first + row] = ts.neurons.V[k];
+    trace_c_[first + row] = ts.neurons.c[k];
+  }
+}
+
+void Engine::take_spikes(std::vector<uint64_t>& gid, std::vector<int64_t>& step) {
+  gid.clear();
+  step.clear();
+  for (auto& ts : threads_) {
+    gid.insert(gid.end(), ts.rec_gid.begin(), ts.rec_gid.end());
+    step.insert(step.end(), ts.rec_step.begin(), ts.rec_step.end());
+    ts.rec_gid.clear();      // capacity kept: the next chunk records into the same memory
+    ts.rec_step.clear();
+  }
+}
+
+std::vector<std::array<double, kPhases>> Engine::take_cycle_timers() {
+  std::vector<std::array<double, kPhases>> taken;
+  taken.reserve(timers_.capacity());
+  taken.swap(timers_);
+  return taken;
+}
+
+void Engine::connections(std::vector<uint64_t>& src, std::vector<uint64_t>& tgt, std::vector<double>& w,
+                         std::vector<int64_t>& d) const {
+  const double scale = std::ldexp(1.0, -cfg_.fraction_bits);
+  const uint64_t N = cfg_.neuron_count();
+  for (const auto& ts : threads_) {
+    const auto& st = ts.store;
+    for (uint64_t s = 0; s < N; ++s)
+      for (uint32_t h = st.row_head[s]; h < st.row_head[s + 1]; ++h)
+        for (uint32_t i = st.seg_first[h]; i < st.seg_first[h + 1]; ++i) {
+          src.push_back(s);
+          tgt.push_back(ts.neurons.gid[st.target(i)]);
+          w.push_back(st.weight(i) * scale);
+          d.push_back(st.seg_delay[h]);
+        }
+  }
+}
+
+void Engine::state_trace(std::vector<uint64_t>& ids, std::vector<double>& V, std::vector<double>& c) const {
+  const size_t n = traced_ids_.size();
+  const size_t steps = n ? trace_V_.size() / n : 0;
+  ids = traced_ids_;
+  V.assign(n * steps, 0.0);
+  c.assign(n * steps, 0.0);
+  for (size_t s = 0; s < steps; ++s)
+    for (size_t r = 0; r < n; ++r) {
+      V[r * steps + s] = trace_V_[s * n + r];
+      c[r * steps + s] = trace_c_[s * n + r];
+    }
+}
+
+}  // namespace ranvier
