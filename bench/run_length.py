@@ -32,6 +32,12 @@ def rss_mib() -> float:
     return float("nan")
 
 
+def cpu_s() -> float:
+    import resource
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
 def peak_rss_mib() -> float:
     import resource
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
@@ -53,17 +59,18 @@ def one_run(args) -> dict:
         block_ms = args.block_s * 1000.0
         total_ms = args.duration_s * 1000.0
         t_start = time.perf_counter()
-        last = [0.0, t_start]
+        last = [0.0, t_start, cpu_s()]
 
         def progress(done_ms, _total_ms, _wall):
             if done_ms - last[0] >= block_ms - 1e-9 or done_ms >= total_ms:
-                now = time.perf_counter()
-                blocks.append({"until_s": done_ms / 1000, "wall_s": now - last[1], "rss_mib": rss_mib()})
+                now, cpu = time.perf_counter(), cpu_s()
+                blocks.append({"until_s": done_ms / 1000, "wall_s": now - last[1], "cpu_s": cpu - last[2],
+                               "rss_mib": rss_mib()})
                 if not args.json:
                     b = blocks[-1]
-                    print(f"{b['until_s']:9.1f} s simulated  {b['wall_s']:8.3f} s wall for the last "
-                          f"{(done_ms - last[0]) / 1000:g} s  RSS {b['rss_mib']:7.1f} MiB", flush=True)
-                last[:] = [done_ms, now]
+                    print(f"{b['until_s']:9.1f} s simulated  {b['wall_s']:8.3f} s wall, {b['cpu_s']:8.3f} s CPU "
+                          f"for the last {(done_ms - last[0]) / 1000:g} s  RSS {b['rss_mib']:7.1f} MiB", flush=True)
+                last[:] = [done_ms, now, cpu]
 
         res = sim.run(total_ms, progress=progress)
         wall = time.perf_counter() - t_start
@@ -108,8 +115,9 @@ def main(argv=None) -> int:
         return 0
     first, last = out["blocks"][0], out["blocks"][-1]
     print(f"dpsnn {out['neurons']} neurons, {out['duration_s']:g} s simulated in {out['wall_s']:.1f} s wall; "
-          f"first block {first['wall_s']:.3f} s, last block {last['wall_s']:.3f} s "
-          f"(ratio {last['wall_s'] / first['wall_s']:.3f}); peak RSS {out['peak_rss_mib']:.0f} MiB; "
+          f"first block {first['wall_s']:.3f} s wall ({first['cpu_s']:.3f} s CPU), last block {last['wall_s']:.3f} s "
+          f"wall ({last['cpu_s']:.3f} s CPU); ratio last/first {last['wall_s'] / first['wall_s']:.3f} wall, "
+          f"{last['cpu_s'] / first['cpu_s']:.3f} CPU; peak RSS {out['peak_rss_mib']:.0f} MiB; "
           f"{out['spikes']:,} spikes")
     return 0
 
