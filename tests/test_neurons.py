@@ -18,6 +18,9 @@ VALID = {
     "ignore_and_fire": dict(rate_hz=2.5),
     "artificial": dict(isi_min_ms=10.0, isi_max_ms=20.0),
     "poisson_source": dict(rate_hz=8.0, start_ms=0.0, stop_ms=1000.0),
+    "iaf_psc_alpha": dict(E_L_mV=-65.0, V_th_mV=-50.0, V_reset_mV=-65.0, C_m_pF=250.0, tau_m_ms=10.0,
+                          tau_syn_ex_ms=0.5, tau_syn_in_ms=2.0, tau_arp_ms=2.0, I_e_pA=0.0, V0_mean_mV=-58.0,
+                          V0_sd_mV=5.0),
 }
 UNITS = {"", "ms", "mV", "mV/ms", "pA", "pF", "Hz"}
 

@@ -59,7 +59,7 @@ void Engine::build() {
       build_thread_synapses(cfg_, indegrees, ts.neurons, ts.store);
       // Rows padded by one cache line and never a multiple of 4 KiB apart: rows of the input
       // buffer otherwise map to the same cache sets and evict each other.
-      ts.input_stride = (ts.neurons.size() + 15) / 16 * 16 + 16;
+      ts.input_stride = (ts.neurons.input_columns + 15) / 16 * 16 + 16;
       ts.input.assign(size_t(cfg_.drive_steps) * ts.input_stride, 0);
       ts.fired.assign(ts.neurons.size() + 8, 0);
       ts.fixed_drive_words.assign(cfg_.drives.size(), {});
@@ -147,10 +147,11 @@ RANVIER_PHASE void Engine::update(ThreadState& ts, int64_t cycle) {
     // Each population range advances by its model's kernel, chosen at build: one call per range.
     for (size_t ri = 0; ri < ts.neurons.ranges.size(); ++ri) {
       const PopulationRange& range = ts.neurons.ranges[ri];
-      ts.updates[ri]->step({in + range.begin, scale, cycle * L + o}, columns_of(ts.neurons, range),
+      const int32_t* inhibitory = range.inhibitory_offset ? in + range.begin + range.inhibitory_offset : nullptr;
+      ts.updates[ri]->step({in + range.begin, scale, cycle * L + o, inhibitory}, columns_of(ts.neurons, range),
                            fired + range.begin);
     }
-    std::fill(in, in + n, 0);  // consumed: ready for the next cycle while the row is in cache
+    std::fill(in, in + ts.neurons.input_columns, 0);  // consumed: ready for the next cycle while the row is in cache
     const int64_t step = cycle * L + o + 1;
     for (uint64_t k = 0; k < n; k += 8) {
       uint64_t word;

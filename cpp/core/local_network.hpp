@@ -44,9 +44,13 @@ struct SynapseStore {
 };
 
 // The neurons of one population inside a thread: a contiguous range of local indices.
+// Models with separate excitatory and inhibitory inputs (NeuronModel::split_input) get a second
+// input column per neuron, after the thread's neurons: synapses with negative weights onto
+// neuron k add into column k + inhibitory_offset (0: the range's input is not split).
 struct PopulationRange {
   uint32_t population;
   uint64_t begin, end;
+  uint64_t inhibitory_offset = 0;
 };
 
 struct ThreadNeurons {
@@ -56,8 +60,18 @@ struct ThreadNeurons {
   std::vector<int32_t> refractory;      // steps left
   std::vector<int64_t> next_spike;      // artificial cells: the step of the next spike
   std::vector<uint32_t> spikes_fired;   // artificial cells: spikes so far (keys the next interval)
+  std::vector<double> extra[3];         // further state variables, where a model needs them
   std::vector<PopulationRange> ranges;
+  uint64_t input_columns = 0;           // neurons, then the inhibitory columns of split ranges
   uint64_t size() const { return gid.size(); }
+  // The neuron whose input an input column is.
+  uint64_t neuron_of_column(uint64_t column) const {
+    if (column < size()) return column;
+    for (const auto& r : ranges)
+      if (r.inhibitory_offset && column >= r.begin + r.inhibitory_offset && column < r.end + r.inhibitory_offset)
+        return column - r.inhibitory_offset;
+    return column;
+  }
 };
 
 // Builds the neurons and the synapse store of thread t on rank r. Every draw is keyed by the

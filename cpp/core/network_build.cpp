@@ -33,6 +33,18 @@ void build_thread_neurons(const EngineConfig& cfg, const Placement& placement, i
     while (k < n && out.gid[k] < pop.first + pop.size) ++k;
     if (k > begin) out.ranges.push_back({p, begin, k});
   }
+  // Inhibitory input columns for the models that split their input, after the neurons; further
+  // state columns where a model needs them.
+  out.input_columns = n;
+  int extra = 0;
+  for (auto& range : out.ranges) {
+    const NeuronModel& model = neuron_model(cfg.populations[range.population].kind);
+    extra = std::max(extra, model.extra_columns);
+    if (!model.split_input) continue;
+    range.inhibitory_offset = out.input_columns - range.begin;
+    out.input_columns += range.end - range.begin;
+  }
+  for (int i = 0; i < 3; ++i) out.extra[i].assign(i < extra ? n : 0, 0.0);
   // Each model sets the initial state of its ranges.
   const Key key = key_from_seed(cfg.seed);
   for (const auto& range : out.ranges) {
@@ -212,7 +224,7 @@ void build_thread_synapses(const EngineConfig& cfg, const InDegrees& indegrees, 
   // whole array) are prefetched a few ahead: the stores then overlap instead of stalling.
   // Packed when every local index and every weight this thread can draw fit in 32 bits.
   int bits = 1;
-  while ((uint64_t(1) << bits) < neurons.size()) ++bits;
+  while ((uint64_t(1) << bits) < neurons.input_columns) ++bits;
   double bound = 0;
   for (const auto& range : neurons.ranges)
     for (uint32_t j : into[range.population]) bound = std::max(bound, std::rint(max_abs_weight(cfg.projections[j]) * scale));
@@ -231,6 +243,8 @@ void build_thread_synapses(const EngineConfig& cfg, const InDegrees& indegrees, 
   for (const auto& range : neurons.ranges) {
     for (uint64_t k = range.begin; k < range.end; ++k) {
       const uint64_t t = neurons.gid[k];
+      // Split input: synapses with negative weights add into the neuron's inhibitory column.
+      const uint64_t inhibitory_column = range.inhibitory_offset ? k + range.inhibitory_offset : k;
       drawn.clear();
       for (uint32_t j : into[range.population]) {
         const auto& pr = cfg.projections[j];
@@ -294,8 +308,9 @@ void build_thread_synapses(const EngineConfig& cfg, const InDegrees& indegrees, 
           __builtin_prefetch(&delay[ahead], 1);
         }
         const uint64_t pos = fill[drawn[i].source]++;
-        if (out.is_packed()) out.packed[pos] = (uint32_t(drawn[i].weight) << bits) | uint32_t(k);
-        else out.synapses[pos] = {uint32_t(k), drawn[i].weight};
+        const uint32_t column = uint32_t(drawn[i].weight < 0 ? inhibitory_column : k);
+        if (out.is_packed()) out.packed[pos] = (uint32_t(drawn[i].weight) << bits) | column;
+        else out.synapses[pos] = {column, drawn[i].weight};
         delay[pos] = drawn[i].delay;
       }
     }

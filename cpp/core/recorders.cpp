@@ -55,7 +55,7 @@ void Engine::connections(std::vector<uint64_t>& src, std::vector<uint64_t>& tgt,
       for (uint32_t h = st.row_head[s]; h < st.row_head[s + 1]; ++h)
         for (uint32_t i = st.seg_first[h]; i < st.seg_first[h + 1]; ++i) {
           src.push_back(s);
-          tgt.push_back(ts.neurons.gid[st.target(i)]);
+          tgt.push_back(ts.neurons.gid[ts.neurons.neuron_of_column(st.target(i))]);
           w.push_back(st.weight(i) * scale);
           d.push_back(st.seg_delay[h]);
         }

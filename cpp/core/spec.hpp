@@ -8,7 +8,7 @@ namespace ranvier {
 
 // The neuron model of a population: each is one file under cpp/neurons/, listed in
 // cpp/neurons/registry.cpp, which also gives its name (the Python front end's model name).
-enum class NeuronKind : uint8_t { lifca, psc_exp, ignore_and_fire, artificial, poisson_source };
+enum class NeuronKind : uint8_t { lifca, psc_exp, ignore_and_fire, artificial, poisson_source, iaf_psc_alpha };
 
 // The fields a population's model reads; the others are ignored (each model's Parameters in
 // cpp/neurons/ says which it takes).
@@ -32,6 +32,9 @@ struct PopulationSpec {
   // I (pA, decays with tau_syn_ms; synaptic input is added to I). tau_m_ms, refractory_steps
   // as above; i_e_pA a constant current.
   double tau_syn_ms = 0.5, c_m_pF = 250, i_e_pA = 0;
+  // Alpha-shaped currents (iaf_psc_alpha): excitatory and inhibitory time constants; c_m_pF,
+  // i_e_pA, tau_m_ms, theta_mV, reset_mV, refractory_steps and the initial V as psc_exp.
+  double tau_syn_ex_ms = 2, tau_syn_in_ms = 2;
   bool initial_normal = false;    // V ~ N(v0_mean_mV, v0_sd_mV) instead of V = reset
   double v0_mean_mV = 0, v0_sd_mV = 0;
   // Poisson sources (thalamic input): no membrane, input ignored; each fires with probability

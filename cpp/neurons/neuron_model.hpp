@@ -26,22 +26,26 @@ struct NeuronColumns {
   int32_t* refractory;        // steps left
   int64_t* next_spike;        // artificial cells: the step of the next spike
   uint32_t* spikes_fired;     // artificial cells: spikes so far (keys the next interval)
+  double* extra[3];           // further state variables (NeuronModel::extra_columns of them)
   uint64_t n;                 // neurons in the range
 };
 
 inline NeuronColumns columns_of(ThreadNeurons& t, const PopulationRange& r) {
   const uint64_t b = r.begin;
+  auto extra = [&](int i) { return t.extra[i].empty() ? nullptr : t.extra[i].data() + b; };
   return {t.gid.data() + b,        t.V.data() + b,           t.c.data() + b, t.refractory.data() + b,
-          t.next_spike.data() + b, t.spikes_fired.data() + b, r.end - b};
+          t.next_spike.data() + b, t.spikes_fired.data() + b, {extra(0), extra(1), extra(2)}, r.end - b};
 }
 
 // One step of one range: the step's input row (fixed point, from the range's first neuron), the
 // factor that turns it into the model's input unit, and the index of the step integrated
-// (spikes found here have time (step + 1) h).
+// (spikes found here have time (step + 1) h). Models with split input find the excitatory
+// (positive) input in `input` and the inhibitory (negative) one in `inhibitory`.
 struct StepInput {
   const int32_t* input;
   double input_scale;
   int64_t step;
+  const int32_t* inhibitory = nullptr;
 };
 
 // The constants a model needs to make a population's update.
@@ -67,6 +71,8 @@ struct NeuronModel {
   // Initial state of the range, drawn per neuron from (key, gid): the same for any placement.
   void (*initialize)(const PopulationSpec&, const Key&, const NeuronColumns&);
   std::unique_ptr<PopulationUpdate> (*make_update)(const PopulationSpec&, const ModelContext&);
+  bool split_input = false;   // excitatory and inhibitory input in separate columns
+  int extra_columns = 0;      // state variables beyond V, c and the refractory counter (at most 3)
 };
 
 const NeuronModel& neuron_model(NeuronKind kind);

@@ -1,24 +1,27 @@
-// Every neuron model, one line each: the engine finds a population's model here by its kind.
+// Every neuron model, one line each: the engine finds a population's model here by its kind,
+// the bindings by its name. Each line names the namespace of a model's file (which defines
+// `const NeuronModel model`).
 #include <stdexcept>
 #include <string>
 
-#include "neurons/artificial.hpp"
-#include "neurons/ignore_and_fire.hpp"
-#include "neurons/lifca.hpp"
-#include "neurons/poisson_source.hpp"
-#include "neurons/psc_exp.hpp"
+#include "neurons/neuron_model.hpp"
+
+#define RANVIER_NEURON_MODELS(X) \
+  X(lifca)                       \
+  X(psc_exp)                     \
+  X(ignore_and_fire)             \
+  X(artificial)                  \
+  X(poisson_source)              \
+  X(iaf_psc_alpha)
 
 namespace ranvier {
+
+#define RANVIER_DECLARE_MODEL(name) namespace name { extern const NeuronModel model; }
+RANVIER_NEURON_MODELS(RANVIER_DECLARE_MODEL)
+
 namespace {
-
-const NeuronModel* const kModels[] = {
-    &lifca::model,
-    &psc_exp::model,
-    &ignore_and_fire::model,
-    &artificial::model,
-    &poisson_source::model,
-};
-
+#define RANVIER_LIST_MODEL(name) &name::model,
+const NeuronModel* const kModels[] = {RANVIER_NEURON_MODELS(RANVIER_LIST_MODEL)};
 }  // namespace
 
 const NeuronModel& neuron_model(NeuronKind kind) {

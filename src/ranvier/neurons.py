@@ -136,11 +136,12 @@ class PscExp(NeuronModel):
         "V0_mean_mV": Parameter("mV", "mean of the initial membrane potential", -70.0),
         "V0_sd_mV": Parameter("mV", "standard deviation of the initial membrane potential", 0.0),
     }
+    time_constants = ("tau_syn_ms",)
 
     @classmethod
     def check(cls, pop, where):
         q = pop.params
-        for key in ("C_m_pF", "tau_m_ms", "tau_syn_ms"):
+        for key in ("C_m_pF", "tau_m_ms", *cls.time_constants):
             positive(where, key, q[key])
         for key in ("tau_arp_ms", "V0_sd_mV"):
             positive(where, key, q[key], allow_zero=True)
@@ -267,6 +268,29 @@ class PoissonSource(NeuronModel):
         return s
 
 
+class IafPscAlpha(PscExp):
+    """Leaky integrate-and-fire with alpha-shaped post-synaptic currents (NEST's iaf_psc_alpha),
+    integrated exactly on the time grid in NEST's order: a spike of weight w (pA) gives the current
+    w e / tau t exp(-t / tau); positive weights excite with tau_syn_ex_ms, negative ones inhibit
+    with tau_syn_in_ms. Absolute potentials here (relative to E_L in the engine). Defaults: NEST's."""
+    name = "iaf_psc_alpha"
+    parameters = {**{k: v for k, v in PscExp.parameters.items() if k != "tau_syn_ms"},
+                  "tau_syn_ex_ms": Parameter("ms", "rise time of the excitatory synaptic current", 2.0),
+                  "tau_syn_in_ms": Parameter("ms", "rise time of the inhibitory synaptic current", 2.0)}
+    time_constants = ("tau_syn_ex_ms", "tau_syn_in_ms")
+
+    @classmethod
+    def to_engine(cls, pop, resolution_ms):
+        q, s = pop.params, cls._spec()      # potentials relative to rest in the engine
+        s.tau_m_ms, s.c_m_pF, s.i_e_pA = q["tau_m_ms"], q["C_m_pF"], q["I_e_pA"]
+        s.tau_syn_ex_ms, s.tau_syn_in_ms = q["tau_syn_ex_ms"], q["tau_syn_in_ms"]
+        s.theta_mV, s.reset_mV = q["V_th_mV"] - q["E_L_mV"], q["V_reset_mV"] - q["E_L_mV"]
+        s.refractory_steps = round(q["tau_arp_ms"] / resolution_ms)
+        s.initial_normal = True
+        s.v0_mean_mV, s.v0_sd_mV = q["V0_mean_mV"] - q["E_L_mV"], q["V0_sd_mV"]
+        return s
+
+
 NEURON_MODELS: dict[str, type[NeuronModel]] = {
-    m.name: m for m in (Lifca, Artificial, IgnoreAndFire, PscExp, PoissonSource)
+    m.name: m for m in (Lifca, Artificial, IgnoreAndFire, PscExp, PoissonSource, IafPscAlpha)
 }

@@ -1,0 +1,128 @@
+// Leaky integrate-and-fire with alpha-shaped post-synaptic currents (NEST's iaf_psc_alpha):
+//   tau_m dV/dt = -V + tau_m (I_ex + I_in + i_e) / C_m,
+//   I_x(t) = w e / tau_x * t * exp(-t / tau_x) for a spike of weight w (pA) at t = 0,
+// V relative to rest. Each current is the pair (dI_x, I_x): dI_x' = -dI_x / tau_x, I_x' =
+// dI_x - I_x / tau_x. Positive weights are excitatory (tau_syn_ex), negative inhibitory
+// (tau_syn_in): the input is split (NeuronModel::split_input). Integrated exactly on the time
+// grid in NEST's order, with NEST's propagators (P11 = P22 = exp(-h/tau_x), P21 = h P11, P31,
+// P32 by the same stability rule) so the trajectory matches NEST's to rounding.
+//
+// Scalar kernel only: a vector kernel would do these operations in the same order, as
+// psc_exp's do (not written yet).
+#include <cmath>
+#include <stdexcept>
+
+#include "core/spec.hpp"
+#include "neurons/neuron_model.hpp"
+
+namespace ranvier::iaf_psc_alpha {
+
+// The PopulationSpec fields the model reads.
+struct Parameters {
+  double tau_m_ms, tau_syn_ex_ms, tau_syn_in_ms, c_m_pF, i_e_pA, theta_mV, reset_mV;
+  int64_t refractory_steps;
+  static Parameters of(const PopulationSpec& p) {
+    return {p.tau_m_ms, p.tau_syn_ex_ms, p.tau_syn_in_ms, p.c_m_pF, p.i_e_pA, p.theta_mV, p.reset_mV,
+            p.refractory_steps};
+  }
+};
+
+// State (columns of NeuronColumns): V, c = I_ex (traced), extra[0] = dI_ex, extra[1] = I_in,
+// extra[2] = dI_in, refractory. Initial V: initial_potentials.
+
+// The propagators of one synapse type over h: P11 (dI -> dI, = P22: I -> I), P21 (dI -> I),
+// P31 and P32 (dI and I -> V), and the jump of dI per pA of input (e / tau).
+struct SynapsePropagators {
+  double P11, P21, P31, P32, jump;
+  SynapsePropagators(double tau_syn, double tau_m, double c_m, double h) {
+    P11 = std::exp(-h / tau_syn);
+    P21 = h * P11;
+    jump = M_E / tau_syn;
+    // P32 = gamma exp(-h/tau_syn) expm1(h (1/tau_syn - 1/tau_m)), gamma = beta / C_m with
+    // beta = tau_syn tau_m / (tau_m - tau_syn); where that is not a positive normal number
+    // (tau_syn near tau_m) its limit h / C_m exp(-h/tau_m). P31 likewise, regular when h is
+    // above 1e-7 tau_m^2 / |tau_m - tau_syn| (NEST's rule, so the same branch is taken).
+    const double beta = tau_syn * tau_m / (tau_m - tau_syn);
+    const double gamma = beta / c_m;
+    const double exp_syn = std::exp(-h * (1 / tau_syn));
+    const double expm1_diff = std::expm1(h * ((tau_m - tau_syn) / (tau_syn * tau_m)));
+    const double p32 = gamma * exp_syn * expm1_diff;
+    const bool regular32 = std::isnormal(p32) && p32 > 0;
+    const double exp_m = std::exp(-h * (1 / tau_m));
+    P32 = regular32 ? p32 : h * (1 / c_m) * exp_m;
+    const double h_min_regular = 1e-7 * tau_m * tau_m / std::abs(tau_m - tau_syn);
+    P31 = h > h_min_regular ? gamma * exp_syn * (beta * expm1_diff - h) : 0.5 * h * h * (1 / c_m) * exp_m;
+  }
+};
+
+struct Propagators {
+  double expm1_m, P30, theta, reset, i_e;
+  SynapsePropagators ex, in;
+  int32_t refractory;
+  Propagators(const Parameters& p, double h)
+      : expm1_m(std::expm1(-h / p.tau_m_ms)),
+        P30(-p.tau_m_ms / p.c_m_pF * std::expm1(-h / p.tau_m_ms)),
+        theta(p.theta_mV),
+        reset(p.reset_mV),
+        i_e(p.i_e_pA),
+        ex(p.tau_syn_ex_ms, p.tau_m_ms, p.c_m_pF, h),
+        in(p.tau_syn_in_ms, p.tau_m_ms, p.c_m_pF, h),
+        refractory(int32_t(p.refractory_steps)) {}
+};
+
+// One step, NEST's order: V integrates over h from the currents at the step's start unless
+// refractory; the currents advance and take the step's input; then the threshold.
+inline bool step(const Propagators& p, double input_ex, double input_in, double& V, double& I_ex, double& dI_ex,
+                 double& I_in, double& dI_in, int32_t& r) {
+  if (r == 0)
+    V = p.P30 * (0.0 + p.i_e) + p.ex.P31 * dI_ex + p.ex.P32 * I_ex + p.in.P31 * dI_in + p.in.P32 * I_in +
+        p.expm1_m * V + V;
+  else
+    --r;
+  I_ex = p.ex.P21 * dI_ex + p.ex.P11 * I_ex;
+  dI_ex = dI_ex * p.ex.P11 + p.ex.jump * input_ex;
+  I_in = p.in.P21 * dI_in + p.in.P11 * I_in;
+  dI_in = dI_in * p.in.P11 + p.in.jump * input_in;
+  if (V < p.theta) return false;
+  r = p.refractory;
+  V = p.reset;
+  return true;
+}
+
+namespace {
+
+class Update final : public PopulationUpdate {
+ public:
+  Update(const PopulationSpec& spec, const ModelContext& ctx) : p_(Parameters::of(spec), ctx.h) {}
+  void step(const StepInput& in, const NeuronColumns& s, uint8_t* fired) const override {
+    const double scale = in.input_scale;
+    for (uint64_t k = 0; k < s.n; ++k)
+      fired[k] = iaf_psc_alpha::step(p_, double(in.input[k]) * scale, double(in.inhibitory[k]) * scale, s.V[k],
+                                     s.c[k], s.extra[0][k], s.extra[1][k], s.extra[2][k], s.refractory[k]);
+  }
+
+ private:
+  Propagators p_;
+};
+
+void check(const PopulationSpec& p) {
+  if (!(p.tau_m_ms > 0 && p.tau_syn_ex_ms > 0 && p.tau_syn_in_ms > 0 && p.c_m_pF > 0))
+    throw std::invalid_argument("iaf_psc_alpha population '" + p.name +
+                                "' needs positive tau_m_ms, tau_syn_ex_ms, tau_syn_in_ms and c_m_pF");
+}
+
+void initialize(const PopulationSpec& spec, const Key& key, const NeuronColumns& s) {
+  initial_potentials(spec, key, s);
+}
+
+std::unique_ptr<PopulationUpdate> make_update(const PopulationSpec& spec, const ModelContext& ctx) {
+  return std::make_unique<Update>(spec, ctx);
+}
+
+}  // namespace
+
+// extern: a namespace-scope const has internal linkage otherwise (no header declares it).
+extern const NeuronModel model{NeuronKind::iaf_psc_alpha, "iaf_psc_alpha", check, initialize, make_update,
+                        /*split_input=*/true, /*extra_columns=*/3};
+
+}  // namespace ranvier::iaf_psc_alpha
