@@ -2,6 +2,7 @@
 // exposed for tests (Philox, the inverse normal CDF).
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
+#include <nanobind/stl/map.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 #include <omp.h>
@@ -113,8 +114,9 @@ NB_MODULE(_engine, m) {
       .def(nb::init<>())
       .def_rw("name", &PopulationSpec::name).def_rw("first", &PopulationSpec::first)
       // The neuron model by its name (cpp/neurons/registry.cpp lists them).
-      .def_prop_rw("model", [](const PopulationSpec& p) { return std::string(neuron_model(p.kind).name); },
-                   [](PopulationSpec& p, const std::string& name) { p.kind = neuron_kind(name); })
+      .def_prop_rw("model", [](const PopulationSpec& p) { return p.model; },
+                   [](PopulationSpec& p, const std::string& name) { p.model = neuron_model(name).name; })
+      .def_rw("parameters", &PopulationSpec::parameters, "a model's parameters by name (models that read them so)")
       .def_rw("size", &PopulationSpec::size).def_rw("tau_m_ms", &PopulationSpec::tau_m_ms)
       .def_rw("theta_mV", &PopulationSpec::theta_mV).def_rw("reset_mV", &PopulationSpec::reset_mV)
       .def_rw("refractory_steps", &PopulationSpec::refractory_steps).def_rw("alpha_c", &PopulationSpec::alpha_c)
@@ -122,8 +124,7 @@ NB_MODULE(_engine, m) {
       .def_rw("dc", &PopulationSpec::dc).def_rw("initial_uniform", &PopulationSpec::initial_uniform)
       .def_rw("isi_min_steps", &PopulationSpec::isi_min_steps)
       .def_rw("isi_max_steps", &PopulationSpec::isi_max_steps).def_rw("area", &PopulationSpec::area)
-      .def_rw("tau_syn_ms", &PopulationSpec::tau_syn_ms).def_rw("tau_syn_ex_ms", &PopulationSpec::tau_syn_ex_ms)
-      .def_rw("tau_syn_in_ms", &PopulationSpec::tau_syn_in_ms)
+      .def_rw("tau_syn_ms", &PopulationSpec::tau_syn_ms)
       .def_rw("c_m_pF", &PopulationSpec::c_m_pF).def_rw("i_e_pA", &PopulationSpec::i_e_pA)
       .def_rw("initial_normal", &PopulationSpec::initial_normal).def_rw("v0_mean_mV", &PopulationSpec::v0_mean_mV)
       .def_rw("v0_sd_mV", &PopulationSpec::v0_sd_mV)

@@ -20,7 +20,7 @@ void check_config(EngineConfig& cfg) {
     if (pr.delay_offset_steps < reach)
       throw std::invalid_argument(cfg.overlap ? "with overlap, the communication interval must be at most half the minimum delay"
                                                : "a projection's minimum delay is shorter than the communication interval");
-  for (const auto& p : cfg.populations) neuron_model(p.kind).check(p);
+  for (const auto& p : cfg.populations) neuron_model(p.model).check(p);
   if (cfg.global_interval > 0) {
     // The global pathway holds a spike for up to D cycles, so every synapse between ranks of
     // different area groups, all of them between areas, must be at least D cycles long.
@@ -48,7 +48,7 @@ void check_config(EngineConfig& cfg) {
       throw std::invalid_argument("each population takes at most one Poisson drive");
   // The drive adds into the excitatory column: a model with split input takes positive drives only.
   for (const auto& d : cfg.drives)
-    if (neuron_model(cfg.populations[d.target].kind).split_input && (d.weight_mean < 0 || d.weight_sd > 0))
+    if (neuron_model(cfg.populations[d.target].model).split_input && (d.weight_mean < 0 || d.weight_sd > 0))
       throw std::invalid_argument("population '" + cfg.populations[d.target].name +
                                   "' separates excitatory and inhibitory input: its Poisson drive needs weight_mean >= 0 "
                                   "and weight_sd = 0");

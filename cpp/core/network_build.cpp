@@ -38,7 +38,7 @@ void build_thread_neurons(const EngineConfig& cfg, const Placement& placement, i
   out.input_columns = n;
   int extra = 0;
   for (auto& range : out.ranges) {
-    const NeuronModel& model = neuron_model(cfg.populations[range.population].kind);
+    const NeuronModel& model = neuron_model(cfg.populations[range.population].model);
     extra = std::max(extra, model.extra_columns);
     if (!model.split_input) continue;
     range.inhibitory_offset = out.input_columns - range.begin;
@@ -49,7 +49,7 @@ void build_thread_neurons(const EngineConfig& cfg, const Placement& placement, i
   const Key key = key_from_seed(cfg.seed);
   for (const auto& range : out.ranges) {
     const PopulationSpec& pop = cfg.populations[range.population];
-    neuron_model(pop.kind).initialize(pop, key, columns_of(out, range));
+    neuron_model(pop.model).initialize(pop, key, columns_of(out, range));
   }
 }
 

@@ -1,21 +1,23 @@
 // The validated network description handed over from Python: plain data, global ids.
 #pragma once
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
 namespace ranvier {
-
-// The neuron model of a population: each is one file under cpp/neurons/, listed in
-// cpp/neurons/registry.cpp, which also gives its name (the Python front end's model name).
-enum class NeuronKind : uint8_t { lifca, psc_exp, ignore_and_fire, artificial, poisson_source, iaf_psc_alpha };
 
 // The fields a population's model reads; the others are ignored (each model's Parameters in
 // cpp/neurons/ says which it takes).
 struct PopulationSpec {
   std::string name;
   uint64_t first = 0, size = 0;   // global ids [first, first + size)
-  NeuronKind kind = NeuronKind::lifca;
+  // Its neuron model: one file under cpp/neurons/, listed by this name in cpp/neurons/registry.cpp
+  // (the Python front end's model name).
+  std::string model = "lifca";
+  // Parameters of models that take theirs by name (a new model needs no field here): read with
+  // parameter(spec, "tau_syn_ex_ms").
+  std::map<std::string, double> parameters;
   // LIF with spike-frequency adaptation (lifca): V (mV, relative to rest) and the adaptation c.
   double tau_m_ms = 20, theta_mV = 20, reset_mV = 15;
   int64_t refractory_steps = 0;
@@ -32,9 +34,6 @@ struct PopulationSpec {
   // I (pA, decays with tau_syn_ms; synaptic input is added to I). tau_m_ms, refractory_steps
   // as above; i_e_pA a constant current.
   double tau_syn_ms = 0.5, c_m_pF = 250, i_e_pA = 0;
-  // Alpha-shaped currents (iaf_psc_alpha): excitatory and inhibitory time constants; c_m_pF,
-  // i_e_pA, tau_m_ms, theta_mV, reset_mV, refractory_steps and the initial V as psc_exp.
-  double tau_syn_ex_ms = 2, tau_syn_in_ms = 2;
   bool initial_normal = false;    // V ~ N(v0_mean_mV, v0_sd_mV) instead of V = reset
   double v0_mean_mV = 0, v0_sd_mV = 0;
   // Poisson sources (thalamic input): no membrane, input ignored; each fires with probability

@@ -43,6 +43,6 @@ std::unique_ptr<PopulationUpdate> make_update(const PopulationSpec& spec, const 
 
 }  // namespace
 
-const NeuronModel model{NeuronKind::artificial, "artificial", check, initialize, make_update};
+const NeuronModel model{"artificial", check, initialize, make_update};
 
 }  // namespace ranvier::artificial

@@ -22,8 +22,8 @@ struct Parameters {
   double tau_m_ms, tau_syn_ex_ms, tau_syn_in_ms, c_m_pF, i_e_pA, theta_mV, reset_mV;
   int64_t refractory_steps;
   static Parameters of(const PopulationSpec& p) {
-    return {p.tau_m_ms, p.tau_syn_ex_ms, p.tau_syn_in_ms, p.c_m_pF, p.i_e_pA, p.theta_mV, p.reset_mV,
-            p.refractory_steps};
+    return {p.tau_m_ms, parameter(p, "tau_syn_ex_ms"), parameter(p, "tau_syn_in_ms"), p.c_m_pF, p.i_e_pA,
+            p.theta_mV, p.reset_mV, p.refractory_steps};
   }
 };
 
@@ -105,9 +105,10 @@ class Update final : public PopulationUpdate {
   Propagators p_;
 };
 
-void check(const PopulationSpec& p) {
+void check(const PopulationSpec& spec) {
+  const Parameters p = Parameters::of(spec);      // throws for a missing parameter
   if (!(p.tau_m_ms > 0 && p.tau_syn_ex_ms > 0 && p.tau_syn_in_ms > 0 && p.c_m_pF > 0))
-    throw std::invalid_argument("iaf_psc_alpha population '" + p.name +
+    throw std::invalid_argument("iaf_psc_alpha population '" + spec.name +
                                 "' needs positive tau_m_ms, tau_syn_ex_ms, tau_syn_in_ms and c_m_pF");
 }
 
@@ -122,7 +123,7 @@ std::unique_ptr<PopulationUpdate> make_update(const PopulationSpec& spec, const 
 }  // namespace
 
 // extern: a namespace-scope const has internal linkage otherwise (no header declares it).
-extern const NeuronModel model{NeuronKind::iaf_psc_alpha, "iaf_psc_alpha", check, initialize, make_update,
+extern const NeuronModel model{"iaf_psc_alpha", check, initialize, make_update,
                         /*split_input=*/true, /*extra_columns=*/3};
 
 }  // namespace ranvier::iaf_psc_alpha

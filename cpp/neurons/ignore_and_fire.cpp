@@ -39,6 +39,6 @@ std::unique_ptr<PopulationUpdate> make_update(const PopulationSpec& spec, const 
 
 }  // namespace
 
-const NeuronModel model{NeuronKind::ignore_and_fire, "ignore_and_fire", check, initialize, make_update};
+const NeuronModel model{"ignore_and_fire", check, initialize, make_update};
 
 }  // namespace ranvier::ignore_and_fire

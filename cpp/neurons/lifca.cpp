@@ -114,6 +114,6 @@ std::unique_ptr<PopulationUpdate> make_update(const PopulationSpec& spec, const 
 
 }  // namespace
 
-const NeuronModel model{NeuronKind::lifca, "lifca", check, initialize, make_update};
+const NeuronModel model{"lifca", check, initialize, make_update};
 
 }  // namespace ranvier::lifca

@@ -65,7 +65,6 @@ class PopulationUpdate {
 
 // A registry entry: how to check, initialise and update a population of this model.
 struct NeuronModel {
-  NeuronKind kind;
   const char* name;                                    // as the Python front end names it
   void (*check)(const PopulationSpec&);                // throws std::invalid_argument
   // Initial state of the range, drawn per neuron from (key, gid): the same for any placement.
@@ -75,9 +74,19 @@ struct NeuronModel {
   int extra_columns = 0;      // state variables beyond V, c and the refractory counter (at most 3)
 };
 
-const NeuronModel& neuron_model(NeuronKind kind);
-// The model of a Python model name; throws std::invalid_argument for an unknown one.
-NeuronKind neuron_kind(const std::string& name);
+// The model of a Python model name (PopulationSpec::model); throws std::invalid_argument naming
+// the known ones for an unknown name. Looked up at build only, never in a loop.
+const NeuronModel& neuron_model(const std::string& name);
+
+// A parameter a model takes by name (PopulationSpec::parameters); throws std::invalid_argument
+// naming the population, its model and the parameter when it is missing.
+inline double parameter(const PopulationSpec& p, const char* name) {
+  const auto it = p.parameters.find(name);
+  if (it == p.parameters.end())
+    throw std::invalid_argument("population '" + p.name + "' (" + p.model + ") lacks the parameter '" +
+                                name + "'");
+  return it->second;
+}
 
 // The initial membrane potentials of the models with one (lifca, psc_exp): V ~ N(v0_mean,
 // v0_sd) with initial_normal, else V ~ U[reset, theta) with initial_uniform, else V = reset.

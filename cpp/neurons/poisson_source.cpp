@@ -35,6 +35,6 @@ std::unique_ptr<PopulationUpdate> make_update(const PopulationSpec& spec, const 
 
 }  // namespace
 
-const NeuronModel model{NeuronKind::poisson_source, "poisson_source", check, initialize, make_update};
+const NeuronModel model{"poisson_source", check, initialize, make_update};
 
 }  // namespace ranvier::poisson_source

@@ -112,6 +112,6 @@ std::unique_ptr<PopulationUpdate> make_update(const PopulationSpec& spec, const 
 
 }  // namespace
 
-const NeuronModel model{NeuronKind::psc_exp, "psc_exp", check, initialize, make_update};
+const NeuronModel model{"psc_exp", check, initialize, make_update};
 
 }  // namespace ranvier::psc_exp

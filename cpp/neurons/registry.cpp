@@ -24,16 +24,10 @@ namespace {
 const NeuronModel* const kModels[] = {RANVIER_NEURON_MODELS(RANVIER_LIST_MODEL)};
 }  // namespace
 
-const NeuronModel& neuron_model(NeuronKind kind) {
-  for (const NeuronModel* m : kModels)
-    if (m->kind == kind) return *m;
-  throw std::invalid_argument("unknown neuron kind " + std::to_string(int(kind)));
-}
-
-NeuronKind neuron_kind(const std::string& name) {
+const NeuronModel& neuron_model(const std::string& name) {
   std::string known;
   for (const NeuronModel* m : kModels) {
-    if (name == m->name) return m->kind;
+    if (name == m->name) return *m;
     known += (known.empty() ? "" : ", ") + std::string(m->name);
   }
   throw std::invalid_argument("unknown neuron model '" + name + "'; known: " + known);

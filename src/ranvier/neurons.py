@@ -283,7 +283,7 @@ class IafPscAlpha(PscExp):
     def to_engine(cls, pop, resolution_ms):
         q, s = pop.params, cls._spec()      # potentials relative to rest in the engine
         s.tau_m_ms, s.c_m_pF, s.i_e_pA = q["tau_m_ms"], q["C_m_pF"], q["I_e_pA"]
-        s.tau_syn_ex_ms, s.tau_syn_in_ms = q["tau_syn_ex_ms"], q["tau_syn_in_ms"]
+        s.parameters = {"tau_syn_ex_ms": q["tau_syn_ex_ms"], "tau_syn_in_ms": q["tau_syn_in_ms"]}
         s.theta_mV, s.reset_mV = q["V_th_mV"] - q["E_L_mV"], q["V_reset_mV"] - q["E_L_mV"]
         s.refractory_steps = round(q["tau_arp_ms"] / resolution_ms)
         s.initial_normal = True
