@@ -33,12 +33,6 @@ nb::ndarray<nb::numpy, T, nb::ndim<2>> to_numpy_2d(std::vector<T>&& v, size_t ro
   return nb::ndarray<nb::numpy, T, nb::ndim<2>>(heap->data(), {rows, cols}, owner);
 }
 
-const char* kCounterNames[] = {"spikes_emitted", "spikes_sent", "spikes_received", "spikes_delivered",
-                               "synaptic_events_recurrent", "synaptic_events_external", "events_scheduled",
-                               "events_expected", "events_pending", "bytes_sent", "messages_sent",
-                               "overflow_rounds", "exchange_resizes", "exchanges_local", "exchanges_global",
-                               "global_spikes_sent", "global_bytes_sent", "global_messages_sent",
-                               "delivery_segments"};
 
 }  // namespace
 
@@ -47,7 +41,7 @@ NB_MODULE(_engine, m) {
 
   nb::list phases, counters, placements;
   for (const char* p : kPhaseNames) phases.append(p);
-  for (const char* c : kCounterNames) counters.append(c);
+  for (const auto& [name, value] : counter_table(Counters{}, 0)) counters.append(name);
   placements.append("round-robin");
   placements.append("block");
   placements.append("segments");
@@ -194,25 +188,7 @@ NB_MODULE(_engine, m) {
       .def("counters", [](const Engine& e) {
         const Counters c = e.counters();
         nb::dict d;
-        d["spikes_emitted"] = c.spikes_emitted;
-        d["spikes_sent"] = c.exchange.spikes_sent;
-        d["spikes_received"] = c.exchange.spikes_received;
-        d["spikes_delivered"] = c.spikes_delivered;
-        d["synaptic_events_recurrent"] = c.synaptic_events_recurrent;
-        d["synaptic_events_external"] = c.synaptic_events_external;
-        d["events_scheduled"] = c.events_scheduled;
-        d["events_expected"] = c.events_expected;
-        d["events_pending"] = e.events_pending();
-        d["bytes_sent"] = c.exchange.bytes_sent;
-        d["messages_sent"] = c.exchange.messages_sent;
-        d["overflow_rounds"] = c.exchange.overflow_rounds;
-        d["exchange_resizes"] = c.exchange.exchange_resizes;
-        d["exchanges_local"] = c.exchanges_local;
-        d["exchanges_global"] = c.exchanges_global;
-        d["global_spikes_sent"] = c.exchange_global.spikes_sent;
-        d["global_bytes_sent"] = c.exchange_global.bytes_sent;
-        d["global_messages_sent"] = c.exchange_global.messages_sent;
-        d["delivery_segments"] = c.delivery_segments;
+        for (const auto& [name, value] : counter_table(c, e.events_pending())) d[name] = value;
         return d;
       })
       .def("connections", [](const Engine& e) {

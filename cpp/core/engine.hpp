@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "comm/communicator.hpp"
@@ -40,6 +41,30 @@ struct Counters {
   ExchangeCounters exchange;               // every exchange
   ExchangeCounters exchange_global;        // the part of `exchange` among all ranks
 };
+
+// The one table of counters: the names Python sees (_engine.COUNTERS, Result.counters) and their
+// values; events_pending is the engine's, not a Counters field.
+inline std::vector<std::pair<const char*, uint64_t>> counter_table(const Counters& c, uint64_t events_pending) {
+  return {{"spikes_emitted", c.spikes_emitted},
+          {"spikes_sent", c.exchange.spikes_sent},
+          {"spikes_received", c.exchange.spikes_received},
+          {"spikes_delivered", c.spikes_delivered},
+          {"synaptic_events_recurrent", c.synaptic_events_recurrent},
+          {"synaptic_events_external", c.synaptic_events_external},
+          {"events_scheduled", c.events_scheduled},
+          {"events_expected", c.events_expected},
+          {"events_pending", events_pending},
+          {"bytes_sent", c.exchange.bytes_sent},
+          {"messages_sent", c.exchange.messages_sent},
+          {"overflow_rounds", c.exchange.overflow_rounds},
+          {"exchange_resizes", c.exchange.exchange_resizes},
+          {"exchanges_local", c.exchanges_local},
+          {"exchanges_global", c.exchanges_global},
+          {"global_spikes_sent", c.exchange_global.spikes_sent},
+          {"global_bytes_sent", c.exchange_global.bytes_sent},
+          {"global_messages_sent", c.exchange_global.messages_sent},
+          {"delivery_segments", c.delivery_segments}};
+}
 
 // When a segment arrives, counted from the start of the cycle its spike was emitted in.
 struct Arrival {
