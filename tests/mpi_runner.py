@@ -28,7 +28,7 @@ import traceback
 
 import numpy as np
 
-MODELS = ("dpsnn", "burst", "artificial-cells", "mam-benchmark", "microcircuit")
+MODELS = ("dpsnn", "burst", "artificial-cells", "mam-benchmark", "microcircuit", "iaf_psc_alpha")
 # The microcircuit test network: `neurons` sets the scale (of 77,169), and the in-degrees are scaled
 # alike; the thalamic sources fire early so that the Poisson-source cells are exercised too.
 MICROCIRCUIT_TEST = {"thalamus": True, "th_start_ms": 50.0, "th_duration_ms": 20.0}
@@ -114,6 +114,24 @@ def recorded_ids(net, record: str | None = None) -> list[int]:
     return sorted(g for g in ids if g < n)
 
 
+def alpha_network(neurons: int, probability: float):
+    """A Brunel-style network of iaf_psc_alpha neurons: 80 % excitatory, inhibitory weights
+    negative (its split input), Poisson drive; `probability` is the connection probability."""
+    import ranvier as rv
+    net = rv.Network(name="alpha")
+    params = {"tau_syn_ex_ms": 0.5, "tau_syn_in_ms": 2.0, "V0_mean_mV": -60.0, "V0_sd_mV": 5.0}
+    n_e = neurons * 4 // 5
+    net.add_population(rv.Population("E", n_e, dict(params), model="iaf_psc_alpha"))
+    net.add_population(rv.Population("I", neurons - n_e, dict(params), model="iaf_psc_alpha", excitatory=False))
+    for src, w in (("E", 40.0), ("I", -160.0)):
+        for tgt in ("E", "I"):
+            net.connect(rv.Projection(src, tgt, probability, w, 0.0, delay_offset_ms=1.0, delay_scale_ms=1.0,
+                                      delay_cut_ms=3.0, delay_step_ms=0.1))
+    for tgt in ("E", "I"):
+        net.drive(rv.PoissonDrive(tgt, 100, 80.0, 40.0, 0.0))
+    return net
+
+
 def run_config(model="dpsnn", neurons=2048, synapses=1125, ms=300.0, threads=1, exchange="allgather",
                placement="round-robin", seed=1, probability=0.02, record=None, comm=None, overlap=False,
                ranks_per_node=0, delay_ratio=10, global_interval=None, areas=MAM_TEST["n_areas"]):
@@ -138,6 +156,8 @@ def run_config(model="dpsnn", neurons=2048, synapses=1125, ms=300.0, threads=1, 
                               rate_hz=MAM_TEST["rate_hz"], rate_sd=MAM_TEST["rate_sd"],
                               area_size_sd=MAM_TEST["area_size_sd_fraction"] * neurons,
                               delay_ratio=delay_ratio)
+    elif model == "iaf_psc_alpha":
+        net = alpha_network(neurons, probability)
     elif model == "microcircuit":
         scale = neurons / 77169
         net = rv.models.build("microcircuit", scale=scale, k_scale=scale, **MICROCIRCUIT_TEST)

@@ -108,3 +108,17 @@ def test_against_nest():
     ours = steps[ids == gid]
     assert ours.size > 0                            # the test covers threshold, reset, refractoriness
     assert np.array_equal(np.sort(ours), np.sort(nest_spikes[nest_spikes <= round(ms / H)]))
+
+
+@pytest.mark.parametrize("ranks,threads,placement,exchange", [(1, 2, "round-robin", "allgather"),
+                                                             (2, 1, "block", "alltoallv"),
+                                                             (3, 2, "round-robin", "p2p")])
+def test_spikes_identical_for_any_decomposition(workloads, ranks, threads, placement, exchange):
+    """Excitatory and inhibitory input in separate columns, alpha currents: the same spikes on any
+    ranks x threads x placement x exchange (tests/mpi_runner.py: alpha_network)."""
+    kw = dict(model="iaf_psc_alpha", neurons=1000, probability=0.05, ms=200.0)
+    ref = workloads(1, threads=1, exchange="allgather", placement="round-robin", **kw)
+    run = workloads(ranks, threads=threads, exchange=exchange, placement=placement, **kw)
+    assert ref["ids"].size > 1000
+    assert run["digest"] == ref["digest"]
+    assert np.array_equal(run["ids"], ref["ids"]) and np.array_equal(run["steps"], ref["steps"])

@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "core/simd.hpp"
+#include "neurons/neuron_model.hpp"
 #if defined(__x86_64__)
 #include <immintrin.h>  // also for the AVX-512 kernels, compiled by target attribute in any build
 #endif
@@ -39,5 +40,31 @@ RANVIER_AVX512 inline void refractory_and_spikes8(__m256i r, __mmask8 spike, __m
   std::memcpy(fired, &bytes, 8);
 }
 #endif
+
+// A membrane model's update (columns V, c, refractory): its propagators and the one kernel the
+// SIMD level chose among its scalar, AVX2 and AVX-512 versions (null where not built).
+template <class Parameters, class Propagators>
+class MembraneUpdate final : public PopulationUpdate {
+ public:
+  using Kernel = void (*)(const Propagators&, double scale, const int32_t* __restrict in, double* __restrict V,
+                          double* __restrict C, int32_t* __restrict R, uint8_t* __restrict fired, uint64_t n);
+  struct Kernels {
+    Kernel scalar, avx2, avx512;
+  };
+  MembraneUpdate(const PopulationSpec& spec, const ModelContext& ctx, const Kernels& k)
+      : p_(Parameters::of(spec), ctx.h), kernel_(choose(ctx.simd, k)) {}
+  void step(const StepInput& in, const NeuronColumns& s, uint8_t* fired) const override {
+    kernel_(p_, in.input_scale, in.input, s.V, s.c, s.refractory, fired, s.n);
+  }
+
+ private:
+  static Kernel choose(SimdLevel level, const Kernels& k) {
+    if (level == SimdLevel::avx512 && k.avx512) return k.avx512;
+    if (level != SimdLevel::scalar && k.avx2) return k.avx2;
+    return k.scalar;
+  }
+  Propagators p_;
+  Kernel kernel_;
+};
 
 }  // namespace ranvier

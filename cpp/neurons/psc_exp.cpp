@@ -76,30 +76,6 @@ RANVIER_AVX512 void steps_avx512(const Propagators& p, double scale, const int32
 }
 #endif
 
-Kernel kernel_for(SimdLevel level) {
-#if defined(RANVIER_HAVE_AVX512_KERNELS)
-  if (level == SimdLevel::avx512) return steps_avx512;
-#endif
-#if defined(__AVX2__)
-  if (level != SimdLevel::scalar) return steps_avx2;
-#endif
-  (void)level;
-  return steps_scalar;
-}
-
-class Update final : public PopulationUpdate {
- public:
-  Update(const PopulationSpec& spec, const ModelContext& ctx)
-      : p_(Parameters::of(spec), ctx.h), kernel_(kernel_for(ctx.simd)) {}
-  void step(const StepInput& in, const NeuronColumns& s, uint8_t* fired) const override {
-    kernel_(p_, in.input_scale, in.input, s.V, s.c, s.refractory, fired, s.n);
-  }
-
- private:
-  Propagators p_;
-  Kernel kernel_;
-};
-
 void check(const PopulationSpec&) {}
 
 void initialize(const PopulationSpec& spec, const Key& key, const NeuronColumns& s) {
@@ -107,7 +83,15 @@ void initialize(const PopulationSpec& spec, const Key& key, const NeuronColumns&
 }
 
 std::unique_ptr<PopulationUpdate> make_update(const PopulationSpec& spec, const ModelContext& ctx) {
-  return std::make_unique<Update>(spec, ctx);
+  using Update = MembraneUpdate<Parameters, Propagators>;
+  Update::Kernels kernels{steps_scalar, nullptr, nullptr};
+#if defined(__AVX2__)
+  kernels.avx2 = steps_avx2;
+#endif
+#if defined(RANVIER_HAVE_AVX512_KERNELS)
+  kernels.avx512 = steps_avx512;
+#endif
+  return std::make_unique<Update>(spec, ctx, kernels);
 }
 
 }  // namespace
