@@ -38,8 +38,6 @@ def counted_window(start_ms, stop_ms, end_ms) -> bool:
 class Recording:
     """Counts and phase sums common to every recording (rank 0)."""
 
-    keeps_spikes = True
-
     def __init__(self, names, first_ids, sizes, resolution_ms: float, ranks: int, phases):
         self.names, self.first_ids, self.sizes = list(names), np.asarray(first_ids, np.int64), list(sizes)
         self.resolution_ms = resolution_ms
@@ -125,8 +123,6 @@ class MemoryRecording(Recording):
 
 class CountRecording(Recording):
     """Per-population counts and the last MAX_STATISTICS_CYCLES cycles' timers: memory stays flat."""
-
-    keeps_spikes = False
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
