@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import argparse
 import base64
+import html as html_module
 import json
+import math
 import os
 import re
 import shutil
@@ -87,9 +89,10 @@ def archives(tmp_path_factory) -> SimpleNamespace:
 
 
 def read_report(paths, out: Path, **kw) -> SimpleNamespace:
-    html_path, md_path = report.write_report(paths, out, **kw)
-    assert (html_path, md_path) == (out / "report.html", out / "report.md")
-    return SimpleNamespace(html=html_path.read_text(), md=md_path.read_text(), html_path=html_path, out=out)
+    written = report.write_report(paths, out, **kw)
+    assert (written.html, written.markdown) == (out / "report.html", out / "report.md")
+    return SimpleNamespace(html=written.html.read_text(), md=written.markdown.read_text(), html_path=written.html,
+                           out=out, figures=written.figures)
 
 
 @pytest.fixture(scope="module")
@@ -174,8 +177,8 @@ def test_report_holds_every_section_and_run(archives, scaling_report):
     row = table_row(md, "1 rank × 1 thread", "energy to solution (J)")
     energy = s1.get("energy") or {"available": False, "reason": "no energy record"}
     if not energy["available"]:
-        assert row[6].startswith("unavailable (")
-        assert f"unavailable: {energy['reason']}" in md
+        number = re.fullmatch(r"[a-z :]+: see note (\d+)", row[6]).group(1)
+        assert md.count(f"Note {number}: {energy['reason']}\n") == 1
         assert set(row[3:6] + row[7:10]) == {"—"}
     # Table IV of the study, with its sources
     for value in ("1.1", "3.4", "5.7"):
@@ -219,12 +222,12 @@ def test_energy_measured(archives, tmp_path):
     assert row[1] == "Fake CPU 9000" and row[3].startswith(f"{sig(1.234)} (all), {sig(2.468)} (recurrent)")
     # environment.json
     for name, value in (("host", "test-host"), ("CPU", "Fake CPU 9000"), ("cores", "2 physical, 4 logical"),
-                        ("memory", "8.0 GiB"), ("MPI", "MPICH Version: 4.2.0"), ("compiler", "GNU 12.2.0"),
+                        ("memory", "8.0 GiB"), ("MPI", "MPICH Version: 4.2.0 (MPI 4.1)"), ("compiler", "GNU 12.2.0"),
                         ("ranvier version", "0.1.0"), ("commit", "0123abc"), ("date", "2026-01-01T00:00:00+00:00"),
-                        ("runs", "1")):
+                        ("runs", "1"), ("env OMP_PROC_BIND", "close")):
         assert table_row(md, name, "environment") == [name, value]
     parameters = md.split("\n## 2.")[0]
-    assert "| command |" not in parameters and "OMP_PROC_BIND" not in parameters     # facts of a run, not a machine
+    assert "| command |" not in parameters and "cores_available" not in parameters    # said elsewhere, or noise
     # one configuration: no scaling plot, the other three figures
     assert "no scaling to show" in md
     assert len(IMG_DATA.findall(out.html)) == 3
@@ -233,11 +236,11 @@ def test_energy_measured(archives, tmp_path):
 def test_energy_unavailable(archives, tmp_path):
     md = read_report([archives.unavailable], tmp_path / "report").md
     row = table_row(md, "1 rank × 1 thread", "energy to solution (J)")
-    assert row[6] == "unavailable (1)"                     # the reason once, under the table
-    assert f"(1) unavailable: {UNAVAILABLE_REASON}" in md
+    assert row[6] == "no meter: see note 1"                # the reason once, under the table
+    assert md.count(UNAVAILABLE_REASON) == 1 and f"\nNote 1: {UNAVAILABLE_REASON}\n" in md
     assert set(row[3:6] + row[7:]) == {"—"}
     row = table_row(md, "Ranvier, 1 rank × 1 thread", "µJ per synaptic event")
-    assert row[3] == f"unavailable: {UNAVAILABLE_REASON}"
+    assert row[3] == "no meter: see note 1"
 
 
 def test_archive_without_energy_or_environment(archives, tmp_path):
@@ -245,8 +248,8 @@ def test_archive_without_energy_or_environment(archives, tmp_path):
     md = read_report([archives.old], tmp_path / "report").md
     assert "no environment.json in the archives" in md
     row = table_row(md, "1 rank × 1 thread", "energy to solution (J)")
-    assert row[6] == "unavailable (1)"
-    assert "(1) unavailable: no energy record in summary.json" in md
+    assert row[6] == "not recorded: see note 1"
+    assert "\nNote 1: no energy record in summary.json" in md
     assert set(row[3:6] + row[7:]) == {"—"}
 
 
@@ -271,6 +274,8 @@ def test_command(archives, tmp_path, capsys):
     assert report.command(parse(run, "--title", "My scaling study")) == 0
     printed = capsys.readouterr().out
     assert str(run / "report" / "report.html") in printed and str(run / "report" / "report.md") in printed
+    # one configuration: raster, phases, cycle times (no scaling)
+    assert f"(3 figures in {run / 'report' / 'figures'})" in printed
     assert (run / "report" / "report.md").read_text().startswith("# My scaling study\n")
     assert report.find_runs([run]) == [run]          # the report folder is no run
     assert report.command(parse(run, "--out", tmp_path / "again", "--raster", run)) == 0
@@ -322,3 +327,194 @@ def test_report_renders_in_a_browser(scaling_report, tmp_path):
     # the plots' first colour (matplotlib's C0, #1f77b4) is painted: the figures are on the page
     c0 = np.array([0x1f, 0x77, 0xb4]) / 255
     assert np.any(np.all(np.abs(pixels - c0) < 0.06, axis=-1))
+
+
+# -- faults a new user found -----------------------------------------------------------------
+def html_text(page: str) -> str:
+    """The page's text, tags dropped, one space between cells: what a reader sees."""
+    page = re.sub(r"<(style|script)>.*?</\1>", "", page, flags=re.DOTALL)
+    return html_module.unescape(re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", page)))
+
+
+def html_cells(page: str) -> list[str]:
+    return [html_module.unescape(c) for c in re.findall(r"<td>(.*?)</td>", page, flags=re.DOTALL)]
+
+
+def environment(**changes) -> dict:
+    env = json.loads(json.dumps(FAKE_ENVIRONMENT))
+    env.update(changes)
+    return env
+
+
+def test_one_machine_when_only_mpi_or_environment_variables_differ(archives, tmp_path):
+    """Same host, CPU, cores and memory: one machine; the MPI library and the OpenMP variables
+    are attributes of its runs."""
+    single = variant(archives.t1, tmp_path / "runs" / "single", environment=environment(
+        mpi=None, omp={"OMP_PROC_BIND": "close"}))
+    variant(archives.t1, tmp_path / "runs" / "mpi", environment=environment(
+        omp={"OMP_PROC_BIND": "spread", "OMP_PLACES": "cores"},
+        mpi={"library": "MPICH Version: 4.2.0 MPICH Release date: Fri Feb 9 2024 MPICH Device: ch4:ofi",
+             "standard": "4.1", "mpi4py": "4.0.0"}))
+    out = read_report([tmp_path / "runs"], tmp_path / "report")
+    md = out.md
+    assert "| environment | value |" in md and "machine 2" not in md
+    for name, value in (("host", "test-host"), ("CPU", "Fake CPU 9000"), ("runs", "2"),
+                        ("MPI", "differs between runs: see the table below"),
+                        ("env OMP_PROC_BIND", "differs between runs: see the table below"),
+                        ("compiler", "GNU 12.2.0")):
+        assert table_row(md, name, "environment") == [name, value]
+    # the differences, per run; the library's release date and device stay in environment.json
+    assert table_row(md, "single", "OMP_PLACES") == ["single", "not initialised", "close", "not set"]
+    assert table_row(md, "mpi", "OMP_PLACES") == ["mpi", "MPICH Version: 4.2.0 (MPI 4.1)", "spread", "cores"]
+    assert "Release date" not in md
+    # the HTML says the same
+    text = html_text(out.html)
+    assert "machine 1" not in text and "machine 2" not in text
+    assert "single not initialised close not set" in text
+    assert "mpi MPICH Version: 4.2.0 (MPI 4.1) spread cores" in text
+
+    # another host is another machine: two columns, and the runs' table says which machine
+    variant(single, tmp_path / "runs" / "other", environment=environment(host="other-host", mpi=None))
+    md = read_report([tmp_path / "runs"], tmp_path / "report2").md
+    assert table_row(md, "host", "machine 2") == ["host", "test-host", "other-host"]
+    assert table_row(md, "runs", "machine 2") == ["runs", "2", "1"]
+    assert table_row(md, "other", "machine")[:3] == ["other", "2", "not initialised"]
+    assert table_row(md, "mpi", "machine")[:2] == ["mpi", "1"]
+
+
+def test_notes_are_numbered_once_across_the_page(archives, tmp_path):
+    """Two reasons energy is unavailable: note 1 and note 2, each stated once under section 7's
+    table; the cells hold a few words and the note's number, section 8 refers to the same notes,
+    and the literature is cited by author, not by a number that could be taken for a note."""
+    rapl = ("RAPL: no RAPL counters: /sys/class/powercap does not exist (not Linux, or the intel_rapl powercap "
+            "driver is not loaded); NVML: the pynvml module is not installed (pip install nvidia-ml-py)")
+    off = "energy measurement switched off (--energy none)"
+    variant(archives.t1, tmp_path / "runs" / "t1", energy={"available": False, "reason": rapl, "meter": None})
+    variant(archives.t2, tmp_path / "runs" / "t2", energy={"available": False, "reason": off, "meter": None})
+    out = read_report([tmp_path / "runs"], tmp_path / "report")
+    md = out.md
+    assert table_row(md, "1 rank × 1 thread", "energy to solution (J)")[6] == "no meter: see note 1"
+    assert table_row(md, "1 rank × 2 threads", "energy to solution (J)")[6] == "switched off: see note 2"
+    assert table_row(md, "Ranvier, 1 rank × 1 thread", "µJ per synaptic event")[3] == "no meter: see note 1"
+    assert table_row(md, "Ranvier, 1 rank × 2 threads", "µJ per synaptic event")[3] == "switched off: see note 2"
+    # each full reason once on the page, in its note, never in a cell
+    for page, cells in ((md, [c for line in md.splitlines() if line.startswith("|") for c in line.split("|")]),
+                        (out.html, html_cells(out.html))):
+        text = page if page is md else html_text(page)
+        assert text.count(rapl) == 1 and text.count(off) == 1
+        assert f"Note 1: {rapl}" in text and f"Note 2: {off}" in text
+        assert not [c for c in cells if "RAPL" in c or "switched off (" in c]
+        # every reference has its note, every note number is used once
+        defined = re.findall(r"Note (\d+):", text)
+        assert sorted(defined) == ["1", "2"]
+        assert set(re.findall(r"see note (\d+)", text)) == set(defined)
+        # no other numbered marks: "(1)" or "[1]" next to "note 1" reads as a second note 1
+        assert not re.findall(r"\(\d+\)|\[\d+\]", text)
+    assert "[Simula et al.] F. Simula" in md and "[Preissl et al.] R. Preissl" in md
+
+
+def test_phase_panels_scale_their_own_y_axis(archives, tmp_path):
+    from matplotlib.figure import Figure
+
+    ctx, sections = report.build([archives.scaling])
+    assert len(ctx.configs) == 2
+    fig = Figure()
+    report._draw_phases(fig, ctx.configs)
+    axes = fig.axes
+    assert len(axes) == 2 and not axes[0].get_shared_y_axes().joined(axes[0], axes[1])
+    for ax, c in zip(axes, ctx.configs):       # each panel scaled to its own tallest stack
+        per_rank = c.median_run.summary["phase_seconds_per_rank"]
+        tallest = max(sum(per_rank[p][rank] for p in report.PHASES) for rank in range(c.summary["ranks"]))
+        assert tallest <= ax.get_ylim()[1] <= 1.1 * tallest
+        assert ax.get_ylabel() == "seconds"
+    phases = next(s for s in sections if s.title.startswith("5."))
+    caption = next(b for b in phases.blocks if isinstance(b, report.Figure)).caption
+    assert "each panel has its own y scale" in caption
+    md = read_report([archives.scaling], tmp_path / "report").md
+    assert "each panel has its own y scale" in md.split("\n## 5.")[1].split("\n## 6.")[0]
+
+
+def test_ordinals():
+    assert [report.ordinal(n) for n in (1, 2, 3, 4, 11, 12, 13, 21, 22, 23, 101, 111, 112, 1000)] == \
+        ["1st", "2nd", "3rd", "4th", "11th", "12th", "13th", "21st", "22nd", "23rd", "101st", "111th", "112th",
+         "1000th"]
+
+
+@pytest.mark.parametrize("stride, words", [(2, "2nd"), (3, "3rd")])
+def test_raster_of_every_nth_neuron_says_so_in_english(archives, tmp_path, monkeypatch, stride, words):
+    total = summary(archives.t1)["spikes_total"]
+    monkeypatch.setattr(report, "RASTER_MAX_SPIKES", math.ceil(total / stride))
+    assert math.ceil(total / report.RASTER_MAX_SPIKES) == stride
+    out = read_report([archives.t1], tmp_path / "report")
+    assert f"every {words} neuron shown" in out.md and f"every {words} neuron shown" in out.html
+    assert not re.search(r"\b\d+(st|nd|rd|th)\b", out.md.replace(words, ""))
+    # the raster's axis label too
+    from matplotlib.figure import Figure
+
+    spikes = report.read_spikes(archives.t1 / "spikes.h5")
+    fig = Figure()
+    s = summary(archives.t1)
+    report._draw_raster(fig, spikes, report._population_sizes(spikes, s), s, stride)
+    assert fig.axes[0].get_ylabel() == f"neuron (every {words})"
+
+
+def test_rate_window_of_short_runs(archives, tmp_path):
+    """A run no longer than the 1 s transient: the whole run is the window, and the report says so;
+    a summary with an empty or missing window falls back to the whole run's rates."""
+    s = summary(archives.t1)
+    assert s["duration_ms"] < 1000
+    md = read_report([archives.t1], tmp_path / "whole").md
+    row = table_row(md, "1 rank × 1 thread", "window (s)")
+    assert row[1] == f"0–{s['duration_ms'] / 1000:g} (whole run, onset included)"
+    assert "whole run, onset transient included, for shorter ones" in md
+
+    # a 1 s transient cut from a 200 ms run: the window [1000, 200) is empty
+    empty = variant(archives.t1, tmp_path / "runs" / "empty")
+    broken = {**s, "rates_window_ms": [1000.0, s["duration_ms"]], "rates_steady_hz": {}}
+    (empty / "summary.json").write_text(json.dumps(broken))
+    missing = variant(archives.t1, tmp_path / "runs" / "missing")
+    (missing / "summary.json").write_text(json.dumps({k: v for k, v in s.items() if not k.startswith("rates_")
+                                                      or k == "rates_hz"}))
+    for run in (empty, missing):
+        out = read_report([run], tmp_path / f"report-{run.name}")
+        row = table_row(out.md, "1 rank × 1 thread", "window (s)")
+        assert row[1] == f"0–{s['duration_ms'] / 1000:g} (whole run, onset included)"
+        assert row[2:2 + len(s["rates_hz"])] == [f"{hz:.2f}" for hz in s["rates_hz"].values()]
+        assert f"0–{s['duration_ms'] / 1000:g} (whole run, onset included)" in out.html
+
+    # a window after a transient says how long the transient was
+    late = variant(archives.t1, tmp_path / "runs" / "late")
+    (late / "summary.json").write_text(json.dumps({**s, "rates_window_ms": [100.0, s["duration_ms"]]}))
+    row = table_row(read_report([late], tmp_path / "report-late").md, "1 rank × 1 thread", "window (s)")
+    assert row[1] == f"0.1–{s['duration_ms'] / 1000:g} (after a 0.1 s transient)"
+
+
+def test_figures_line_only_when_figures_were_written(archives, tmp_path, monkeypatch, capsys):
+    run = shutil.copytree(archives.t1, tmp_path / "t1")
+    assert report.command(parse(run)) == 0
+    assert "3 figures in" in capsys.readouterr().out and (run / "report" / "figures").is_dir()
+    # without matplotlib: the page says why there are no plots, the command mentions no figures,
+    # and the figures of the earlier report are gone with their folder
+    monkeypatch.setattr(report, "_matplotlib_figure", lambda: None)
+    assert report.command(parse(run)) == 0
+    printed = capsys.readouterr().out
+    assert printed.rstrip().endswith("report.md") and "figures in" not in printed
+    assert not (run / "report" / "figures").exists()
+    md = (run / "report" / "report.md").read_text()
+    assert "not drawn, matplotlib is not installed" in md and "](figures/" not in md
+    monkeypatch.undo()
+
+    # with matplotlib but nothing to draw: no spikes.h5, no timers.h5, no phases per rank
+    bare = shutil.copytree(archives.t1, tmp_path / "bare")
+    (bare / "spikes.h5").unlink()
+    (bare / "timers.h5").unlink()
+    s = summary(bare)
+    del s["phase_seconds_per_rank"]
+    (bare / "summary.json").write_text(json.dumps(s))
+    assert report.command(parse(bare)) == 0
+    printed = capsys.readouterr().out
+    assert printed.rstrip().endswith("report.md") and "figures in" not in printed
+    assert not (bare / "report" / "figures").exists()
+    written = report.write_report([bare], tmp_path / "bare-report")
+    assert written.figures == [] and "<img" not in written.html.read_text()
+    assert "No phase_seconds_per_rank in the summaries" in written.markdown.read_text()

@@ -29,10 +29,12 @@ import statistics
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 
 from .errors import ConfigError
+from .recording import STEADY_START_MS
 
 PHASES = ("deliver", "update", "collocate", "communicate", "synchronize")
 COMPUTE_PHASES = ("deliver", "update", "collocate")
@@ -43,20 +45,22 @@ PHASE_FIGURE_CONFIGS = 4       # per-rank phase bars: the configurations with th
 DASH = "—"
 
 # -- the literature (Table IV of the study; the 4-core rows of its Tables II and III) --------
+# Cited by author, not by number: the page's numbered notes are its own ("see note 1").
+STUDY_REF, COMPASS_REF = "[Simula et al.]", "[Preissl et al.]"
 STUDY = ('F. Simula, E. Pastorelli, P. S. Paolucci et al., "Real-time cortical simulations: energy and '
          'interconnect scaling on distributed systems"')
 COMPASS = ('R. Preissl et al., "Compass: A scalable simulator for an architecture for cognitive computing," '
            "in SC '12: Proceedings of the International Conference on High Performance Computing, Networking, "
-           "Storage and Analysis, pp. 1-11, Nov 2012 (reference [23] of the study)")
+           "Storage and Analysis, pp. 1-11, Nov 2012 (reference 23 of the study)")
 LITERATURE = (
     # simulator, platform, network, uJ per synaptic event, 4-core time s, power W, energy J, source
     # (figures as printed there)
     ("DPSNN", "ARM (NVIDIA Jetson TX1 boards)", "~20480 neurons, 10 s simulated", "1.1",
-     "185.0", "6.0", "1110.0", "[1] Table IV; time, power, energy: Table III, 4 cores"),
+     "185.0", "6.0", "1110.0", f"{STUDY_REF} Table IV; time, power, energy: Table III, 4 cores"),
     ("DPSNN", "Intel x86 (Xeon X5660 / E5620 servers)", "~20480 neurons, 10 s simulated", "3.4",
-     "37.4", "92", "3440.8", "[1] Table IV; time, power, energy: Table II, 4 cores"),
+     "37.4", "92", "3440.8", f"{STUDY_REF} Table IV; time, power, energy: Table II, 4 cores"),
     ("Compass (TrueNorth simulator)", "Intel Core i7 950 @ 3.07 GHz, 4 cores, 8 threads", DASH, "5.7",
-     DASH, DASH, DASH, "[1] Table IV, citing [2]"),
+     DASH, DASH, DASH, f"{STUDY_REF} Table IV, citing {COMPASS_REF}"),
 )
 
 
@@ -194,6 +198,12 @@ def _plural(n: int, word: str) -> str:
     return f"{n} {word}" + ("" if n == 1 else "s")
 
 
+def ordinal(n: int) -> str:
+    """1st, 2nd, 3rd, 4th, 11th, 12th, 13th, 21st, 101st, 111th."""
+    suffix = "th" if n % 100 in (11, 12, 13) else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
+    return f"{n}{suffix}"
+
+
 def _ranks_threads(s: dict) -> str:
     return f"{_plural(s['ranks'], 'rank')} × {_plural(s['threads'], 'thread')}"
 
@@ -309,16 +319,37 @@ def _joined(*keys):
     return text
 
 
+def _mpi_library(text) -> str:
+    """The library's name and version: MPI_Get_library_version's first words up to the first
+    version number ("MPICH Version: 5.0.2", "Open MPI v4.1.5"); the rest (release date, configure
+    flags) stays in environment.json."""
+    text = " ".join(str(text).split())
+    match = re.match(r".*?\d+(?:\.\d+)+", text)
+    return match.group(0) if match else text
+
+
+def _mpi(env: dict) -> str:
+    library = env.get("mpi.library") or env.get("mpi_library")
+    if library is None and isinstance(env.get("mpi"), str):
+        library = env["mpi"]
+    if library is None:
+        # environment.json writes "mpi": null when the run never initialised MPI (one rank, no mpiexec)
+        return "not initialised" if "mpi" in env and env["mpi"] is None else DASH
+    standard = env.get("mpi.standard") or env.get("mpi_version")
+    return _mpi_library(library) + (f" (MPI {standard})" if standard else "")
+
+
 # What environment.json says about the machine and the build, under plain names (keys flattened:
-# "ranvier.version"); each row is shown when the file has one of its keys.
+# "ranvier.version"); each row is shown when the file has one of its keys. The hardware rows
+# identify a machine: runs that agree on them ran on one machine, whatever else differs.
 ENV_FIELDS = (
     ("host", ("host", "hostname"), _joined("host", "hostname")),
-    ("OS", ("os", "machine"), _joined("os", "machine")),
+    ("architecture", ("machine",), _joined("machine")),
     ("CPU", ("cpu_model", "cpu"), _joined("cpu_model", "cpu")),
     ("cores", ("cores_physical", "cores_logical", "cores"), _cores),
     ("memory", ("memory_bytes",), _memory),
-    ("MPI", ("mpi", "mpi.library", "mpi.version", "mpi.standard", "mpi_library", "mpi_version"),
-     _joined("mpi", "mpi.library", "mpi.version", "mpi_library", "mpi_version")),
+    ("OS", ("os",), _joined("os")),
+    ("MPI", ("mpi", "mpi.library", "mpi.standard", "mpi_library", "mpi_version"), _mpi),
     ("engine MPI backend", ("ranvier.mpi_backend",), _joined("ranvier.mpi_backend")),
     ("compiler", ("ranvier.compiler", "compiler"), _joined("ranvier.compiler", "compiler")),
     ("build", ("ranvier.build_type", "ranvier.simd"), _joined("ranvier.build_type", "ranvier.simd")),
@@ -327,46 +358,86 @@ ENV_FIELDS = (
     ("commit", ("ranvier.git_commit", "git_commit", "commit"), _joined("ranvier.git_commit", "git_commit", "commit")),
     ("Python, NumPy", ("python", "numpy"), _joined("python", "numpy")),
 )
+HARDWARE_FIELDS = ("host", "architecture", "CPU", "cores", "memory")
 ENV_DATE_KEYS = ("date_utc", "date")
-# Facts of one run, not of the machine: left out of the comparison of environments.
+# Facts of one run that the parameters table already gives, or that say nothing about the
+# environment: left out.
 ENV_PER_RUN = ("date_utc", "date", "command", "ranks", "ranks_per_node", "nodes", "threads_per_rank",
-               "cores_available", "omp.", "mpi.mpi4py", "ranvier.engine_version", "ranvier.native")
+               "cores_available", "mpi.mpi4py", "ranvier.engine_version", "ranvier.native")
+ENV_VARIABLES = "omp."       # environment.json's "omp": the OpenMP variables the run saw
 
 
 def machine_rows(environment: dict) -> list[tuple[str, str]]:
-    """(name, value) of the machine and build; keys this report does not know are shown as they are."""
+    """(name, value) of the machine, the build and the run's settings; keys this report does not
+    know are shown as they are, the OpenMP variables as "env NAME"."""
     env = _flatten(environment)
     rows, used = [], set()
     for name, keys, text in ENV_FIELDS:
-        if any(env.get(k) is not None for k in keys):
+        present = (lambda k: k in env) if name == "MPI" else (lambda k: env.get(k) is not None)
+        if any(present(k) for k in keys):
             rows.append((name, text(env)))
         used.update(keys)
-    rows += [(k, _env_text(v)) for k, v in env.items()
-             if k not in used and not any(k == p or (p.endswith(".") and k.startswith(p)) for p in ENV_PER_RUN)]
+    for k, v in env.items():
+        if k in used or any(k == p or (p.endswith(".") and k.startswith(p)) for p in ENV_PER_RUN):
+            continue
+        if v == {}:           # "omp": {} - no variable set; the rows of those set say the rest
+            continue
+        name = f"env {k[len(ENV_VARIABLES):]}" if k.startswith(ENV_VARIABLES) else k
+        rows.append((name, _env_text(v)))
     return rows
 
 
-def environment_table(runs: list[Run]) -> Table | None:
-    """One column per distinct machine and build (usually one), with the dates of its runs."""
+def _absent(name: str) -> str:
+    return "not set" if name.startswith("env ") else DASH
+
+
+def _date(run: Run) -> str | None:
+    return next((str(run.environment[k]) for k in ENV_DATE_KEYS if run.environment.get(k)), None)
+
+
+PER_RUN = "differs between runs: see the table below"
+
+
+def environment_tables(runs: list[Run], name) -> list[Table]:
+    """The machines (one column per distinct hardware: host, architecture, CPU, cores, memory) with
+    what all their runs share, and, where runs on one machine differ in anything else (MPI
+    library, environment variables, build), a table of those differences per run. name(run):
+    the run's name in the report."""
+    described = [r for r in runs if r.environment is not None]
+    if not described:
+        return []
+    rows_of = {id(r): dict(machine_rows(r.environment)) for r in described}
     machines: dict[tuple, list[Run]] = {}
-    for r in runs:
-        if r.environment is not None:
-            machines.setdefault(tuple(machine_rows(r.environment)), []).append(r)
-    if not machines:
-        return None
-    names = list(dict.fromkeys(name for rows in machines for name, _ in rows))
-    columns = []
-    for rows, rs in machines.items():
-        column = dict(rows)
-        dates = sorted(str(d) for r in rs for d in [next((r.environment[k] for k in ENV_DATE_KEYS
-                                                          if r.environment.get(k)), None)] if d)
+    for r in described:
+        rows = rows_of[id(r)]
+        machines.setdefault(tuple(rows.get(k, DASH) for k in HARDWARE_FIELDS), []).append(r)
+    names = list(dict.fromkeys(k for r in described for k in rows_of[id(r)]))
+    columns, differing = [], []
+    for rs in machines.values():
+        column = {}
+        for key in names:
+            values = {rows_of[id(r)].get(key, _absent(key)) for r in rs}
+            if len(values) == 1:
+                column[key] = values.pop()
+            else:
+                column[key] = PER_RUN
+                differing.append(key)
+        dates = sorted(d for d in map(_date, rs) if d)
         if dates:
             column["date"] = dates[0] if dates[0] == dates[-1] else f"{dates[0]} to {dates[-1]}"
         column["runs"] = str(len(rs))
         columns.append(column)
-    names += ["date", "runs"]
     header = ["environment"] + (["value"] if len(columns) == 1 else [f"machine {i + 1}" for i in range(len(columns))])
-    return Table(header, [[name] + [column.get(name, DASH) for column in columns] for name in names])
+    tables = [Table(header, [[key] + [column.get(key, _absent(key)) for column in columns]
+                             for key in names + ["date", "runs"]])]
+    differing = [key for key in names if key in differing]
+    if differing:
+        machine_of = {id(r): i for i, rs in enumerate(machines.values()) for r in rs}
+        several = len(columns) > 1
+        tables.append(Table(["run"] + (["machine"] if several else []) + differing,
+                            [[name(r)] + ([str(machine_of[id(r)] + 1)] if several else [])
+                             + [rows_of[id(r)].get(key, _absent(key)) for key in differing] for r in described]))
+    return tables
 
 
 def section_parameters(ctx) -> Section:
@@ -385,13 +456,17 @@ def section_parameters(ctx) -> Section:
                          str(s.get("seed", DASH)), sig(r.rtf)])
     sec.blocks.append(Table(["run", "model", "neurons", "synapses", "simulated (s)",
                              "ranks × threads", "exchange", "placement", "seed", "real-time factor"], rows))
-    table = environment_table(ctx.runs)
-    if table is None:
+    tables = environment_tables(ctx.runs, ctx.name)
+    if not tables:
         versions = sorted({str(r.summary.get("version", DASH)) for r in ctx.runs})
         sec.blocks.append(f"Environment: no environment.json in the archives; ranvier version from summary.json: "
                           f"{', '.join(versions)}.")
         return sec
-    sec.blocks.append(table)
+    sec.blocks.append(tables[0])
+    if len(tables) > 1:
+        sec.blocks.append("Runs on one machine (same host, architecture, CPU, cores and memory) that differ in "
+                          "anything else:")
+        sec.blocks.append(tables[1])
     without = sum(r.environment is None for r in ctx.runs)
     if without:
         sec.blocks.append(f"{_plural(without, 'run')} without environment.json.")
@@ -456,11 +531,11 @@ def _draw_raster(fig, spikes: dict, sizes: dict, s: dict, stride: int):
         offset += sizes[name]
         if sizes[name]:
             hz = np.histogram(times, bins=edges)[0] / (sizes[name] * bin_ms / 1000)
-            rate.step(edges[:-1], hz, where="post", color=colour, label=name)
+            rate.stairs(hz, edges, color=colour, label=name)      # the last bin drawn to its end too
             peak = max(peak, float(hz.max(initial=0.0)))
     raster.set_yticks(ticks, list(spikes))
     raster.set_ylim(0, max(offset, 1))
-    raster.set_ylabel("neuron" + (f" (every {stride}th)" if stride > 1 else ""))
+    raster.set_ylabel("neuron" + (f" (every {ordinal(stride)})" if stride > 1 else ""))
     rate.set_xlabel("time (ms)")
     rate.set_ylabel(f"rate (Hz, {bin_ms:g} ms bins)")
     rate.set_xlim(0, s["duration_ms"])
@@ -468,20 +543,44 @@ def _draw_raster(fig, spikes: dict, sizes: dict, s: dict, stride: int):
     rate.legend(loc="upper right", fontsize="small", ncols=len(spikes))
 
 
+def rate_window(s: dict) -> tuple[str, dict, dict]:
+    """(the window in words, rates per population, rates per neuron type) of a summary: its
+    steady-state rates over rates_window_ms, or, where that window is missing or empty (a run no
+    longer than the transient, from a ranvier that cut it anyway), the whole run's rates_hz."""
+    duration = float(s["duration_ms"])
+    window = s.get("rates_window_ms")
+    steady = s.get("rates_steady_hz")
+    if window and len(window) == 2 and float(window[1]) > float(window[0]) and steady:
+        lo, hi = map(float, window)
+        by_type = s.get("rates_steady_by_type_hz") or {}
+    else:
+        lo, hi = 0.0, duration
+        steady, by_type = s.get("rates_hz") or {}, {}     # no whole-run rates per type in summary.json
+    span = f"{lo / 1000:g}–{hi / 1000:g}"
+    if lo == 0 and hi == duration:
+        words = f"{span} (whole run, onset included)"
+    elif lo > 0:
+        words = f"{span} (after a {lo / 1000:g} s transient)"
+    else:
+        words = span
+    return words, steady, by_type
+
+
 def section_rates(ctx) -> Section:
     run = ctx.raster_run
     sec = Section("2. Firing rates and activity",
-                  f"Rates are summary.json's steady-state means over its window (rates_steady_hz); the raster and "
-                  f"the population rates over time are drawn from spikes.h5 of run {ctx.name(run)}.")
-    pops = list(dict.fromkeys(p for c in ctx.configs for p in (c.summary.get("rates_steady_hz") or {})))
-    types = list(dict.fromkeys(t for c in ctx.configs for t in (c.summary.get("rates_steady_by_type_hz") or {})))
+                  f"Rates are summary.json's means over the window of each row (rates_steady_hz over "
+                  f"rates_window_ms): from {STEADY_START_MS / 1000:g} s to the end for runs longer than "
+                  f"{STEADY_START_MS / 1000:g} s, the whole run, onset transient included, for shorter ones. The raster "
+                  f"and the population rates over time are drawn from spikes.h5 of run {ctx.name(run)}.")
+    windows = {c.label: rate_window(c.median_run.summary) for c in ctx.configs}
+    pops = list(dict.fromkeys(p for _, steady, _ in windows.values() for p in steady))
+    types = list(dict.fromkeys(t for _, _, by_type in windows.values() for t in by_type))
     rows = []
     for c in ctx.configs:
-        s = c.median_run.summary
-        lo, hi = s.get("rates_window_ms") or (0.0, s["duration_ms"])
-        steady, by_type = s.get("rates_steady_hz") or {}, s.get("rates_steady_by_type_hz") or {}
-        rows.append([c.label, f"{lo / 1000:g}–{hi / 1000:g}", *(_fixed(steady.get(p), 2) for p in pops),
-                     *(_fixed(by_type.get(t), 2) for t in types), f"{s.get('spikes_total', 0):,}"])
+        words, steady, by_type = windows[c.label]
+        rows.append([c.label, words, *(_fixed(steady.get(p), 2) for p in pops),
+                     *(_fixed(by_type.get(t), 2) for t in types), f"{c.median_run.summary.get('spikes_total', 0):,}"])
     sec.blocks.append(Table(["configuration", "window (s)", *(f"{p} (Hz)" for p in pops),
                              *(f"{t} (Hz)" for t in types), "spikes"], rows))
     spike_file = run.path / "spikes.h5"
@@ -497,7 +596,7 @@ def section_rates(ctx) -> Section:
     total = sum(ids.size for ids, _ in spikes.values())
     stride = max(1, math.ceil(total / RASTER_MAX_SPIKES))   # every stride-th neuron: whole spike trains
     caption = (f"Spikes of {ctx.name(run)} ({total:,} in all"
-               + (f"; every {stride}th neuron shown, at most about {RASTER_MAX_SPIKES:,} spikes" if stride > 1 else "")
+               + (f"; every {ordinal(stride)} neuron shown, at most about {RASTER_MAX_SPIKES:,} spikes" if stride > 1 else "")
                + "), populations in colour; below, each population's rate over time.")
     fig = figure("raster.png", caption, lambda f: _draw_raster(f, spikes, sizes, run.summary, stride), size=(10, 5.5))
     sec.blocks.append(fig)
@@ -593,7 +692,7 @@ def section_scaling(ctx) -> Section:
         sec.blocks.append("All runs use the same number of cores: no scaling to show.")
         return sec
     series = scaling_series(ctx.configs)
-    sec.blocks.append(figure("scaling.png", "Real-time factor against cores; dashed red: real time (1); dotted: "
+    sec.blocks.append(figure("scaling.png", "Real-time factor against cores; dashed red: real time (factor 1); dotted: "
                                             "ideal scaling from the smallest core count of each line.",
                              lambda f: _draw_scaling(f, series), size=(8, 4.8)))
     rows = []
@@ -610,7 +709,9 @@ def section_scaling(ctx) -> Section:
 
 # -- section 5: phases per rank --------------------------------------------------------------
 def _draw_phases(fig, configs: list[Config]):
-    axes = np.atleast_1d(fig.subplots(1, len(configs), sharey=True, squeeze=False)[0])
+    # Each panel its own y scale: configurations differ in wall time by their core counts, and a
+    # shared scale flattens the small ones; a panel compares the ranks of one run.
+    axes = fig.subplots(1, len(configs), squeeze=False)[0]
     for ax, c in zip(axes, configs):
         per_rank = c.median_run.summary.get("phase_seconds_per_rank") or {}
         ranks = np.arange(c.summary["ranks"])
@@ -622,19 +723,29 @@ def _draw_phases(fig, configs: list[Config]):
         ax.set_title(c.label, fontsize="small")
         ax.set_xlabel("rank")
         ax.set_xticks(ranks if ranks.size <= 10 else ranks[::math.ceil(ranks.size / 8)])
-    axes[0].set_ylabel("seconds")
-    axes[-1].legend(fontsize="small", loc="upper right")
+        ax.set_ylabel("seconds")
+    # beside the last panel, not over its bars
+    axes[-1].legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0)
 
 
 def section_phases(ctx) -> Section:
-    shown = sorted(ctx.configs, key=lambda c: (-c.cores, c.label))[:PHASE_FIGURE_CONFIGS]
-    shown = [c for c in ctx.configs if c in shown]
+    measured = [c for c in ctx.configs if c.median_run.summary.get("phase_seconds_per_rank")]
+    shown = sorted(measured, key=lambda c: (-c.cores, c.label))[:PHASE_FIGURE_CONFIGS]
+    shown = [c for c in measured if c in shown]
     sec = Section("5. Phases per rank",
                   "summary.json's phase_seconds_per_rank of the median run of each configuration"
-                  + (f" (the {len(shown)} with the most cores)." if len(shown) < len(ctx.configs) else "."))
+                  + (f" (the {len(shown)} with the most cores)." if len(shown) < len(measured) else "."))
+    if not shown:
+        sec.blocks.append("No phase_seconds_per_rank in the summaries: nothing to draw.")
+        return sec
     width = min(16.0, 3.0 + 3.0 * len(shown))
-    sec.blocks.append(figure("phases.png", "Seconds per phase on each rank (stacked).",
-                             lambda f: _draw_phases(f, shown), size=(width, 3.8)))
+    caption = "Seconds per phase on each rank (stacked)" + (
+        "; each panel has its own y scale (compare ranks within a panel, configurations in section 3's table)."
+        if len(shown) > 1 else ".")
+    sec.blocks.append(figure("phases.png", caption, lambda f: _draw_phases(f, shown), size=(width, 3.8)))
+    missing = [c.label for c in ctx.configs if c not in measured]
+    if missing:
+        sec.blocks.append(f"No phase_seconds_per_rank in the median run of {', '.join(missing)}.")
     return sec
 
 
@@ -682,7 +793,8 @@ def section_cycle_times(ctx) -> Section:
             del times[c.label]
             missing.append(f"{ctx.name(c.median_run)} (no cycle time above zero)")
     if times:
-        sec.blocks.append(figure("cycle_times.png", "Histogram of cycle times per configuration (log-log).",
+        sec.blocks.append(figure("cycle_times.png", "Histogram of cycle times per configuration (log-log), every cycle, the "
+                                                    "transient included.",
                                  lambda f: _draw_cycle_times(f, times), size=(8, 4.2)))
     if missing:
         sec.blocks.append(f"No cycle times from timers.h5 of {', '.join(missing)}.")
@@ -693,16 +805,18 @@ def section_cycle_times(ctx) -> Section:
             rows.append([c.label, *[DASH] * 6])
             continue
         p, acf = stats["pooled"], stats.get("autocorrelation") or []
-        rows.append([c.label, f"{stats['cycles']:,}", str(stats["D"]), sig(p["mean_s"] * 1e6), sig(p.get("cv")),
+        skipped = stats.get("transient_cycles")
+        rows.append([c.label, f"{stats['cycles']:,}" + (f" ({skipped:,} skipped)" if skipped is not None else ""),
+                     str(stats["D"]), sig(p["mean_s"] * 1e6), sig(p.get("cv")),
                      sig(p.get("lumped_cv")), sig(acf[0]) if acf else DASH])
-    sec.blocks.append(Table(["configuration", "cycles", "D", "mean (µs)", "CV", "lumped CV (over D cycles)",
+    sec.blocks.append(Table(["configuration", "cycles (transient skipped)", "D (cycles lumped)", "mean (µs)", "CV", "lumped CV (over D cycles)",
                              "autocorrelation, lag 1"], rows))
     return sec
 
 
 # -- section 7: energy (the study's Tables II and III) ---------------------------------------
-NO_ENERGY = {"available": False, "reason": "no energy record in summary.json (written by a ranvier without "
-                                           "energy measurement)"}
+NO_ENERGY = {"available": False, "recorded": False,
+             "reason": "no energy record in summary.json (written by a ranvier without energy measurement)"}
 
 
 def energy_of(run: Run) -> dict:
@@ -719,11 +833,21 @@ def _uj(e: dict, kind: str):
     return None if _missing(per_event) else 1e6 * per_event
 
 
+def _short_reason(e: dict) -> str:
+    """A few words for a table cell; the full reason goes into a note."""
+    if e.get("recorded") is False:
+        return "not recorded"
+    if "switched off" in e["reason"]:
+        return "switched off"
+    return "no meter" if not e.get("meter") else f"{_env_text(e['meter'])}: no reading"
+
+
 def config_energy(c: Config) -> dict:
     """Medians over the repeats that measured energy, or the reason none did."""
     measured = [energy_of(r) for r in c.runs if energy_of(r).get("available")]
     if not measured:
-        return {"available": False, "reason": energy_of(c.runs[0])["reason"]}
+        e = energy_of(c.runs[0])
+        return {"available": False, "reason": e["reason"], "short": _short_reason(e)}
 
     def median(get):
         return _median(get(e) for e in measured)
@@ -750,15 +874,16 @@ def section_energy(ctx) -> Section:
                   "here), median over the repeats that measured it: energy to solution is the energy above the idle "
                   "baseline over the simulation (energy_j), as in the study; the total includes the baseline; µJ per "
                   "synaptic event is energy to solution / all (recurrent + external) or recurrent events.")
-    rows, notes, reasons = [], {}, {}
+    rows, notes, numbers = [], {}, []
     for c in ctx.configs:
         e = ctx.energy[c.label]
         wall = sig(_median(r.summary["simulate_seconds"] for r in c.runs))
         if not e["available"]:
-            # each distinct reason is stated once, under the table; rows refer to it by number
-            number = reasons.setdefault(e["reason"], len(reasons) + 1)
-            rows.append([c.label, str(c.cores), wall, DASH, DASH, DASH, f"unavailable ({number})", DASH, DASH,
-                         DASH, DASH])
+            # each distinct reason is stated once, in a note under the table; rows refer to it
+            number, new = ctx.note(e["reason"])
+            numbers += [number] if new else []
+            rows.append([c.label, str(c.cores), wall, DASH, DASH, DASH, f"{e['short']}: see note {number}", DASH,
+                         DASH, DASH, DASH])
             continue
         time_s = e["time_s"] if e["time_s"] is not None else _median(r.summary["simulate_seconds"] for r in c.runs)
         rows.append([c.label, str(c.cores), sig(time_s), sig(e["power_w"]), sig(e["baseline_w"]), sig(e["above_w"]),
@@ -769,11 +894,10 @@ def section_energy(ctx) -> Section:
     sec.blocks.append(Table(["configuration", "cores", "time (s)", "mean power (W)", "baseline (W)",
                              "above baseline (W)", "energy to solution (J)", "total with baseline (J)",
                              "µJ per synaptic event (all / recurrent)", "meter", "estimate"], rows))
-    for reason, number in reasons.items():
-        sec.blocks.append(f"({number}) unavailable: {reason}")
+    sec.blocks += [ctx.note_text(number) for number in numbers]
     for note, labels in notes.items():       # once per distinct note, not once per configuration
         where = "all configurations" if len(labels) == len(ctx.configs) else ", ".join(labels)
-        sec.blocks.append(f"Note ({where}): {note}")
+        sec.blocks.append(f"The meter's note ({where}): {note}")
     return sec
 
 
@@ -784,32 +908,36 @@ def _network(s: dict) -> str:
 
 def section_literature(ctx) -> Section:
     sec = Section("8. Energy per synaptic event against the literature",
-                  "The reference figures are copied from Table IV of [1] (all excluding the baseline power; time, "
+                  f"The reference figures are copied from Table IV of {STUDY_REF} (all excluding the baseline power; time, "
                   "power and energy from the 4-core rows of its Tables II and III); this machine's are section 7's.")
     rows = [list(row) for row in LITERATURE]
     cpus = [dict(machine_rows(r.environment)).get("CPU") for r in ctx.runs if r.environment]
     cpu = ", ".join(dict.fromkeys(c for c in cpus if c)) or "this machine"
-    unavailable: dict[str, list[Config]] = {}
+    unavailable: dict[tuple[str, str], list[Config]] = {}
     for c in ctx.configs:
         e = ctx.energy[c.label]
         if not e["available"]:
-            unavailable.setdefault(e["reason"], []).append(c)
+            unavailable.setdefault((e["short"], e["reason"]), []).append(c)
             continue
         uj = f"{sig(e['uj_all'])} (all), {sig(e['uj_recurrent'])} (recurrent)"
         uj += " (estimate)" if e["estimate"] else ""
         rows.append([f"Ranvier, {c.label}", cpu, _network(c.summary), uj, sig(e["time_s"]), sig(e["above_w"]),
                      sig(e["energy_j"]), "this report, section 7"])
-    for reason, cs in unavailable.items():      # one row per reason, not one per configuration
+    numbers = []
+    for (short, reason), cs in unavailable.items():      # one row per reason, not one per configuration
         who = cs[0].label if len(cs) == 1 else f"{len(cs)} configurations"
         networks = ", ".join(dict.fromkeys(_network(c.summary) for c in cs))
-        rows.append([f"Ranvier, {who}", cpu, networks, f"unavailable: {reason}", DASH, DASH, DASH,
+        number, new = ctx.note(reason)      # section 7 stated it already: the same number
+        numbers += [number] if new else []
+        rows.append([f"Ranvier, {who}", cpu, networks, f"{short}: see note {number}", DASH, DASH, DASH,
                      "this report, section 7"])
     sec.blocks.append(Table(["simulator", "platform", "network", "µJ per synaptic event", "time (s)",
                              "power above baseline (W)", "energy (J)", "source"], rows))
-    sec.blocks.append("[1] counts synaptic events as neurons × synapses per neuron × mean rate × simulated time, "
-                      "that is recurrent events: compare its figures with the recurrent column.")
-    sec.blocks.append(f"[1] {STUDY}.")
-    sec.blocks.append(f"[2] {COMPASS}.")
+    sec.blocks += [ctx.note_text(number) for number in numbers]
+    sec.blocks.append(f"The study {STUDY_REF} counts synaptic events as neurons × synapses per neuron × mean rate × simulated "
+                      f"time, that is recurrent events: compare its figures with the recurrent column.")
+    sec.blocks.append(f"{STUDY_REF} {STUDY}.")
+    sec.blocks.append(f"{COMPASS_REF} {COMPASS}.")
     return sec
 
 
@@ -877,6 +1005,18 @@ class Context:
     raster_run: Run
     root: Path
     energy: dict = field(default_factory=dict)      # configuration label -> config_energy
+    notes: dict = field(default_factory=dict)       # note text -> its number, unique on the page
+
+    def note(self, text: str) -> tuple[int, bool]:
+        """The page-wide number of a note, and whether this is its first mention (then the caller
+        states it under its table; later mentions only refer to the number)."""
+        new = text not in self.notes
+        number = self.notes.setdefault(text, len(self.notes) + 1)
+        return number, new
+
+    def note_text(self, number: int) -> str:
+        text = next(t for t, n in self.notes.items() if n == number)
+        return f"Note {number}: {text}"
 
     def name(self, run: Run) -> str:
         """A run's folder relative to the folder all runs share."""
@@ -982,8 +1122,15 @@ def render_markdown(title: str, intro: str, sections: list[Section]) -> str:
 FIGURE_NAMES = ("raster.png", "scaling.png", "phases.png", "cycle_times.png")
 
 
-def write_report(paths, out, title: str | None = None, raster: Path | None = None) -> tuple[Path, Path]:
-    """Writes out/report.html (self-contained) and out/report.md (figures in out/figures/)."""
+class Written(NamedTuple):
+    html: Path
+    markdown: Path
+    figures: list[Path]          # the PNGs of report.md, in out/figures/; none where none was drawn
+
+
+def write_report(paths, out, title: str | None = None, raster: Path | None = None) -> Written:
+    """Writes out/report.html (self-contained) and out/report.md (figures in out/figures/, a folder
+    made only when there are figures)."""
     out = Path(out)
     if out.exists() and not out.is_dir():
         raise ConfigError(f"report: --out '{out}' exists and is not a folder; choose another path")
@@ -991,18 +1138,22 @@ def write_report(paths, out, title: str | None = None, raster: Path | None = Non
     title = title or default_title(ctx)
     intro = _intro(ctx)
     figures = [b for sec in sections for b in sec.blocks if isinstance(b, Figure)]
-    html_path, md_path = out / "report.html", out / "report.md"
+    html_path, md_path, folder = out / "report.html", out / "report.md", out / "figures"
     try:
-        (out / "figures").mkdir(parents=True, exist_ok=True)
+        out.mkdir(parents=True, exist_ok=True)
+        if figures:
+            folder.mkdir(exist_ok=True)
         for fig in figures:
-            (out / "figures" / fig.name).write_bytes(fig.png)
+            (folder / fig.name).write_bytes(fig.png)
         for name in set(FIGURE_NAMES) - {fig.name for fig in figures}:    # left by an earlier report
-            (out / "figures" / name).unlink(missing_ok=True)
+            (folder / name).unlink(missing_ok=True)
+        if folder.is_dir() and not any(folder.iterdir()):
+            folder.rmdir()
         html_path.write_text(render_html(title, intro, sections), encoding="utf-8")
         md_path.write_text(render_markdown(title, intro, sections), encoding="utf-8")
     except OSError as e:
         raise ConfigError(f"report: cannot write '{e.filename or out}': {e.strerror}; choose another --out") from None
-    return html_path, md_path
+    return Written(html_path, md_path, [folder / fig.name for fig in figures])
 
 
 # -- the command line ------------------------------------------------------------------------
@@ -1032,7 +1183,8 @@ def default_out(dirs) -> Path:
 
 def command(args) -> int:
     out = Path(args.out) if args.out else default_out(args.dirs)
-    html_path, md_path = write_report(args.dirs, out, title=args.title, raster=args.raster)
-    print(f"report written: {html_path}")
-    print(f"                {md_path} (figures in {md_path.parent / 'figures'})")
+    written = write_report(args.dirs, out, title=args.title, raster=args.raster)
+    print(f"report written: {written.html}")
+    figures = f" ({_plural(len(written.figures), 'figure')} in {written.figures[0].parent})" if written.figures else ""
+    print(f"                {written.markdown}{figures}")
     return 0
