@@ -10,7 +10,7 @@ one after the other, never at once, with the same number of threads. Ranvier run
 `ranvier run --model microcircuit ...` and is read back from its summary.json and spikes.h5;
 NEST (the `nest-simulator` package, never a dependency of Ranvier) runs the PyNEST
 implementation of the Potjans-Diesmann microcircuit below, written from
-shared/models/microcircuit.md. The table gives network construction, simulation wall time,
+docs/workloads/microcircuit.md. The table gives network construction, simulation wall time,
 real-time factor, peak resident memory, bytes per synapse, synapse count and the rates of
 the eight populations after the transient, with the ratio NEST / Ranvier of each figure and
 the deviation of each simulator's rates from the spec's reference rates. See
@@ -32,7 +32,7 @@ import time
 from pathlib import Path
 
 # ---------------------------------------------------------------------------------------------
-# The model: shared/models/microcircuit.md
+# The model: docs/workloads/microcircuit.md
 # ---------------------------------------------------------------------------------------------
 POPULATIONS = ("L23E", "L23I", "L4E", "L4I", "L5E", "L5I", "L6E", "L6I")
 EXCITATORY = (True, False, True, False, True, False, True, False)
@@ -64,8 +64,8 @@ DELAY_REL_SD = 0.5
 EXTERNAL_RATE_HZ = 8.0          # per external synapse
 EXTERNAL_DELAY_MS = 1.5
 
-# NEST 3.10, 2 threads, full scale, on the developers' 2-core machine (microcircuit.md)
-REFERENCE_NEST = {"label": "NEST 3.10, 2 threads, full scale (microcircuit.md, this machine)",
+# NEST 3.10, 2 threads, full scale, on the developers' 2-core machine (docs/workloads/microcircuit.md)
+REFERENCE_NEST = {"label": "NEST 3.10, 2 threads, full scale (docs/workloads/microcircuit.md, this machine)",
                   "threads": 2, "construction_s": 120.0, "real_time_factor": 260.0,
                   "peak_rss_bytes": 14.5e9, "bytes_per_synapse": 49.0}
 
@@ -180,7 +180,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Run one workload on NEST and on Ranvier, one after the other with the same threads, "
                     "and print construction time, simulation time, real-time factor, peak memory, bytes "
                     "per synapse, synapses and population rates side by side with the ratios NEST / Ranvier.")
-    ap.add_argument("model", choices=MODELS, help="the workload (shared/models/<model>.md)")
+    ap.add_argument("model", choices=MODELS, help="the workload (docs/workloads/<model>.md)")
     ap.add_argument("--scale", type=float, default=0.1, help="neuron number scaling (1 = full scale, 77,169 "
                     "neurons, about 299 M synapses and 14.5 GB in NEST; default 0.1)")
     ap.add_argument("--k-scale", type=float, default=None, help="in-degree scaling in (0, 1] (weights / "
@@ -646,7 +646,7 @@ def report(w: dict, nest: dict | None, ranvier: dict | None, notes: list[str]) -
                      + (f"; this run has {w['threads']} thread(s)" if w["threads"] != REFERENCE_NEST["threads"]
                         else ""))
     parts.append("")
-    parts.append("Population rates after the transient; reference: microcircuit.md (full scale, NEST, Poisson input)")
+    parts.append("Population rates after the transient; reference: docs/workloads/microcircuit.md (full scale, NEST, Poisson input)")
     parts.append(format_rates(nest, ranvier))
     if nest is not None and nest.get("runs"):
         timers = nest["runs"][0].get("nest_kernel_timers_s", {})
@@ -656,7 +656,7 @@ def report(w: dict, nest: dict | None, ranvier: dict | None, notes: list[str]) -
                          f"(kernel time_communicate_prepare).")
     if not full or w["input"] != "poisson":
         parts.append("The reference rates are those of the full-scale network with Poisson input: downscaled "
-                     "runs (scale or k_scale < 1) and DC input drift from them (docs/microcircuit.md), so "
+                     "runs (scale or k_scale < 1) and DC input drift from them (docs/workloads/microcircuit.md), so "
                      "compare NEST with Ranvier here rather than either with the reference.")
     parts += notes
     return "\n".join(parts)

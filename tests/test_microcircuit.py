@@ -1,4 +1,4 @@
-"""The Potjans-Diesmann microcircuit (shared/models/microcircuit.md) and its neuron model.
+"""The Potjans-Diesmann microcircuit (docs/workloads/microcircuit.md) and its neuron model.
 
 The LIF neuron with exponential currents against its closed-form solution; the model's
 structure (fixed synapse totals with multapses and autapses, clipped Gaussian weights,

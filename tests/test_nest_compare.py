@@ -99,7 +99,7 @@ def test_synapse_formula():
     assert nc.synapses_full(0.01, 100, 100) == pytest.approx(math.log(0.99) / math.log(1 - 1e-4))
     with pytest.raises(nc.HarnessError):
         nc.synapses_full(1.0, 10, 10)
-    # full scale: about 299 million (microcircuit.md)
+    # full scale: about 299 million (docs/workloads/microcircuit.md)
     total = sum(map(sum, nc.synapse_numbers(1.0)))
     assert 298.5e6 < total < 299.3e6
 
@@ -125,7 +125,7 @@ def test_population_sizes():
 
 
 def test_psp_to_psc_factor():
-    # 0.15 mV -> about 87.8 pA (microcircuit.md)
+    # 0.15 mV -> about 87.8 pA (docs/workloads/microcircuit.md)
     assert 0.15 * nc.psc_per_psp() == pytest.approx(87.81, abs=0.01)
     # the factor is the inverse of the peak of the PSP of a 1 pA exponential current,
     # V(t) = tau_s tau_m / (C (tau_m - tau_s)) (exp(-t/tau_m) - exp(-t/tau_s))

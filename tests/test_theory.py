@@ -1,4 +1,4 @@
-"""The synchronisation and irregular-access models of shared/models/theory.md (sections 1, 2)."""
+"""The synchronisation and irregular-access models of docs/theory.md (sections 1, 2)."""
 import math
 
 import pytest

@@ -25,7 +25,7 @@ import math
 
 import numpy as np
 
-# Potjans & Diesmann (2014), full scale, Poisson input: one long NEST run (docs/microcircuit.md).
+# Potjans & Diesmann (2014), full scale, Poisson input: one long NEST run (docs/workloads/microcircuit.md).
 MICROCIRCUIT_POPULATIONS = ("L23E", "L23I", "L4E", "L4I", "L5E", "L5I", "L6E", "L6I")
 REFERENCE_RATES_HZ = {"L23E": 0.903, "L23I": 2.965, "L4E": 4.414, "L4I": 5.876,
                       "L5E": 7.569, "L5I": 8.633, "L6E": 1.105, "L6I": 7.829}

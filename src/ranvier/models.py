@@ -1,7 +1,7 @@
 """The reference workloads, each a function that returns a validated `Network`.
 
-Every parameter of a model's spec (shared/models/*.md) is a keyword argument; unknown
-keywords are refused with the list of known ones.
+Every parameter of a model (docs/workloads/<name>.md describes each model, its parameters and
+their defaults) is a keyword argument; unknown keywords are refused with the list of known ones.
 """
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import math
 from .errors import ConfigError
 from .network import Network, PoissonDrive, Population, Projection
 
-# dpsnn: shared/models/dpsnn.md ("AW2.8Hz" configuration of the DPSNN engine's 2019 release).
+# dpsnn: docs/workloads/dpsnn.md ("AW2.8Hz" configuration of the DPSNN engine's 2019 release).
 DPSNN_DEFAULTS = {
     "neurons": 20480,              # columns of 1280 (256 F, 768 B, 256 I); other sizes keep the fractions
     "synapses_per_neuron": 1125,   # p = synapses_per_neuron / neurons for every ordered pair, no autapses
@@ -122,7 +122,8 @@ def dpsnn(**overrides) -> Network:
     return net
 
 
-# artificial-cells: the Blue Gene/P spike-exchange study's communication benchmark (DESIGN.md).
+# artificial-cells: the Blue Gene/P spike-exchange study's communication benchmark
+# (docs/workloads/artificial-cells.md).
 ARTIFICIAL_CELLS_DEFAULTS = {
     "cells": 32768,
     "targets_per_cell": 1000,      # 1K or 10K in the study; p = targets_per_cell / cells per ordered pair
@@ -154,7 +155,7 @@ def artificial_cells(**overrides) -> Network:
     return net
 
 
-# mam-benchmark: the structure-aware multi-area study's benchmark (shared/models/mam-benchmark.md).
+# mam-benchmark: the structure-aware multi-area study's benchmark (docs/workloads/mam-benchmark.md).
 MAM_BENCHMARK_DEFAULTS = {
     "n_areas": 8,
     "area_size": 10000,            # neurons per area (the mean, with area_size_sd)
@@ -253,7 +254,7 @@ def mam_benchmark(**overrides) -> Network:
     return net
 
 
-# microcircuit: the Potjans-Diesmann cortical microcircuit (shared/models/microcircuit.md).
+# microcircuit: the Potjans-Diesmann cortical microcircuit (docs/workloads/microcircuit.md).
 MICROCIRCUIT_POPULATIONS = ("L23E", "L23I", "L4E", "L4I", "L5E", "L5I", "L6E", "L6I")
 MICROCIRCUIT_SIZES = (20683, 5834, 21915, 5479, 4850, 1065, 14395, 2948)
 MICROCIRCUIT_K_EXT = (1600, 1500, 2100, 1900, 2000, 1900, 2900, 2100)

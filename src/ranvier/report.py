@@ -983,7 +983,7 @@ def theory_rows(s: dict) -> list[list[str]]:
 
 def section_theory(ctx) -> Section:
     sec = Section("9. Theory next to measurement",
-                  "summary.json's theory of the median run of each configuration: the models of theory.md evaluated "
+                  "summary.json's theory of the median run of each configuration: the models of docs/theory.md evaluated "
                   "for the run's parameters, next to the measured quantity (a dash where a side has no value).")
     rows = [[c.label, *row] for c in ctx.configs for row in theory_rows(c.median_run.summary)]
     if rows:

@@ -1,4 +1,4 @@
-"""Models that explain the measurements (shared/models/theory.md).
+"""Models that explain the measurements (docs/theory.md).
 
 Synchronisation (section 1): cycle times as iid N(mu, sigma^2) draws; every cycle (or every D
 cycles) waits for the slowest of P ranks, k_P sigma above the mean on average.

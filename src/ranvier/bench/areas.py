@@ -1,4 +1,4 @@
-"""Benchmarks of structure-aware simulation of multi-area models (shared/models/mam-benchmark.md):
+"""Benchmarks of structure-aware simulation of multi-area models (docs/workloads/mam-benchmark.md):
 
     ranvier bench weak-scaling mam-benchmark --ranks 1,2,4 --repeats 3
     ranvier bench heterogeneity mam-benchmark --knob rate_sd --values 0,0.5,1 --ranks 2
