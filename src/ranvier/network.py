@@ -387,20 +387,25 @@ class Projection:
                 whole_steps(where, "delay_step_ms", self.delay_step_ms, self.origin, h, minimum=1)
             return
         delays = self.delay_array_ms()
+        # below one step first: that, not the grid, is what a delay of 0.04 ms at 0.1 ms gets wrong
         if delays is None:
+            if self.delay_ms / h < 1 - 1e-9:
+                label = f"'{self.origin['delay_ms']}'" if "delay_ms" in self.origin else f"{where}: 'delay_ms'"
+                raise ConfigError(f"{label} = {self.delay_ms} ms is below the resolution {h} ms; "
+                                  f"delays must be at least one step")
             whole_steps(where, "delay_ms", self.delay_ms, self.origin, h, minimum=1)
             return
         n = delays / h
+        short = np.flatnonzero(n < 1 - 1e-9)
+        if short.size:
+            i = int(short[0])
+            raise ConfigError(f"{where}: delay_ms[{i}] = {delays[i]} ms is below the resolution {h} ms; "
+                              f"delays must be at least one step")
         bad = np.flatnonzero(np.abs(n - np.round(n)) > 1e-9 * np.maximum(1.0, np.abs(n)))
         if bad.size:
             i = int(bad[0])
             raise ConfigError(f"{where}: delay_ms[{i}] = {delays[i]} ms is not a multiple of the resolution {h} ms; "
                               f"choose a multiple or a finer resolution_ms")
-        short = np.flatnonzero(np.round(n) < 1)
-        if short.size:
-            i = int(short[0])
-            raise ConfigError(f"{where}: delay_ms[{i}] = {delays[i]} ms is below the resolution {h} ms; "
-                              f"delays must be at least one step")
 
 
 def _delay_law(pr: Projection) -> str:
