@@ -28,7 +28,7 @@ import traceback
 
 import numpy as np
 
-MODELS = ("dpsnn", "burst", "artificial-cells", "mam-benchmark", "microcircuit", "iaf_psc_alpha")
+MODELS = ("dpsnn", "burst", "artificial-cells", "mam-benchmark", "microcircuit", "iaf_psc_alpha", "rules")
 # The microcircuit test network: `neurons` sets the scale (of 77,169), and the in-degrees are scaled
 # alike; the thalamic sources fire early so that the Poisson-source cells are exercised too.
 MICROCIRCUIT_TEST = {"thalamus": True, "th_start_ms": 50.0, "th_duration_ms": 20.0}
@@ -64,8 +64,8 @@ def burst_network(neurons: int, probability: float):
     for src in ("A", "B"):
         for tgt in ("A", "B"):
             # delays 1, 2 or 3 ms: some events are still pending at the end of a 7 ms run
-            net.connect(rv.Projection(src, tgt, probability, -0.2, 0.05, delay_offset_ms=1.0,
-                                      delay_scale_ms=1.0, delay_cut_ms=3.0, delay_step_ms=1.0))
+            net.connect(rv.Projection(source=src, target=tgt, probability=probability, weight=-0.2, weight_sd=0.05,
+                                      delay_offset_ms=1.0, delay_scale_ms=1.0, delay_cut_ms=3.0, delay_step_ms=1.0))
     return net
 
 
@@ -77,7 +77,7 @@ def connection_summary(sim) -> dict:
     steps); the digest is the sum of the hashes modulo 2^64, so it does not depend on the
     order in which synapses are stored nor on which rank holds them.
     """
-    src, tgt, w, d = sim.connections()
+    src, tgt, w, d = sim.connections(local=True)
     src = np.asarray(src, dtype=np.int64)
     steps = np.rint(np.asarray(d, dtype=np.float64) / sim.resolution_ms).astype(np.int64)
     wbits = np.ascontiguousarray(np.asarray(w, dtype=np.float64)).view(np.uint64)
@@ -125,10 +125,48 @@ def alpha_network(neurons: int, probability: float):
     net.add_population(rv.Population("I", neurons - n_e, dict(params), model="iaf_psc_alpha", excitatory=False))
     for src, w in (("E", 40.0), ("I", -160.0)):
         for tgt in ("E", "I"):
-            net.connect(rv.Projection(src, tgt, probability, w, 0.0, delay_offset_ms=1.0, delay_scale_ms=1.0,
-                                      delay_cut_ms=3.0, delay_step_ms=0.1))
+            net.connect(rv.Projection(source=src, target=tgt, probability=probability, weight=w,
+                                      delay_offset_ms=1.0, delay_scale_ms=1.0, delay_cut_ms=3.0, delay_step_ms=0.1))
     for tgt in ("E", "I"):
-        net.drive(rv.PoissonDrive(tgt, 100, 80.0, 40.0, 0.0))
+        net.drive(rv.PoissonDrive(tgt, 100, 80.0, weight=40.0))
+    return net
+
+
+RULES_LIF = {"tau_m_ms": 20.0, "theta_mV": 20.0, "reset_mV": 10.0, "tau_arp_ms": 2.0, "alpha_c": 0.0,
+             "tau_c_ms": 100.0, "g_c_mV_per_ms": 0.0, "dc_mV_per_ms": 0.0}
+
+
+def rules_network(neurons: int, synapses: int):
+    """Every connection rule but the pairwise one, and constant delays, in one driven network:
+    E and I (lifca, mV) connected by fixed in-degree and fixed out-degree projections (constant,
+    exponential and normal delays), and P (iaf_psc_alpha, pA, split input) reached by an explicit
+    list with weights of both signs and delays per entry; P projects back by a list with one
+    drawn weight law and one constant delay. `synapses` is K."""
+    import ranvier as rv
+    n_e, n_i = neurons * 3 // 5, neurons // 5
+    n_p = neurons - n_e - n_i
+    k = synapses
+    net = rv.Network(name="rules")
+    net.add_population(rv.Population("E", n_e, dict(RULES_LIF)))
+    net.add_population(rv.Population("I", n_i, dict(RULES_LIF), excitatory=False))
+    net.add_population(rv.Population("P", n_p, {"V0_mean_mV": -60.0, "V0_sd_mV": 5.0}, model="iaf_psc_alpha"))
+    net.connect(rv.Projection(source="E", target="E", indegree=k, weight=0.2, weight_sd=0.05, delay_ms=1.5))
+    net.connect(rv.Projection(source="E", target="I", outdegree=k // 2, weight=0.3, delay_offset_ms=1.0,
+                              delay_scale_ms=2.0, delay_cut_ms=5.0, delay_step_ms=0.5))
+    net.connect(rv.Projection(source="I", target="E", indegree=k // 2, weight=-0.8, weight_sd=0.1,
+                              delay_distribution="normal", delay_offset_ms=1.0, delay_mean_ms=2.0, delay_sd_ms=0.5))
+    net.connect(rv.Projection(source="I", target="I", outdegree=k // 2, weight=-0.5, delay_ms=1.0))
+    rng = np.random.default_rng(7)               # the same list on every rank
+    entries = n_p * k
+    net.connect(rv.Projection(source="E", target="P", sources=rng.integers(0, n_e, entries),
+                              targets=rng.integers(0, n_p, entries),
+                              weight=rng.choice([-1.0, 1.0], entries) * rng.uniform(20.0, 60.0, entries),
+                              delay_ms=rng.integers(10, 41, entries) * 0.1))
+    net.connect(rv.Projection(source="P", target="I", sources=rng.integers(0, n_p, 2 * n_i),
+                              targets=np.repeat(np.arange(n_i), 2), weight=0.3, weight_sd=0.05, delay_ms=2.0))
+    for tgt in ("E", "I"):
+        net.drive(rv.PoissonDrive(tgt, 400, 5.0, weight=0.9, weight_sd=0.1))
+    net.drive(rv.PoissonDrive("P", 100, 50.0, weight=40.0))
     return net
 
 
@@ -158,6 +196,8 @@ def run_config(model="dpsnn", neurons=2048, synapses=1125, ms=300.0, threads=1, 
                               delay_ratio=delay_ratio)
     elif model == "iaf_psc_alpha":
         net = alpha_network(neurons, probability)
+    elif model == "rules":
+        net = rules_network(neurons, synapses)
     elif model == "microcircuit":
         scale = neurons / 77169
         net = rv.models.build("microcircuit", scale=scale, k_scale=scale, **MICROCIRCUIT_TEST)
@@ -177,6 +217,8 @@ def run_config(model="dpsnn", neurons=2048, synapses=1125, ms=300.0, threads=1, 
             os.environ["RANVIER_RANKS_PER_NODE"] = saved
     t_build = time.perf_counter() - t0
     summary = connection_summary(sim)
+    # the small rules network: every synapse, gathered on rank 0 (Simulation.connections)
+    gathered = sim.connections() if model == "rules" else None
     t1 = time.perf_counter()
     res = sim.run(ms)
     t_run = time.perf_counter() - t1
@@ -207,6 +249,8 @@ def run_config(model="dpsnn", neurons=2048, synapses=1125, ms=300.0, threads=1, 
         "population_sizes": np.array(res.population_sizes, dtype=np.int64),
         "build_seconds": t_build, "run_seconds": t_run,
     }
+    if gathered is not None:
+        out.update({f"connections_{k}": np.asarray(v) for k, v in gathered._asdict().items()})
     return out
 
 

@@ -125,8 +125,8 @@ def test_fraction_bits_for_2_to_the_31_neurons_and_more():
         net.add_population(rv.Population("A", n, dict(tau_m_ms=20.0, theta_mV=20.0, reset_mV=10.0, tau_arp_ms=2.0,
                                                        alpha_c=0.0, tau_c_ms=100.0, g_c_mV_per_ms=0.0,
                                                        dc_mV_per_ms=0.0)))
-        net.connect(rv.Projection("A", "A", 1e-6, 0.5, 0.1, delay_offset_ms=1.0, delay_scale_ms=1.0,
-                                  delay_cut_ms=1.0))
+        net.connect(rv.Projection(source="A", target="A", probability=1e-6, weight=0.5, weight_sd=0.1,
+                                  delay_offset_ms=1.0, delay_scale_ms=1.0, delay_cut_ms=1.0))
         bits = spec.fraction_bits(net, min_delay_ms=1.0)          # only the arithmetic, no build
         assert 8 <= bits <= 24
         assert not spec.packs(net, bits)
@@ -145,8 +145,8 @@ def test_largest_normal_deviate_is_the_engines():
     (0.1, 0.0, 0.1, 1),
 ])
 def test_max_delay_of_the_normal_law(mean, sd, h, expected):
-    pr = rv.Projection("A", "A", 0.1, 1.0, 0.0, delay_offset_ms=h, delay_distribution="normal",
-                       delay_mean_ms=mean, delay_sd_ms=sd)
+    pr = rv.Projection(source="A", target="A", probability=0.1, weight=1.0, delay_offset_ms=h,
+                       delay_distribution="normal", delay_mean_ms=mean, delay_sd_ms=sd)
     assert pr.max_delay_steps(h) == expected
 
 
@@ -157,8 +157,8 @@ def test_max_delay_of_the_normal_law(mean, sd, h, expected):
     (1.0, 1e6, 1.0, 1.0, 0.1, 10 + 22 * 10),                 # the cut is never reached: -log(2^-33) = 22.9
 ])
 def test_max_delay_of_the_exponential_law(offset, cut, step, scale, h, expected):
-    pr = rv.Projection("A", "A", 0.1, 1.0, 0.0, delay_offset_ms=offset, delay_scale_ms=scale, delay_cut_ms=cut,
-                       delay_step_ms=step)
+    pr = rv.Projection(source="A", target="A", probability=0.1, weight=1.0, delay_offset_ms=offset,
+                       delay_scale_ms=scale, delay_cut_ms=cut, delay_step_ms=step)
     assert pr.max_delay_steps(h) == expected
 
 

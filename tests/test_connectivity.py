@@ -204,8 +204,8 @@ def test_delays_are_whole_steps_and_set_the_interval():
               "tau_c_ms": 100.0, "g_c_mV_per_ms": 0.0, "dc_mV_per_ms": 0.0}
     net = rv.Network(name="grid")
     net.add_population(rv.Population("A", 400, params))
-    net.connect(rv.Projection("A", "A", 0.2, 0.1, 0.0, delay_offset_ms=0.3, delay_scale_ms=1.0,
-                              delay_cut_ms=1.0, delay_step_ms=0.2))
+    net.connect(rv.Projection(source="A", target="A", probability=0.2, weight=0.1, delay_offset_ms=0.3,
+                              delay_scale_ms=1.0, delay_cut_ms=1.0, delay_step_ms=0.2))
     sim = rv.Simulation(net, threads=1, seed=1, resolution_ms=0.1)
     assert sim.steps_per_cycle == 3
     _, _, w, d = sim.connections()

@@ -37,9 +37,7 @@ def simulate(params, sources, ms):
                                          model="poisson_source"))
     net.add_population(rv.Population("n", 1, params, model="iaf_psc_alpha"))
     for name, w, *_ in sources:
-        # A fixed delay: x < cut < step, so offset + floor(x / step) * step = offset.
-        net.connect(rv.Projection(name, "n", 1.0, w, 0.0, delay_offset_ms=DELAY_MS, delay_scale_ms=0.01,
-                                  delay_cut_ms=0.05, delay_step_ms=0.1))
+        net.connect(rv.Projection(source=name, target="n", probability=1.0, weight=w, delay_ms=DELAY_MS))
     gid = len(sources)
     sim = rv.Simulation(net, threads=1, seed=3, resolution_ms=H, record_state=[gid])
     return sim.run(ms), gid

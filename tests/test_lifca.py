@@ -159,7 +159,7 @@ def test_refractory_neuron_ignores_input_and_c_jumps_at_spikes():
     h, ms, n = 0.1, 100.0, 20
     p = {**BASE, "tau_arp_ms": 2.0, "g_c_mV_per_ms": 0.01, "alpha_c": 0.5, "tau_c_ms": 80.0}
     n_syn, rate, w, sd = 400, 10.0, 0.5, 0.1
-    net, res = simulate([("noisy", n, p)], ms, h=h, drives=[rv.PoissonDrive("noisy", n_syn, rate, w, sd)])
+    net, res = simulate([("noisy", n, p)], ms, h=h, drives=[rv.PoissonDrive("noisy", n_syn, rate, weight=w, weight_sd=sd)])
     R, steps = 20, round(ms / h)
     em, ec = math.exp(-h / p["tau_m_ms"]), math.exp(-h / p["tau_c_ms"])
     kc = (ec - em) / (1 / p["tau_m_ms"] - 1 / p["tau_c_ms"])
@@ -318,10 +318,10 @@ def test_poisson_drive_counts_per_step(cycle_steps):
     p = {**BASE, "theta_mV": 1e9, "tau_arp_ms": 0.0}
     net = rv.Network(name="drive")
     net.add_population(rv.Population("p", n, p))
-    net.drive(rv.PoissonDrive("p", n_syn, rate, w, 0.0))
+    net.drive(rv.PoissonDrive("p", n_syn, rate, weight=w))
     if cycle_steps > 1:
-        net.connect(rv.Projection("p", "p", 0.0, 0.1, 0.0, delay_offset_ms=cycle_steps * h,
-                                  delay_scale_ms=1.0, delay_cut_ms=1.0))
+        net.connect(rv.Projection(source="p", target="p", probability=0.0, weight=0.1,
+                                  delay_ms=cycle_steps * h))
     sim = rv.Simulation(net, threads=1, seed=5, resolution_ms=h, record_state=list(range(n)))
     assert sim.steps_per_cycle == cycle_steps
     res = sim.run(ms)
@@ -358,7 +358,7 @@ def test_poisson_drive_efficacies_are_gaussian():
     p = {**BASE, "theta_mV": 1e9, "tau_arp_ms": 0.0}
     net = rv.Network(name="drive")
     net.add_population(rv.Population("p", n, p))
-    net.drive(rv.PoissonDrive("p", 400, 10.0, w, sd))
+    net.drive(rv.PoissonDrive("p", 400, 10.0, weight=w, weight_sd=sd))
     res = rv.Simulation(net, threads=1, seed=6, resolution_ms=h, record_state=list(range(n))).run(ms)
     v = np.asarray(res.state["V"], dtype=np.float64)
     prev = np.concatenate([np.full((n, 1), 15.0), v[:, :-1]], axis=1)

@@ -28,8 +28,7 @@ def one_spike_network(weight_pA: float, delay_ms: float = 1.0, **neuron):
     net.add_population(rv.Population("src", 1, {"rate_hz": 20000.0, "start_ms": 1.0, "stop_ms": 1.1},
                                       model="poisson_source"))
     net.add_population(rv.Population("n", 1, dict(NEURON, **neuron), model="psc_exp"))
-    net.connect(rv.Projection("src", "n", 1.0, weight_pA, 0.0, delay_offset_ms=delay_ms, delay_distribution="normal",
-                              delay_mean_ms=delay_ms, delay_sd_ms=0.0, total_synapses=1))
+    net.connect(rv.Projection(source="src", target="n", total_synapses=1, weight=weight_pA, delay_ms=delay_ms))
     return net
 
 
@@ -82,10 +81,10 @@ def test_model_parameters_and_refusals():
     assert [p.size for p in net.populations] == [round(n * 0.1) for n in models.MICROCIRCUIT_SIZES]
     w = models.psp_to_psc(0.15, 10.0, 0.5, 250.0)
     by_pair = {(pr.source, pr.target): pr for pr in net.projections}
-    assert by_pair[("L4E", "L23E")].weight_mean_mV == pytest.approx(2 * w)
-    assert by_pair[("L23I", "L23E")].weight_mean_mV == pytest.approx(-4 * w)
+    assert by_pair[("L4E", "L23E")].weight == pytest.approx(2 * w)
+    assert by_pair[("L23I", "L23E")].weight == pytest.approx(-4 * w)
     assert by_pair[("L23E", "L23I")].delay_mean_ms == 1.5 and by_pair[("L23I", "L23E")].delay_mean_ms == 0.75
-    assert all(pr.weight_clip and pr.weight_sd_mV == pytest.approx(0.1 * abs(pr.weight_mean_mV))
+    assert all(pr.weight_clip and pr.weight_sd == pytest.approx(0.1 * abs(pr.weight))
                for pr in net.projections)
     # full in-degrees kept when only the neurons are scaled: S scales with N
     full = models.microcircuit_synapse_total(0.1009, 20683, 20683)
@@ -107,13 +106,13 @@ def test_in_degree_scaling_compensates_with_dc():
     a = {(pr.source, pr.target): pr for pr in full.projections}
     b = {(pr.source, pr.target): pr for pr in down.projections}
     for key, pr in b.items():
-        assert pr.weight_mean_mV == pytest.approx(a[key].weight_mean_mV / math.sqrt(k))
+        assert pr.weight == pytest.approx(a[key].weight / math.sqrt(k))
         assert abs(pr.total_synapses - a[key].total_synapses * k) <= 1      # both rounded from S_full
     # the DC replaces the mean input of the synapses removed: 1e-3 tau_syn (1 - sqrt k) sum_j w K rate
     # (K of the full model; the scaled totals here are rounded, hence the tolerance)
     rates = models.MICROCIRCUIT_REFERENCE_RATES
     i = 0
-    recurrent = sum(pr.weight_mean_mV * pr.total_synapses / full.populations[i].size * rates[pr.source]
+    recurrent = sum(pr.weight * pr.total_synapses / full.populations[i].size * rates[pr.source]
                     for pr in full.projections if pr.target == "L23E")
     external = w * 1600 * 8.0
     expected = 1e-3 * 0.5 * (1 - math.sqrt(k)) * (recurrent + external)

@@ -376,8 +376,8 @@ def test_same_workload_as_ranvier_model(scale, k_scale, input_):
     for pr in net.projections:
         i, j = nc.POPULATIONS.index(pr.target), nc.POPULATIONS.index(pr.source)
         assert abs(pr.total_synapses - numbers[i][j]) <= 1          # S_ij evaluated with log1p here
-        assert pr.weight_mean_mV == pytest.approx(weights[i][j] / math.sqrt(k_scale))
-        assert pr.weight_sd_mV == pytest.approx(0.1 * abs(weights[i][j]) / math.sqrt(k_scale))
+        assert pr.weight == pytest.approx(weights[i][j] / math.sqrt(k_scale))
+        assert pr.weight_sd == pytest.approx(0.1 * abs(weights[i][j]) / math.sqrt(k_scale))
         assert pr.delay_mean_ms == nc.DELAY_MEAN_MS[nc.EXCITATORY[j]]
         seen += 1
     assert seen == sum(1 for row in numbers for n in row if n > 0)
@@ -386,6 +386,6 @@ def test_same_workload_as_ranvier_model(scale, k_scale, input_):
         for i, name in enumerate(nc.POPULATIONS):
             assert drives[name].n_synapses == nc.external_indegrees(k_scale)[i]
             assert drives[name].rate_hz == 8.0
-            assert drives[name].weight_mean_mV == pytest.approx(0.15 * nc.psc_per_psp() / math.sqrt(k_scale))
+            assert drives[name].weight == pytest.approx(0.15 * nc.psc_per_psp() / math.sqrt(k_scale))
     else:
         assert not drives

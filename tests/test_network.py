@@ -10,9 +10,9 @@ LIF = dict(tau_m_ms=20.0, theta_mV=20.0, reset_mV=10.0, tau_arp_ms=2.0, alpha_c=
 def test_second_drive_on_a_population_is_refused():
     net = rv.Network()
     net.add_population(rv.Population("A", 10, dict(LIF)))
-    net.drive(rv.PoissonDrive("A", 10, 5.0, 0.1, 0.0))
+    net.drive(rv.PoissonDrive("A", 10, 5.0, weight=0.1))
     with pytest.raises(rv.ConfigError, match="already has a Poisson drive"):
-        net.drive(rv.PoissonDrive("A", 10, 5.0, 0.1, 0.0))
+        net.drive(rv.PoissonDrive("A", 10, 5.0, weight=0.1))
 
 
 @pytest.mark.parametrize("field, value, message", [
@@ -43,7 +43,8 @@ def test_delay_below_resolution_is_refused_before_build():
 def test_projection_without_a_model_names_its_own_field():
     net = rv.Network()
     net.add_population(rv.Population("A", 10, dict(LIF)))
-    net.connect(rv.Projection("A", "A", 0.5, 0.1, 0.0, delay_offset_ms=0.25, delay_scale_ms=1.0, delay_cut_ms=2.0))
+    net.connect(rv.Projection(source="A", target="A", probability=0.5, weight=0.1, delay_offset_ms=0.25,
+                              delay_scale_ms=1.0, delay_cut_ms=2.0))
     with pytest.raises(rv.ConfigError, match="projection A->A: 'delay_offset_ms' = 0.25 ms"):
         rv.Simulation(net, threads=1)
 

@@ -7,6 +7,11 @@
 #include <nanobind/stl/vector.h>
 #include <omp.h>
 
+#include <algorithm>
+#include <cmath>
+#include <iterator>
+#include <memory>
+
 #include "comm/primitive_bench.hpp"
 #include "core/distributions.hpp"
 #include "core/engine.hpp"
@@ -33,6 +38,12 @@ nb::ndarray<nb::numpy, T, nb::ndim<2>> to_numpy_2d(std::vector<T>&& v, size_t ro
   return nb::ndarray<nb::numpy, T, nb::ndim<2>>(heap->data(), {rows, cols}, owner);
 }
 
+
+using Int64Array = nb::ndarray<const int64_t, nb::ndim<1>, nb::c_contig, nb::device::cpu>;
+using DoubleArray = nb::ndarray<const double, nb::ndim<1>, nb::c_contig, nb::device::cpu>;
+
+// ConnectionRule by name, in the enum's order.
+constexpr const char* rule_names[] = {"pairwise", "fixed_total", "fixed_indegree", "fixed_outdegree", "list"};
 
 }  // namespace
 
@@ -136,8 +147,41 @@ NB_MODULE(_engine, m) {
       .def_rw("delay_normal", &ProjectionSpec::delay_normal).def_rw("delay_mean_ms", &ProjectionSpec::delay_mean_ms)
       .def_rw("delay_sd_ms", &ProjectionSpec::delay_sd_ms)
       .def_rw("delay_redraw_below_ms", &ProjectionSpec::delay_redraw_below_ms)
-      .def_rw("fixed_total", &ProjectionSpec::fixed_total).def_rw("total_synapses", &ProjectionSpec::total_synapses)
-      .def_rw("weight_clip", &ProjectionSpec::weight_clip);
+      .def_prop_rw("rule", [](const ProjectionSpec& p) { return std::string(rule_names[size_t(p.rule)]); },
+                   [](ProjectionSpec& p, const std::string& name) {
+                     for (size_t i = 0; i < std::size(rule_names); ++i)
+                       if (name == rule_names[i]) { p.rule = ConnectionRule(i); return; }
+                     throw nb::value_error(("unknown connection rule '" + name + "'").c_str());
+                   }, "pairwise, fixed_total, fixed_indegree, fixed_outdegree or list")
+      .def_rw("total_synapses", &ProjectionSpec::total_synapses).def_rw("degree", &ProjectionSpec::degree)
+      .def_rw("delay_constant", &ProjectionSpec::delay_constant)
+      .def_rw("weight_clip", &ProjectionSpec::weight_clip)
+      // The entries of an explicit list (population-local ids), copied once into the engine;
+      // weights and delay_steps may be empty (then the projection's laws give them).
+      .def("set_list", [](ProjectionSpec& p, Int64Array sources, Int64Array targets, DoubleArray weights,
+                          Int64Array delay_steps) {
+        const size_t n = sources.shape(0);
+        if (targets.shape(0) != n || (weights.shape(0) && weights.shape(0) != n) ||
+            (delay_steps.shape(0) && delay_steps.shape(0) != n))
+          throw nb::value_error("sources, targets and the given weights and delays need the same length");
+        auto list = std::make_shared<ConnectionList>();
+        list->sources.resize(n);
+        list->targets.resize(n);
+        for (size_t i = 0; i < n; ++i) {
+          if (sources(i) < 0 || targets(i) < 0) throw nb::value_error("list ids must not be negative");
+          list->sources[i] = uint64_t(sources(i));
+          list->targets[i] = uint64_t(targets(i));
+        }
+        list->weights.assign(weights.data(), weights.data() + weights.shape(0));
+        for (double w : list->weights) list->max_abs_weight = std::max(list->max_abs_weight, std::abs(w));
+        list->delay_steps.resize(delay_steps.shape(0));
+        for (size_t i = 0; i < list->delay_steps.size(); ++i) {
+          if (delay_steps(i) < 1 || delay_steps(i) > 0xFFFF) throw nb::value_error("list delays must lie in [1, 65535] steps");
+          list->delay_steps[i] = uint16_t(delay_steps(i));
+        }
+        p.list = std::move(list);
+      }, "sources"_a, "targets"_a, "weights"_a, "delay_steps"_a)
+      .def_prop_ro("list_size", [](const ProjectionSpec& p) { return p.list ? p.list->sources.size() : size_t(0); });
   nb::class_<DriveSpec>(m, "DriveSpec")
       .def(nb::init<>())
       .def_rw("target", &DriveSpec::target).def_rw("n_synapses", &DriveSpec::n_synapses)

@@ -50,7 +50,7 @@ void check_config(EngineConfig& cfg) {
   for (const auto& d : cfg.drives)
     if (neuron_model(cfg.populations[d.target].model).split_input && (d.weight_mean < 0 || d.weight_sd > 0))
       throw std::invalid_argument("population '" + cfg.populations[d.target].name +
-                                  "' separates excitatory and inhibitory input: its Poisson drive needs weight_mean >= 0 "
+                                  "' separates excitatory and inhibitory input: its Poisson drive needs weight >= 0 "
                                   "and weight_sd = 0");
 }
 

@@ -37,26 +37,31 @@ void Engine::build() {
   threads_.resize(T);
   const int64_t L = cfg_.steps_per_cycle;
   std::vector<std::string> errors(T);
-  // In-degrees of fixed-total projections: every rank draws them all (one sequence per
-  // projection), the threads sharing out the projections.
-  InDegrees indegrees(cfg_.projections.size());
+  // The per-rank plan of the projections that need one (ConnectivityPlan): fixed-total in-degrees
+  // and explicit lists, the threads sharing out the projections; then each fixed out-degree
+  // projection with all threads (every rank draws all its N_source * K targets).
+  ConnectivityPlan plan(cfg_.projections.size());
 #pragma omp parallel for num_threads(T) schedule(dynamic)
   for (size_t j = 0; j < cfg_.projections.size(); ++j) {
     try {
-      draw_indegrees(cfg_, uint32_t(j), indegrees[j]);
+      if (cfg_.projections[j].rule == ConnectionRule::fixed_total) draw_indegrees(cfg_, uint32_t(j), plan[j].indegrees);
+      if (cfg_.projections[j].rule == ConnectionRule::list) plan_list(cfg_, placement_, rank(), uint32_t(j), plan[j]);
     } catch (const std::exception& e) {
       errors[omp_get_thread_num()] = e.what();
     }
   }
   for (const auto& e : errors)
     if (!e.empty()) throw std::runtime_error(e);
+  for (size_t j = 0; j < cfg_.projections.size(); ++j)
+    if (cfg_.projections[j].rule == ConnectionRule::fixed_outdegree)
+      plan_fixed_outdegree(cfg_, placement_, rank(), T, uint32_t(j), plan[j]);
 #pragma omp parallel num_threads(T)
   {
     const int t = omp_get_thread_num();
     try {
       ThreadState& ts = threads_[t];
       build_thread_neurons(cfg_, placement_, rank(), t, ts.neurons);
-      build_thread_synapses(cfg_, indegrees, ts.neurons, ts.store);
+      build_thread_synapses(cfg_, placement_, plan, ts.neurons, ts.store);
       // Rows padded by one cache line and never a multiple of 4 KiB apart: rows of the input
       // buffer otherwise map to the same cache sets and evict each other.
       ts.input_stride = (ts.neurons.input_columns + 15) / 16 * 16 + 16;

@@ -79,13 +79,27 @@ struct ThreadNeurons {
 // same for any placement, rank count or thread count.
 void build_thread_neurons(const EngineConfig& cfg, const Placement& placement, int rank, int thread,
                           ThreadNeurons& out);
-// In-degrees of the fixed-total projections (empty for the others): indegrees[j][i] synapses
-// of projection j end on the i-th neuron of its target population. Drawn from the seed alone.
-using InDegrees = std::vector<std::vector<uint32_t>>;
+// What each rank works out once, before its threads build their synapses, for the projections
+// whose synapses onto a target cannot be drawn from that target's streams alone (Engine::build).
+//   fixed total: the in-degree of every neuron of the target population, drawn from the seed
+//     alone (the same on every rank).
+//   fixed out-degree, explicit lists: for the target population's neurons on this rank (rank-local
+//     indices first_index + x), the synapses onto x are items[begin[x], begin[x + 1]), in synapse
+//     order: source gids (out-degree) or list entries (lists).
+struct ProjectionPlan {
+  std::vector<uint32_t> indegrees;
+  uint64_t first_index = 0;
+  std::vector<uint64_t> begin, items;
+};
+using ConnectivityPlan = std::vector<ProjectionPlan>;
 void draw_indegrees(const EngineConfig& cfg, uint32_t projection, std::vector<uint32_t>& out);
+void plan_fixed_outdegree(const EngineConfig& cfg, const Placement& placement, int rank, int threads,
+                          uint32_t projection, ProjectionPlan& out);
+void plan_list(const EngineConfig& cfg, const Placement& placement, int rank, uint32_t projection,
+               ProjectionPlan& out);
 // The largest |weight| a projection can draw, in fixed-point units (bounds the packed layout).
 double max_abs_weight(const ProjectionSpec& pr);
-void build_thread_synapses(const EngineConfig& cfg, const InDegrees& indegrees, const ThreadNeurons& neurons,
-                           SynapseStore& out);
+void build_thread_synapses(const EngineConfig& cfg, const Placement& placement, const ConnectivityPlan& plan,
+                           const ThreadNeurons& neurons, SynapseStore& out);
 
 }  // namespace ranvier

@@ -1,6 +1,10 @@
+#include <omp.h>
+
 #include <algorithm>
 #include <cmath>
 #include <stdexcept>
+#include <string>
+#include <utility>
 
 #include "core/distributions.hpp"
 #include "core/local_network.hpp"
@@ -55,37 +59,57 @@ void build_thread_neurons(const EngineConfig& cfg, const Placement& placement, i
 
 namespace {
 
-// Calls emit(source_gid, synapse_index) for every synapse of projection j onto target t.
-// Probabilistic: Bernoulli(p) over all candidate sources (s != t) by geometric skips, in
-// increasing source order. Fixed total: the target's drawn in-degree, sources uniform.
-// The sources of projection j's synapses onto target t, in synapse order, into `out`.
-// Probabilistic: Bernoulli(p) over all candidate sources (s != t) by geometric skips, in
-// increasing source order. Fixed total: the target's drawn in-degree, sources uniform, word
-// i % 4 of block i / 4 of the target's connect stream (drawn 8 blocks at a time).
-void sources_of(const EngineConfig& cfg, const InDegrees& indegrees, const Key& key, uint32_t j, uint64_t t,
-                std::vector<uint32_t>& words, std::vector<uint64_t>& out) {
+// The sources of projection j's synapses onto target t, in synapse order, into `out`; for an
+// explicit list, returns the list entries of those synapses (nullptr for the other rules).
+// Pairwise: Bernoulli(p) over all candidate sources (s != t) by geometric skips, in increasing
+// source order. Fixed total and fixed in-degree: the target's in-degree (drawn, or the constant),
+// sources uniform, word i % 4 of block i / 4 of the target's connect stream (drawn 8 blocks at a
+// time). Fixed out-degree and lists: the target's slice of the rank's plan (prepare_projection).
+const uint64_t* sources_of(const EngineConfig& cfg, const ConnectivityPlan& plan, const Placement& placement,
+                           const Key& key, uint32_t j, uint64_t t, std::vector<uint32_t>& words,
+                           std::vector<uint64_t>& out) {
   out.clear();
   const auto& pr = cfg.projections[j];
   const auto& src = cfg.populations[pr.source];
-  if (pr.fixed_total) {
-    const uint32_t k = indegrees[j][t - cfg.populations[pr.target].first];
-    const size_t blocks = (size_t(k) + 3) / 4;
-    if (words.size() < 4 * blocks) words.resize(4 * blocks);
-    philox4x32_10_series(make_counter(t, Purpose::connect, j, 0, 0), 3, blocks, key, words.data(), blocks);
-    out.resize(k);
-    for (uint32_t i = 0; i < k; ++i) out[i] = src.first + ((uint64_t(words[(i & 3) * blocks + (i >> 2)]) * src.size) >> 32);
-    return;
+  switch (pr.rule) {
+    case ConnectionRule::fixed_total:
+    case ConnectionRule::fixed_indegree: {
+      const uint32_t k = pr.rule == ConnectionRule::fixed_total ? plan[j].indegrees[t - cfg.populations[pr.target].first]
+                                                                : uint32_t(pr.degree);
+      const size_t blocks = (size_t(k) + 3) / 4;
+      if (words.size() < 4 * blocks) words.resize(4 * blocks);
+      philox4x32_10_series(make_counter(t, Purpose::connect, j, 0, 0), 3, blocks, key, words.data(), blocks);
+      out.resize(k);
+      for (uint32_t i = 0; i < k; ++i) out[i] = src.first + ((uint64_t(words[(i & 3) * blocks + (i >> 2)]) * src.size) >> 32);
+      return nullptr;
+    }
+    case ConnectionRule::fixed_outdegree:
+    case ConnectionRule::list: {
+      const ProjectionPlan& p = plan[j];
+      const uint64_t x = placement.rank_index(t) - p.first_index;
+      const uint64_t* first = p.items.data() + p.begin[x];
+      const uint64_t m = p.begin[x + 1] - p.begin[x];
+      if (pr.rule == ConnectionRule::fixed_outdegree) {
+        out.assign(first, first + m);
+        return nullptr;
+      }
+      out.resize(m);
+      for (uint64_t i = 0; i < m; ++i) out[i] = src.first + pr.list->sources[first[i]];
+      return first;
+    }
+    case ConnectionRule::pairwise:
+      break;
   }
   const bool self_in_source = t >= src.first && t < src.first + src.size;
   const uint64_t candidates = src.size - (self_in_source ? 1 : 0);
-  if (pr.probability <= 0 || candidates == 0) return;
+  if (pr.probability <= 0 || candidates == 0) return nullptr;
   auto source_of = [&](uint64_t i) {
     const uint64_t g = src.first + i;
     return self_in_source && g >= t ? g + 1 : g;
   };
   if (pr.probability >= 1) {
     for (uint64_t i = 0; i < candidates; ++i) out.push_back(source_of(i));
-    return;
+    return nullptr;
   }
   Stream stream(key, t, Purpose::connect, j, 0);
   const double log_q = std::log1p(-pr.probability);
@@ -95,27 +119,30 @@ void sources_of(const EngineConfig& cfg, const InDegrees& indegrees, const Key& 
     if (pos >= double(candidates)) break;
     out.push_back(source_of(uint64_t(pos)));
   }
+  return nullptr;
 }
 
 // Weight and delay of synapse `index` of projection j onto t, drawn from the synapse's stream:
-// the weight from its first uniform(s), then the delay. Returns false if a draw was rejected
-// and redrawn; `fast` then lacks words, and the caller replays the stream (draw_synapse_slow).
+// the weight from its first uniform(s) where it is drawn, then the delay where it is drawn (the
+// mean weight and the constant delay otherwise). The fast path draws block 0 of every stream at
+// once; a draw that was rejected there is replayed here from the start of its stream.
 struct SynapseDraw { double weight; uint64_t delay; };
 
 SynapseDraw draw_synapse_slow(const EngineConfig& cfg, const Key& key, uint32_t j, uint64_t t, uint32_t index,
-                              double floor_steps) {
+                              double floor_steps, bool weight_draw, bool delay_draw) {
   const auto& pr = cfg.projections[j];
   Stream stream(key, t, Purpose::synapse, j, index);
   double w = pr.weight_mean;
-  if (pr.weight_sd > 0 && pr.weight_clip) {
+  if (weight_draw && pr.weight_clip) {
     w = pr.weight_mean + pr.weight_sd * inverse_normal(stream.uniform());
     if (!(w / pr.weight_mean > 0.0)) w = 0.0;
-  } else if (pr.weight_sd > 0) {
+  } else if (weight_draw) {
     do { w = pr.weight_mean + pr.weight_sd * inverse_normal(stream.uniform()); }
     while (!(w / pr.weight_mean > 0.0 && w / pr.weight_mean < 2.0));
   }
-  uint64_t d;
-  if (pr.delay_normal) {
+  uint64_t d = uint64_t(pr.delay_offset_steps);
+  if (!delay_draw) {
+  } else if (pr.delay_normal) {
     double y;  // in steps
     do { y = (pr.delay_mean_ms + pr.delay_sd_ms * inverse_normal(stream.uniform())) / cfg.resolution_ms; }
     while (!(y >= floor_steps));
@@ -173,7 +200,7 @@ void group_by_delay(uint64_t N, const std::vector<uint64_t>& row_start, const st
 void draw_indegrees(const EngineConfig& cfg, uint32_t j, std::vector<uint32_t>& out) {
   const auto& pr = cfg.projections[j];
   out.clear();
-  if (!pr.fixed_total) return;
+  if (pr.rule != ConnectionRule::fixed_total) return;
   const uint64_t n = cfg.populations[pr.target].size;
   out.resize(n);
   Stream stream(key_from_seed(cfg.seed), j, Purpose::indegree, 0, 0);
@@ -186,15 +213,150 @@ void draw_indegrees(const EngineConfig& cfg, uint32_t j, std::vector<uint32_t>& 
   }
 }
 
+namespace {
+
+// The rank-local indices [first, end) of population `pop`'s neurons on `rank`: contiguous, since
+// every placement keeps gid order inside a rank.
+std::pair<uint64_t, uint64_t> local_range(const Placement& placement, int rank, const PopulationSpec& pop) {
+  const uint64_t m = placement.rank_count(rank);
+  auto first_at_least = [&](uint64_t gid) {
+    uint64_t lo = 0, hi = m;
+    while (lo < hi) {
+      const uint64_t mid = lo + (hi - lo) / 2;
+      if (placement.rank_gid(rank, mid) < gid) lo = mid + 1;
+      else hi = mid;
+    }
+    return lo;
+  };
+  return {first_at_least(pop.first), first_at_least(pop.first + pop.size)};
+}
+
+}  // namespace
+
+// Fixed out-degree: every source's targets are drawn from a stream keyed by the source, so every
+// rank draws all N_source * K of them (twice: count, then fill) and keeps those that land on it.
+// The threads share the sources in balanced blocks; each counts its hits per local target, and
+// the counts of the threads before it (lower sources) place its own, so every target's sources
+// come out in increasing source order (draw order within a source) for any decomposition.
+void plan_fixed_outdegree(const EngineConfig& cfg, const Placement& placement, int rank, int threads, uint32_t j,
+                          ProjectionPlan& out) {
+  const auto& pr = cfg.projections[j];
+  const auto& src = cfg.populations[pr.source];
+  const auto& tgt = cfg.populations[pr.target];
+  const auto [lo, hi] = local_range(placement, rank, tgt);
+  const uint64_t m = hi - lo, K = pr.degree;
+  out.first_index = lo;
+  out.begin.assign(m + 1, 0);
+  out.items.clear();
+  if (m == 0 || K == 0 || src.size == 0) return;
+  const Key key = key_from_seed(cfg.seed);
+  std::vector<std::vector<uint64_t>> counts(threads);
+  std::vector<std::string> errors(threads);
+  // Calls hit(target's local index x, source gid) for every drawn target on this rank, sources
+  // [s0, s1) in order.
+  auto for_local_targets = [&](uint64_t s0, uint64_t s1, std::vector<uint32_t>& words, auto&& hit) {
+    const size_t blocks = (size_t(K) + 3) / 4;
+    if (words.size() < 4 * blocks) words.resize(4 * blocks);
+    for (uint64_t s = src.first + s0; s < src.first + s1; ++s) {
+      philox4x32_10_series(make_counter(s, Purpose::outdegree, j, 0, 0), 3, blocks, key, words.data(), blocks);
+      for (uint64_t i = 0; i < K; ++i) {
+        const uint64_t g = tgt.first + ((uint64_t(words[(i & 3) * blocks + (i >> 2)]) * tgt.size) >> 32);
+        if (placement.rank_of(g) == rank) hit(placement.rank_index(g) - lo, s);
+      }
+    }
+  };
+#pragma omp parallel num_threads(threads)
+  {
+    const int t = omp_get_thread_num();
+    const uint64_t s0 = src.size * uint64_t(t) / uint64_t(threads), s1 = src.size * uint64_t(t + 1) / uint64_t(threads);
+    std::vector<uint32_t> words;
+    try {
+      counts[t].assign(m, 0);
+      uint64_t* count = counts[t].data();
+      for_local_targets(s0, s1, words, [&](uint64_t x, uint64_t) { ++count[x]; });
+    } catch (const std::exception& e) {
+      errors[t] = e.what();
+    }
+#pragma omp barrier
+#pragma omp single
+    if (std::all_of(errors.begin(), errors.end(), [](const std::string& e) { return e.empty(); })) {
+      // Each thread's first slot per target: the synapses of lower targets, then of the
+      // threads before it.
+      uint64_t offset = 0;
+      for (uint64_t x = 0; x < m; ++x) {
+        out.begin[x] = offset;
+        for (int u = 0; u < threads; ++u) {
+          const uint64_t c = counts[u][x];
+          counts[u][x] = offset;
+          offset += c;
+        }
+      }
+      out.begin[m] = offset;
+      try {
+        out.items.resize(offset);
+      } catch (const std::exception& e) {
+        errors[0] = e.what();
+      }
+    }
+    if (std::all_of(errors.begin(), errors.end(), [](const std::string& e) { return e.empty(); })) {
+      uint64_t* slot = counts[t].data();
+      uint64_t* items = out.items.data();
+      try {
+        for_local_targets(s0, s1, words, [&](uint64_t x, uint64_t s) { items[slot[x]++] = s; });
+      } catch (const std::exception& e) {
+        errors[t] = e.what();
+      }
+    }
+  }
+  for (const auto& e : errors)
+    if (!e.empty()) throw std::runtime_error(e);
+}
+
+// Explicit list: the entries whose target lives on this rank, grouped by target in list order.
+void plan_list(const EngineConfig& cfg, const Placement& placement, int rank, uint32_t j, ProjectionPlan& out) {
+  const auto& pr = cfg.projections[j];
+  const auto& src = cfg.populations[pr.source];
+  const auto& tgt = cfg.populations[pr.target];
+  if (!pr.list) throw std::invalid_argument("projection " + std::to_string(j) + ": rule 'list' without a list");
+  const ConnectionList& list = *pr.list;
+  const uint64_t n = list.sources.size();
+  if (list.targets.size() != n || (!list.weights.empty() && list.weights.size() != n) ||
+      (!list.delay_steps.empty() && list.delay_steps.size() != n))
+    throw std::invalid_argument("projection " + std::to_string(j) + ": list arrays of different lengths");
+  const auto [lo, hi] = local_range(placement, rank, tgt);
+  const uint64_t m = hi - lo;
+  out.first_index = lo;
+  out.begin.assign(m + 1, 0);
+  out.items.clear();
+  for (uint64_t e = 0; e < n; ++e) {
+    if (list.sources[e] >= src.size || list.targets[e] >= tgt.size)
+      throw std::invalid_argument("projection " + std::to_string(j) + ": list entry " + std::to_string(e) +
+                                  " names a neuron outside its population");
+    if (!list.delay_steps.empty() && int64_t(list.delay_steps[e]) < pr.delay_offset_steps)
+      throw std::invalid_argument("projection " + std::to_string(j) + ": list entry " + std::to_string(e) +
+                                  " has a delay below the projection's minimum delay");
+    const uint64_t g = tgt.first + list.targets[e];
+    if (placement.rank_of(g) == rank) ++out.begin[placement.rank_index(g) - lo + 1];
+  }
+  for (uint64_t x = 0; x < m; ++x) out.begin[x + 1] += out.begin[x];
+  out.items.resize(out.begin[m]);
+  std::vector<uint64_t> slot(out.begin.begin(), out.begin.end() - 1);
+  for (uint64_t e = 0; e < n; ++e) {
+    const uint64_t g = tgt.first + list.targets[e];
+    if (placement.rank_of(g) == rank) out.items[slot[placement.rank_index(g) - lo]++] = e;
+  }
+}
+
 double max_abs_weight(const ProjectionSpec& pr) {
+  if (pr.list_weights()) return pr.list->max_abs_weight;
   const double m = std::abs(pr.weight_mean);
   if (pr.weight_sd <= 0) return m;
   // Uniforms lie in [2^-33, 1 - 2^-33], so |z| < 6.5.
   return pr.weight_clip ? m + 6.5 * pr.weight_sd : 2.0 * m;
 }
 
-void build_thread_synapses(const EngineConfig& cfg, const InDegrees& indegrees, const ThreadNeurons& neurons,
-                           SynapseStore& out) {
+void build_thread_synapses(const EngineConfig& cfg, const Placement& placement, const ConnectivityPlan& plan,
+                           const ThreadNeurons& neurons, SynapseStore& out) {
   const uint64_t N = cfg.neuron_count();
   const Key key = key_from_seed(cfg.seed);
   const double scale = std::ldexp(1.0, cfg.fraction_bits);
@@ -210,7 +372,7 @@ void build_thread_synapses(const EngineConfig& cfg, const InDegrees& indegrees, 
   for (const auto& range : neurons.ranges)
     for (uint64_t k = range.begin; k < range.end; ++k)
       for (uint32_t j : into[range.population]) {
-        sources_of(cfg, indegrees, key, j, neurons.gid[k], words, sources);
+        sources_of(cfg, plan, placement, key, j, neurons.gid[k], words, sources);
         for (uint64_t src : sources) ++fill[src + 1];
       }
   for (uint64_t s = 0; s < N; ++s) fill[s + 1] += fill[s];
@@ -250,23 +412,27 @@ void build_thread_synapses(const EngineConfig& cfg, const InDegrees& indegrees, 
         const auto& pr = cfg.projections[j];
         const double floor_steps =
             pr.delay_redraw_below_ms >= 0 ? pr.delay_redraw_below_ms / cfg.resolution_ms : double(pr.delay_offset_steps);
-        sources_of(cfg, indegrees, key, j, t, words, sources);
+        const uint64_t* entries = sources_of(cfg, plan, placement, key, j, t, words, sources);
         const size_t m = sources.size();
         if (m == 0) continue;
+        // Drawn unless the list gives it (weights, delays) or it is a constant.
+        const bool weight_draw = pr.weight_sd > 0 && !pr.list_weights();
+        const bool delay_draw = !pr.delay_constant && !pr.list_delays();
         // Block 0 of every synapse's stream, 8 synapses at a time; the central normals of the
         // weight's and the delay's uniforms vectorised; tails, rejections and the exponential
         // law's logarithm per synapse.
         if (synapse_words.size() < 4 * m) { synapse_words.resize(4 * m); z.resize(2 * m); }
-        philox4x32_10_series(make_counter(t, Purpose::synapse, j, 0, 0), 2, m, key, synapse_words.data(), m);
-        const bool weight_draw = pr.weight_sd > 0;
         const uint32_t* wu = synapse_words.data();
         const uint32_t* du = synapse_words.data() + (weight_draw ? m : 0);
         double* zw = z.data();
         double* zd = z.data() + m;
+        if (weight_draw || delay_draw) {
+          philox4x32_10_series(make_counter(t, Purpose::synapse, j, 0, 0), 2, m, key, synapse_words.data(), m);
 #pragma omp simd
-        for (size_t i = 0; i < m; ++i) {
-          zw[i] = inverse_normal_central(to_uniform(wu[i]));
-          zd[i] = inverse_normal_central(to_uniform(du[i]));
+          for (size_t i = 0; i < m; ++i) {
+            zw[i] = inverse_normal_central(to_uniform(wu[i]));
+            zd[i] = inverse_normal_central(to_uniform(du[i]));
+          }
         }
         const double mean = pr.weight_mean, sd = pr.weight_sd, h = cfg.resolution_ms;
         for (size_t i = 0; i < m; ++i) {
@@ -278,21 +444,25 @@ void build_thread_synapses(const EngineConfig& cfg, const InDegrees& indegrees, 
             if (pr.weight_clip) { if (!(w / mean > 0.0)) w = 0.0; }
             else ok = w / mean > 0.0 && w / mean < 2.0;
           }
-          uint64_t d = 0;
-          if (ok && pr.delay_normal) {
+          uint64_t d = uint64_t(pr.delay_offset_steps);
+          if (ok && delay_draw && pr.delay_normal) {
             const double u = to_uniform(du[i]);
             const double y = (pr.delay_mean_ms + pr.delay_sd_ms * (in_tail(u) ? inverse_normal(u) : zd[i])) / h;
             ok = y >= floor_steps;
             d = std::max<uint64_t>(uint64_t(pr.delay_offset_steps), uint64_t(std::llround(std::min(y, 1e6))));
-          } else if (ok) {
+          } else if (ok && delay_draw) {
             const double x = -pr.delay_scale_ms * std::log(to_uniform(du[i]));
             ok = x < pr.delay_cut_ms;
             d = uint64_t(pr.delay_offset_steps) + uint64_t(std::floor(x / pr.delay_step_ms)) * uint64_t(pr.delay_step_steps);
           }
           if (!ok) {
-            const SynapseDraw slow = draw_synapse_slow(cfg, key, j, t, uint32_t(i), floor_steps);
+            const SynapseDraw slow = draw_synapse_slow(cfg, key, j, t, uint32_t(i), floor_steps, weight_draw, delay_draw);
             w = slow.weight;
             d = slow.delay;
+          }
+          if (entries) {        // an explicit list: its own weight and delay where it gives them
+            if (pr.list_weights()) w = pr.list->weights[entries[i]];
+            if (pr.list_delays()) d = pr.list->delay_steps[entries[i]];
           }
           if (d > 0xFFFF) throw std::runtime_error("a delay exceeds 65535 steps: use a coarser resolution_ms");
           max_delay = std::max(max_delay, d);

@@ -2,6 +2,7 @@
 #pragma once
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -42,25 +43,50 @@ struct PopulationSpec {
   int64_t start_step = 0, stop_step = 0;
 };
 
-// Every ordered pair (s in source, t in target, s != t) is a synapse with this probability;
-// or, with fixed_total, exactly total_synapses synapses, each with a source and a target drawn
-// uniformly (multapses and autapses allowed).
+// How a projection chooses its synapses (the Python front end's Projection rules).
+enum class ConnectionRule : uint8_t {
+  pairwise,          // every ordered pair (s in source, t in target, s != t) with `probability`
+  fixed_total,       // exactly total_synapses, each with a source and a target drawn uniformly
+  fixed_indegree,    // every target exactly `degree` synapses, sources drawn uniformly
+  fixed_outdegree,   // every source exactly `degree` synapses, targets drawn uniformly
+  list,              // the entries of `list`, one synapse each
+};
+// Multapses and autapses are allowed by every rule but pairwise.
+
+// Explicit connections: population-local ids, one entry per synapse; a weight and a delay per
+// entry where given (empty: the projection's weight and delay laws). Shared, never copied, when
+// a ProjectionSpec is copied (the engine's configuration is copied on its way in).
+struct ConnectionList {
+  std::vector<uint64_t> sources, targets;
+  std::vector<double> weights;
+  std::vector<uint16_t> delay_steps;
+  double max_abs_weight = 0;             // of `weights`
+};
+
 struct ProjectionSpec {
   uint32_t source = 0, target = 0;        // population indices
-  double probability = 0;
-  bool fixed_total = false;
-  uint64_t total_synapses = 0;
+  ConnectionRule rule = ConnectionRule::pairwise;
+  double probability = 0;                 // pairwise
+  uint64_t total_synapses = 0;            // fixed_total
+  uint64_t degree = 0;                    // fixed_indegree, fixed_outdegree
+  std::shared_ptr<const ConnectionList> list;  // list
   // Efficacies in the target's input unit (mV, or pA for psc_exp); redrawn until strictly inside
   // (0, 2 mean), or with weight_clip set to zero where the sign flips.
   double weight_mean = 0, weight_sd = 0;
   bool weight_clip = false;
-  int64_t delay_offset_steps = 1, delay_step_steps = 1;
+  // The shortest delay (every rule and law); with delay_constant, every delay (no draw).
+  int64_t delay_offset_steps = 1;
+  bool delay_constant = false;
+  int64_t delay_step_steps = 1;
   double delay_scale_ms = 1, delay_cut_ms = 1, delay_step_ms = 1;  // offset + floor(x/step)*step, x ~ Exp(scale) < cut
   // Gaussian delays instead: x ~ N(mean, sd) redrawn until x >= delay_offset_steps * h (or, when
   // delay_redraw_below_ms >= 0, until x >= that), then rounded to the nearest step and raised to
   // at least delay_offset_steps.
   bool delay_normal = false;
   double delay_mean_ms = 1, delay_sd_ms = 0, delay_redraw_below_ms = -1;
+
+  bool list_weights() const { return rule == ConnectionRule::list && list && !list->weights.empty(); }
+  bool list_delays() const { return rule == ConnectionRule::list && list && !list->delay_steps.empty(); }
 };
 
 struct DriveSpec {                        // Poisson input drawn on the fly

@@ -108,17 +108,17 @@ def dpsnn(**overrides) -> Network:
         dmax = p[dmax_key]
         for tgt in ("F", "B", "I"):
             j = p[f"J_{src}{tgt}"]
-            net.connect(Projection(src, tgt, prob, j, p["weight_relative_sd"] * abs(j),
-                                   delay_offset_ms=p["delay_min_ms"], delay_scale_ms=dmax / math.log(20.0),
-                                   delay_cut_ms=dmax, delay_step_ms=1.0,
+            net.connect(Projection(source=src, target=tgt, probability=prob, weight=j,
+                                   weight_sd=p["weight_relative_sd"] * abs(j), delay_offset_ms=p["delay_min_ms"],
+                                   delay_scale_ms=dmax / math.log(20.0), delay_cut_ms=dmax, delay_step_ms=1.0,
                                    origin={"delay_offset_ms": "delay_min_ms", "delay_cut_ms": dmax_key,
                                            "delay_scale_ms": f"{dmax_key} / ln 20"}))
     for tgt, kind in (("F", "exc"), ("B", "exc"), ("I", "inh")):
         w = p[f"external_weight_{kind}_mV"]
-        net.drive(PoissonDrive(tgt, p["external_synapses"], p[f"external_rate_{kind}_hz"], w,
-                               p["external_weight_relative_sd"] * abs(w),
+        net.drive(PoissonDrive(tgt, p["external_synapses"], p[f"external_rate_{kind}_hz"], weight=w,
+                               weight_sd=p["external_weight_relative_sd"] * abs(w),
                                origin={"n_synapses": "external_synapses", "rate_hz": f"external_rate_{kind}_hz",
-                                       "weight_mean_mV": f"external_weight_{kind}_mV"}))
+                                       "weight": f"external_weight_{kind}_mV"}))
     return net
 
 
@@ -149,9 +149,7 @@ def artificial_cells(**overrides) -> Network:
     net.add_population(Population("cells", n, {"isi_min_ms": p["isi_min_ms"], "isi_max_ms": p["isi_max_ms"]},
                                   model="artificial"))
     d = p["delay_ms"]
-    net.connect(Projection("cells", "cells", k / n, p["weight_mV"], 0.0, delay_offset_ms=d, delay_scale_ms=d,
-                           delay_cut_ms=d, delay_step_ms=d, origin={"delay_offset_ms": "delay_ms",
-                                                                   "delay_step_ms": "delay_ms"}))
+    net.connect(Projection(source="cells", target="cells", probability=k / n, weight=p["weight_mV"], delay_ms=d))
     return net
 
 
@@ -248,7 +246,8 @@ def mam_benchmark(**overrides) -> Network:
                                   f"{'other neurons of area ' + src if a == b else 'neurons of the other areas'}; "
                                   f"lower 'K' or raise 'area_size'")
             if prob > 0:
-                net.connect(Projection(src, tgt, prob, p["weight_mV"], 0.0, delay_offset_ms=lo,
+                net.connect(Projection(source=src, target=tgt, probability=prob, weight=p["weight_mV"],
+                                       delay_offset_ms=lo,
                                        delay_distribution="normal", delay_mean_ms=mean, delay_sd_ms=sd,
                                        origin=origin))
     return net
@@ -385,20 +384,20 @@ def microcircuit(**overrides) -> Network:
             if total == 0:
                 continue
             mean = w_full[i][j] / sqrt_k
-            net.connect(Projection(source, target, MICROCIRCUIT_CONN_PROBS[i][j], mean, abs(mean) * sd,
-                                   total_synapses=total, weight_clip=True, **delays(source.endswith("E"))))
+            net.connect(Projection(source=source, target=target, total_synapses=total, weight=mean,
+                                   weight_sd=abs(mean) * sd, weight_clip=True, **delays(source.endswith("E"))))
         k_ext = round(MICROCIRCUIT_K_EXT[i] * k_scale)
         if p["input"] == "poisson" and k_ext > 0:
-            net.drive(PoissonDrive(target, k_ext, p["bg_rate_hz"], w / sqrt_k, 0.0,
+            net.drive(PoissonDrive(target, k_ext, p["bg_rate_hz"], weight=w / sqrt_k,
                                    origin={"n_synapses": f"K_ext of {target} x k_scale", "rate_hz": "bg_rate_hz",
-                                           "weight_mean_mV": "psp_mV (as a current)"}))
+                                           "weight": "psp_mV (as a current)"}))
         if p["thalamus"] and MICROCIRCUIT_TH_CONN_PROBS[i] > 0:
             w_th = psp_to_psc(p["psp_th_mV"], p["tau_m_ms"], tau_s, p["C_m_pF"]) / sqrt_k
             total = round(microcircuit_synapse_total(MICROCIRCUIT_TH_CONN_PROBS[i], full[i], p["th_neurons"])
                           * scale * k_scale)
             if total:
-                net.connect(Projection("TH", target, MICROCIRCUIT_TH_CONN_PROBS[i], w_th, w_th * sd,
-                                       total_synapses=total, weight_clip=True, **delays(True)))
+                net.connect(Projection(source="TH", target=target, total_synapses=total, weight=w_th,
+                                       weight_sd=w_th * sd, weight_clip=True, **delays(True)))
     return net
 
 

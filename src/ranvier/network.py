@@ -6,13 +6,17 @@ engine, which generates on each rank only the synapses whose target lives there.
 from __future__ import annotations
 
 import math
+import numbers
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+
+import numpy as np
 
 from .checks import positive as _positive, whole_steps
 from .errors import ConfigError
 from .neurons import INITIAL_STATES, NEURON_MODELS  # noqa: F401  (neuron models: ranvier.neurons)
 
-DELAY_DISTRIBUTIONS = ("exponential", "normal")
+DELAY_DISTRIBUTIONS = ("constant", "exponential", "normal")
 # The engine stores a synapse's delay in 16 bits (cpp/core/network_build.cpp): at most 65535 steps.
 MAX_DELAY_STEPS = 65535
 
@@ -85,53 +89,225 @@ class Population:
         model.check(self, where)
 
 
-@dataclass
-class Projection:
-    """All ordered pairs (s in source, t in target, s != t) connected with probability p; or, with
-    total_synapses set, exactly that many synapses, each with a source and a target drawn
-    uniformly (multapses and autapses allowed; the rule of the microcircuit).
+# The connection rules of a Projection: the field (or fields) that choose each.
+CONNECTION_RULES = ("probability", "total_synapses", "indegree", "outdegree", "sources/targets")
+# The delay fields of the two distributions; none of them combines with a constant delay_ms.
+DELAY_LAW_FIELDS = ("delay_offset_ms", "delay_scale_ms", "delay_cut_ms", "delay_step_ms", "delay_mean_ms",
+                    "delay_sd_ms", "delay_redraw_below_ms")
+# Engine-side limits: a target's in-degree from one projection is a 32-bit count.
+MAX_DEGREE = 2**32 - 1
 
-    weight: Gaussian (mean_mV, sd_mV) in the target's input unit (mV for lifca, pA for psc_exp),
-    redrawn until strictly between 0 and 2 * mean (sign kept); with weight_clip, set to zero
-    where the sign flips instead. delay, "exponential" (the DPSNN delay law): offset_ms + floor(x / step_ms) *
-    step_ms with x exponential of scale scale_ms, redrawn until x < cut_ms. "normal": x ~
-    N(delay_mean_ms, delay_sd_ms) redrawn until x >= delay_offset_ms (or >= delay_redraw_below_ms
-    when given), rounded to the nearest step, at least delay_offset_ms.
+
+def _count(where: str, name: str, value) -> int:
+    """A non-negative integer (a NumPy integer too), refused otherwise."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 0:
+        raise ConfigError(f"{where}: '{name}' must be a non-negative integer, got {value!r}")
+    return int(value)
+
+
+def _unit_text(pop) -> str:
+    """The unit of weights into a population: 'pA (the input unit of iaf_psc_alpha)'."""
+    unit = NEURON_MODELS[pop.model].input_unit
+    return f"{unit}, the input unit of {pop.model}" if unit else f"{pop.model} ignores its input"
+
+
+@dataclass(kw_only=True)
+class Projection:
+    """Synapses from population `source` onto population `target` (names), by exactly one rule:
+
+    - probability=p: every ordered pair (s in source, t in target, s != t) with probability p
+      (pairwise Bernoulli);
+    - total_synapses=S: exactly S synapses, each with a source and a target drawn uniformly
+      (multapses and autapses allowed; the rule of the microcircuit);
+    - indegree=K: every target exactly K synapses, sources drawn uniformly with replacement
+      (NEST's fixed_indegree with autapses and multapses allowed);
+    - outdegree=K: every source exactly K synapses, targets drawn uniformly with replacement
+      (NEST's fixed_outdegree, likewise);
+    - sources=[...], targets=[...]: one synapse per pair of entries, population-local ids;
+      weight and delay_ms may then be arrays of the same length. The order of the list is the
+      order of a target's synapses.
+
+    weight (with weight_sd, default 0): in the target model's input unit (NEURON_MODELS[model].
+    input_unit: mV for lifca, a jump of V; pA for psc_exp and iaf_psc_alpha, a jump of the
+    synaptic current). With weight_sd > 0, Gaussian, redrawn until strictly between 0 and
+    2 * weight (sign kept); with weight_clip, set to zero where the sign flips instead.
+
+    Delays: delay_ms=d, a constant (the simple case), a whole number of steps. Or a
+    delay_distribution: "exponential" (the DPSNN delay law), delay_offset_ms + floor(x /
+    delay_step_ms) * delay_step_ms with x exponential of scale delay_scale_ms, redrawn until
+    x < delay_cut_ms; "normal": x ~ N(delay_mean_ms, delay_sd_ms) redrawn until x >=
+    delay_offset_ms (or >= delay_redraw_below_ms when given), rounded to the nearest step, at
+    least delay_offset_ms. delay_distribution defaults to "constant" when delay_ms is given and
+    to "exponential" otherwise.
     """
     source: str
     target: str
-    probability: float
-    weight_mean_mV: float
-    weight_sd_mV: float
-    delay_offset_ms: float
+    weight: float | Sequence[float]
+    probability: float | None = None
+    total_synapses: int | None = None
+    indegree: int | None = None
+    outdegree: int | None = None
+    sources: Sequence[int] | None = None
+    targets: Sequence[int] | None = None
+    weight_sd: float = 0.0
+    weight_clip: bool = False
+    delay_ms: float | Sequence[float] | None = None
+    delay_distribution: str | None = None
+    delay_offset_ms: float | None = None
     delay_scale_ms: float | None = None
     delay_cut_ms: float | None = None
-    delay_step_ms: float = 1.0
-    origin: dict = field(default_factory=dict)   # field -> the model parameter that set it, for errors
-    delay_distribution: str = "exponential"
+    delay_step_ms: float | None = None        # exponential: 1 ms when left out
     delay_mean_ms: float | None = None
     delay_sd_ms: float | None = None
-    total_synapses: int | None = None
-    weight_clip: bool = False
     delay_redraw_below_ms: float | None = None
+    origin: dict = field(default_factory=dict)   # field -> the model parameter that set it, for errors
 
-    def validate(self) -> None:
+    # -- the rule ---------------------------------------------------------------------------
+    @property
+    def rule(self) -> str:
+        """The connection rule's field: probability, total_synapses, indegree, outdegree or
+        sources/targets (valid after validate())."""
+        return next(r for r in CONNECTION_RULES if self._given(r))
+
+    def _given(self, rule: str) -> bool:
+        if rule == "sources/targets":
+            return self.sources is not None or self.targets is not None
+        return getattr(self, rule) is not None
+
+    @property
+    def is_list(self) -> bool:
+        return self.sources is not None
+
+    def weight_array(self) -> np.ndarray | None:
+        """The weights of a list, one per entry; None where weight is a scalar."""
+        return self.weight if isinstance(self.weight, np.ndarray) else None
+
+    def delay_array_ms(self) -> np.ndarray | None:
+        """The delays (ms) of a list, one per entry; None where delay_ms is a scalar or absent."""
+        return self.delay_ms if isinstance(self.delay_ms, np.ndarray) else None
+
+    def validate(self, source=None, target=None) -> None:
+        """Checks of the values alone; source and target are the Populations (Network.connect
+        passes them), for the ranges of list ids and the unit of weights in messages."""
         where = f"projection {self.source}->{self.target}"
-        p = float(self.probability)
-        if not (0.0 <= p <= 1.0):
-            raise ConfigError(f"{where}: 'probability' must lie in [0, 1], got {self.probability!r}")
-        if self.total_synapses is not None and (not isinstance(self.total_synapses, int)
-                                                or isinstance(self.total_synapses, bool) or self.total_synapses < 0):
-            raise ConfigError(f"{where}: 'total_synapses' must be a non-negative integer, got {self.total_synapses!r}")
-        if self.delay_redraw_below_ms is not None:
-            _positive(where, "delay_redraw_below_ms", self.delay_redraw_below_ms, allow_zero=True)
-        if self.weight_mean_mV == 0:
-            raise ConfigError(f"{where}: 'weight_mean_mV' must be non-zero (its sign says excitatory or inhibitory)")
-        _positive(where, "weight_sd_mV", self.weight_sd_mV, allow_zero=True)
-        _positive(where, "delay_offset_ms", self.delay_offset_ms)
+        given = [r for r in CONNECTION_RULES if self._given(r)]
+        if not given:
+            raise ConfigError(f"{where}: no connection rule; give exactly one of probability=, total_synapses=, "
+                              f"indegree=, outdegree=, or sources= with targets=")
+        if len(given) > 1:
+            raise ConfigError(f"{where}: give exactly one connection rule, got {' and '.join(given)}")
+        rule = given[0]
+        if rule == "probability":
+            p = _positive(where, "probability", self.probability, allow_zero=True)
+            if p > 1.0:
+                raise ConfigError(f"{where}: 'probability' must lie in [0, 1], got {self.probability!r}")
+        elif rule == "sources/targets":
+            self._validate_list(where, source, target)
+        else:
+            k = _count(where, rule, getattr(self, rule))
+            if rule != "total_synapses" and k > MAX_DEGREE:
+                raise ConfigError(f"{where}: '{rule}' = {k} exceeds the engine's {MAX_DEGREE} synapses per neuron")
+            setattr(self, rule, k)
+        self._validate_weight(where, target)
+        self._validate_delays(where)
+
+    def _validate_list(self, where: str, source, target) -> None:
+        if self.sources is None or self.targets is None:
+            missing = "targets" if self.targets is None else "sources"
+            raise ConfigError(f"{where}: an explicit list needs both sources= and targets=; '{missing}' is missing")
+        arrays = {}
+        for name in ("sources", "targets"):
+            a = np.asarray(getattr(self, name))
+            if a.ndim != 1:
+                raise ConfigError(f"{where}: '{name}' must be a one-dimensional list of ids, got shape {a.shape}")
+            if a.size and not np.issubdtype(a.dtype, np.integer):
+                raise ConfigError(f"{where}: '{name}' must hold integer ids (population-local), got dtype {a.dtype}")
+            arrays[name] = a
+        n, m = arrays["sources"].size, arrays["targets"].size
+        if n != m:
+            raise ConfigError(f"{where}: 'sources' and 'targets' must have the same length, got {n} and {m}")
+        for name, pop in (("sources", source), ("targets", target)):
+            ids = arrays[name]
+            bad = np.flatnonzero((ids < 0) | (ids >= (pop.size if pop is not None else np.iinfo(np.int64).max)))
+            if bad.size:
+                i = int(bad[0])
+                within = f"population '{pop.name}' (ids are population-local, 0 to {pop.size - 1})" \
+                    if pop is not None else "[0, 2^63 - 1)"
+                raise ConfigError(f"{where}: {name}[{i}] = {ids[i]} is outside {within}")
+        # copies: later changes to the caller's lists do not change the network
+        self.sources, self.targets = (np.array(arrays[k], dtype=np.int64) for k in ("sources", "targets"))
+
+    def _per_entry(self, where: str, name: str) -> np.ndarray | None:
+        """weight or delay_ms as an array of one value per list entry, None for a scalar; arrays
+        only with an explicit list, and of its length."""
+        value = getattr(self, name)
+        if np.ndim(value) == 0:
+            return None
+        if not self.is_list:
+            raise ConfigError(f"{where}: an array of '{name}' needs an explicit list (sources=, targets=); "
+                              f"the {self.rule} rule takes one '{name}'")
+        try:
+            a = np.array(value, dtype=np.float64)
+        except (TypeError, ValueError):
+            raise ConfigError(f"{where}: '{name}' must be a number or an array of numbers") from None
+        if a.ndim != 1 or a.size != self.sources.size:
+            raise ConfigError(f"{where}: '{name}' must be a number or an array of one per list entry "
+                              f"({self.sources.size}), got shape {a.shape}")
+        bad = np.flatnonzero(~np.isfinite(a))
+        if bad.size:
+            raise ConfigError(f"{where}: {name}[{int(bad[0])}] = {a[bad[0]]} is not a finite number")
+        return a
+
+    def _validate_weight(self, where: str, target) -> None:
+        unit = f" ({_unit_text(target)})" if target is not None else ""
+        weights = self._per_entry(where, "weight")
+        _positive(where, "weight_sd", self.weight_sd, allow_zero=True)
+        if weights is not None:
+            if self.weight_sd:
+                raise ConfigError(f"{where}: weights given per entry are not drawn: 'weight_sd' must be 0, "
+                                  f"got {self.weight_sd!r}")
+            self.weight = weights
+            return
+        if isinstance(self.weight, bool) or not isinstance(self.weight, numbers.Real) or \
+                not math.isfinite(self.weight):
+            raise ConfigError(f"{where}: 'weight' must be a finite number{unit}, got {self.weight!r}")
+        if self.weight == 0:
+            raise ConfigError(f"{where}: 'weight' must be non-zero{unit}; its sign says excitatory or inhibitory")
+
+    def _validate_delays(self, where: str) -> None:
+        law = [name for name in DELAY_LAW_FIELDS if getattr(self, name) is not None]
+        if self.delay_distribution is None:
+            if self.delay_ms is None and not law:
+                raise ConfigError(f"{where}: no delay; give delay_ms= (a constant delay, ms) or a delay_distribution "
+                                  f"('exponential' or 'normal') with its fields")
+            self.delay_distribution = "constant" if self.delay_ms is not None else "exponential"
         if self.delay_distribution not in DELAY_DISTRIBUTIONS:
             raise ConfigError(f"{where}: 'delay_distribution' must be one of {DELAY_DISTRIBUTIONS}, "
                               f"got {self.delay_distribution!r}")
+        if self.delay_distribution == "constant":
+            if self.delay_ms is None:
+                raise ConfigError(f"{where}: delay_distribution 'constant' needs delay_ms= (ms)")
+            if law:
+                raise ConfigError(f"{where}: 'delay_ms' is a constant delay and does not combine with "
+                                  f"{', '.join(repr(n) for n in law)}; give one or the other")
+            delays = self._per_entry(where, "delay_ms")
+            if delays is not None:
+                if not delays.size:
+                    raise ConfigError(f"{where}: 'delay_ms' is an empty array; the list has no entries: give a number")
+                bad = np.flatnonzero(delays <= 0)
+                if bad.size:
+                    i = int(bad[0])
+                    raise ConfigError(f"{where}: delay_ms[{i}] must be positive, got {delays[i]!r}")
+                self.delay_ms = delays
+            else:
+                self.delay_ms = _positive(where, "delay_ms", self.delay_ms)
+            return
+        if self.delay_ms is not None:
+            raise ConfigError(f"{where}: 'delay_ms' is a constant delay and does not combine with delay_distribution "
+                              f"'{self.delay_distribution}'; leave out one of them")
+        if self.delay_redraw_below_ms is not None:
+            _positive(where, "delay_redraw_below_ms", self.delay_redraw_below_ms, allow_zero=True)
+        _positive(where, "delay_offset_ms", self.delay_offset_ms)
         if self.delay_distribution == "normal":
             mean = float(self.delay_mean_ms if self.delay_mean_ms is not None else math.nan)
             if not math.isfinite(mean):
@@ -143,19 +319,57 @@ class Projection:
                 raise ConfigError(f"{where}: delays N({mean}, {sd}) ms are redrawn below {label} = "
                                   f"{self.delay_offset_ms} ms and would almost never reach it; raise the mean")
             return
+        if self.delay_step_ms is None:
+            self.delay_step_ms = 1.0
         _positive(where, "delay_scale_ms", self.delay_scale_ms)
         _positive(where, "delay_cut_ms", self.delay_cut_ms)
         _positive(where, "delay_step_ms", self.delay_step_ms)
 
+    # -- what the rule and the laws give ------------------------------------------------------
+    def expected_synapses(self, source_size: int, target_size: int) -> float:
+        """Synapses this projection is expected to make (exact but for the pairwise rule)."""
+        if self.is_list:
+            return float(self.sources.size)
+        if self.total_synapses is not None:
+            return float(self.total_synapses)
+        if self.indegree is not None:
+            return float(self.indegree) * target_size
+        if self.outdegree is not None:
+            return float(self.outdegree) * source_size
+        pairs = source_size * target_size - (min(source_size, target_size) if self.source == self.target else 0)
+        return self.probability * pairs
+
+    def largest_indegree(self, source_size: int, target_size: int) -> float:
+        """Synapses per target neuron: the largest for a list, the mean for the random rules."""
+        if self.is_list:
+            return float(np.bincount(self.targets).max()) if self.targets.size else 0.0
+        if self.indegree is not None:
+            return float(self.indegree)
+        if self.outdegree is not None:
+            return self.outdegree * source_size / target_size
+        if self.total_synapses is not None:
+            return self.total_synapses / target_size
+        return self.probability * source_size
+
+    def min_delay_ms(self) -> float:
+        """The shortest delay this projection can have."""
+        if self.delay_distribution == "constant":
+            delays = self.delay_array_ms()
+            return float(self.delay_ms) if delays is None else float(delays.min())
+        return self.delay_offset_ms
+
     def max_delay_steps(self, resolution_ms: float) -> int:
-        """The longest delay, in steps, that the engine can draw for this projection: its drawing
+        """The longest delay, in steps, that the engine can give this projection: its drawing
         code (cpp/core/network_build.cpp) evaluated at the extreme uniform it can use."""
         h = resolution_ms
+        if self.delay_distribution == "constant":
+            delays = self.delay_array_ms()
+            return round((self.delay_ms if delays is None else float(delays.max())) / h)
         offset = round(self.delay_offset_ms / h)
         if self.delay_distribution == "normal":
             y = (self.delay_mean_ms + self.delay_sd_ms * MAX_NORMAL_DEVIATE) / h
             return max(offset, math.floor(min(y, 1e6) + 0.5))       # llround: halves away from zero
-        # offset + floor(x / step_ms) * step_steps, x = -scale log(u) redrawn until x < cut
+        # offset + floor(x / step_ms) * step_ms, x = -scale log(u) redrawn until x < cut
         x_max = self.delay_scale_ms * MAX_EXPONENTIAL_DEVIATE
         if self.delay_cut_ms <= x_max:
             k = math.ceil(self.delay_cut_ms / self.delay_step_ms) - 1     # x stays below the cut
@@ -163,12 +377,46 @@ class Projection:
             k = math.floor(x_max / self.delay_step_ms)
         return offset + max(0, k) * round(self.delay_step_ms / h)
 
+    def check_delay_steps(self, resolution_ms: float) -> None:
+        """Every delay a whole number of steps, at least one (Network.validate)."""
+        where = f"projection {self.source}->{self.target}"
+        h = resolution_ms
+        if self.delay_distribution != "constant":
+            whole_steps(where, "delay_offset_ms", self.delay_offset_ms, self.origin, h, minimum=1)
+            if self.delay_distribution == "exponential":
+                whole_steps(where, "delay_step_ms", self.delay_step_ms, self.origin, h, minimum=1)
+            return
+        delays = self.delay_array_ms()
+        # below one step first: that, not the grid, is what a delay of 0.04 ms at 0.1 ms gets wrong
+        if delays is None:
+            if self.delay_ms / h < 1 - 1e-9:
+                label = f"'{self.origin['delay_ms']}'" if "delay_ms" in self.origin else f"{where}: 'delay_ms'"
+                raise ConfigError(f"{label} = {self.delay_ms} ms is below the resolution {h} ms; "
+                                  f"delays must be at least one step")
+            whole_steps(where, "delay_ms", self.delay_ms, self.origin, h, minimum=1)
+            return
+        n = delays / h
+        short = np.flatnonzero(n < 1 - 1e-9)
+        if short.size:
+            i = int(short[0])
+            raise ConfigError(f"{where}: delay_ms[{i}] = {delays[i]} ms is below the resolution {h} ms; "
+                              f"delays must be at least one step")
+        bad = np.flatnonzero(np.abs(n - np.round(n)) > 1e-9 * np.maximum(1.0, np.abs(n)))
+        if bad.size:
+            i = int(bad[0])
+            raise ConfigError(f"{where}: delay_ms[{i}] = {delays[i]} ms is not a multiple of the resolution {h} ms; "
+                              f"choose a multiple or a finer resolution_ms")
+
 
 def _delay_law(pr: Projection) -> str:
     """The parameters that set a projection's longest delay, named as the user set them."""
     def named(name):
         label = pr.origin.get(name, name)
         return f"'{label}' = {getattr(pr, name):g} ms"
+    if pr.delay_distribution == "constant":
+        delays = pr.delay_array_ms()
+        label = pr.origin.get("delay_ms", "delay_ms")
+        return f"'{label}' = {pr.delay_ms:g} ms" if delays is None else f"'{label}' (largest {delays.max():g} ms)"
     if pr.delay_distribution == "normal":
         sd = pr.origin.get("delay_sd_ms", "delay_sd_ms")
         return (f"{named('delay_mean_ms')} and '{sd}' = {pr.delay_sd_ms:g} ms (normal delays reach the mean + "
@@ -180,13 +428,14 @@ def _delay_law(pr: Projection) -> str:
 class PoissonDrive:
     """n_synapses independent Poisson trains at rate_hz into each neuron of a population.
 
-    Each event adds a Gaussian efficacy (mean_mV, sd_mV). Drawn on the fly, never stored.
+    Each event adds a Gaussian efficacy (weight, weight_sd) in the target model's input unit
+    (mV for lifca, pA for psc_exp and iaf_psc_alpha). Drawn on the fly, never stored.
     """
     target: str
     n_synapses: int
     rate_hz: float
-    weight_mean_mV: float
-    weight_sd_mV: float
+    weight: float
+    weight_sd: float = 0.0
     origin: dict = field(default_factory=dict)   # field -> the model parameter that set it, for errors
 
     def validate(self) -> None:
@@ -194,7 +443,10 @@ class PoissonDrive:
         if not isinstance(self.n_synapses, int) or self.n_synapses < 0:
             raise ConfigError(f"{where}: 'n_synapses' must be a non-negative integer, got {self.n_synapses!r}")
         _positive(where, "rate_hz", self.rate_hz, allow_zero=True)
-        _positive(where, "weight_sd_mV", self.weight_sd_mV, allow_zero=True)
+        if isinstance(self.weight, bool) or not isinstance(self.weight, numbers.Real) or \
+                not math.isfinite(self.weight):
+            raise ConfigError(f"{where}: 'weight' must be a finite number, got {self.weight!r}")
+        _positive(where, "weight_sd", self.weight_sd, allow_zero=True)
 
 
 @dataclass
@@ -224,8 +476,9 @@ class Network:
         return pop
 
     def connect(self, proj: Projection) -> Projection:
-        self.population(proj.source), self.population(proj.target)
-        proj.validate()
+        if not isinstance(proj, Projection):
+            raise ConfigError(f"connect needs a ranvier Projection, got {type(proj).__name__}")
+        proj.validate(self.population(proj.source), self.population(proj.target))
         self.projections.append(proj)
         return proj
 
@@ -238,19 +491,15 @@ class Network:
         self.drives.append(d)
         return d
 
+    def projection_synapses(self, pr: Projection) -> float:
+        """The synapses a projection is expected to make (exact but for the pairwise rule)."""
+        return pr.expected_synapses(self.population(pr.source).size, self.population(pr.target).size)
+
     def expected_synapses(self) -> float:
-        total = 0.0
-        for pr in self.projections:
-            if pr.total_synapses is not None:
-                total += pr.total_synapses
-                continue
-            ns, nt = self.population(pr.source).size, self.population(pr.target).size
-            pairs = ns * nt - (min(ns, nt) if pr.source == pr.target else 0)
-            total += pr.probability * pairs
-        return total
+        return sum(self.projection_synapses(pr) for pr in self.projections)
 
     def min_delay_ms(self) -> float:
-        return min((p.delay_offset_ms for p in self.projections), default=float("inf"))
+        return min((p.min_delay_ms() for p in self.projections), default=float("inf"))
 
     @property
     def areas(self) -> list[str]:
@@ -263,10 +512,10 @@ class Network:
         return a is not None and b is not None and a != b
 
     def min_inter_area_delay_ms(self) -> float:
-        return min((p.delay_offset_ms for p in self.projections if self.is_inter_area(p)), default=float("inf"))
+        return min((p.min_delay_ms() for p in self.projections if self.is_inter_area(p)), default=float("inf"))
 
     def min_intra_area_delay_ms(self) -> float:
-        return min((p.delay_offset_ms for p in self.projections if not self.is_inter_area(p)), default=float("inf"))
+        return min((p.min_delay_ms() for p in self.projections if not self.is_inter_area(p)), default=float("inf"))
 
     def largest_global_interval(self, resolution_ms: float, steps_per_cycle: int) -> int:
         """The most cycles a spike may wait for the two-tier global exchange: the shortest
@@ -287,14 +536,9 @@ class Network:
         if not self.populations:
             raise ConfigError("the network has no populations")
 
-        def steps(where, name, value, origin, minimum=0):
-            return whole_steps(where, name, value, origin, resolution_ms, minimum)
-
         for pr in self.projections:
             where = f"projection {pr.source}->{pr.target}"
-            steps(where, "delay_offset_ms", pr.delay_offset_ms, pr.origin, minimum=1)
-            if pr.delay_distribution == "exponential":
-                steps(where, "delay_step_ms", pr.delay_step_ms, pr.origin, minimum=1)
+            pr.check_delay_steps(resolution_ms)
             longest = pr.max_delay_steps(resolution_ms)
             if longest > MAX_DELAY_STEPS:
                 raise ConfigError(f"{_delay_law(pr)} give delays up to {longest * resolution_ms:g} ms = {longest} "

@@ -54,11 +54,7 @@ def area_costs(network, resolution_ms: float) -> dict[str, float]:
         cost[p.area] = cost.get(p.area, 0.0) + p.size * steps_per_second * NS_PER_NEURON_STEP
     for pr in network.projections:
         src, tgt = network.population(pr.source), network.population(pr.target)
-        if pr.total_synapses is not None:
-            synapses = pr.total_synapses
-        else:
-            synapses = pr.probability * (src.size * tgt.size - (src.size if pr.source == pr.target else 0))
-        events = synapses * network.expected_spike_rate_hz(src)
+        events = network.projection_synapses(pr) * network.expected_spike_rate_hz(src)
         cost[tgt.area] = cost.get(tgt.area, 0.0) + events * NS_PER_SYNAPTIC_EVENT
     return cost
 

@@ -11,6 +11,7 @@ import os
 import resource
 import sys
 import time
+from typing import NamedTuple
 
 import numpy as np
 
@@ -336,10 +337,34 @@ class Simulation:
         self.recording.add(ids[order], steps[order], np.stack([p[2] for p in parts]),
                            end_step=self._engine.cycles_done * self.steps_per_cycle)
 
-    def connections(self):
-        """This rank's synapses: (source, target, weight_mV, delay_ms) NumPy arrays."""
+    def connections(self, local: bool = False) -> Connections | None:
+        """The synapses the engine built: Connections(source, target, weight, delay_ms), NumPy
+        arrays of global source and target ids, weights in the target model's input unit (mV for
+        lifca, pA for psc_exp and iaf_psc_alpha; as stored, in the fixed point of synaptic input)
+        and delays in ms. A collective call: every rank takes part; rank 0 gets every synapse of
+        every rank, sorted by (source, target, delay, weight), the same for any decomposition;
+        the other ranks get None. local=True: this rank's synapses only, in the engine's storage
+        order, on every rank (no communication)."""
         src, tgt, w, d = self._engine.connections()
-        return src, tgt, w, d * self.resolution_ms
+        mine = Connections(np.asarray(src, dtype=np.int64), np.asarray(tgt, dtype=np.int64),
+                           np.asarray(w, dtype=np.float64), np.asarray(d, dtype=np.int64) * self.resolution_ms)
+        if local:
+            return mine
+        parts = self.comm.gather(mine)
+        if self.rank != 0:
+            return None
+        joined = [np.concatenate([p[i] for p in parts]) for i in range(4)]
+        order = np.lexsort((joined[2], joined[3], joined[1], joined[0]))
+        return Connections(*(a[order] for a in joined))
+
+
+class Connections(NamedTuple):
+    """Synapses as arrays (Simulation.connections): global ids, weights in the target model's
+    input unit, delays in ms."""
+    source: np.ndarray
+    target: np.ndarray
+    weight: np.ndarray
+    delay_ms: np.ndarray
 
 
 class Result:

@@ -24,6 +24,8 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from . import _engine, resources
 from .errors import ConfigError
 from .neurons import NEURON_MODELS
@@ -46,17 +48,30 @@ TWO_TIER = "two-tier"                  # the structure-aware exchange (ranvier.s
 
 # -- the fixed-point scale and the synapse layout ------------------------------------------------
 def max_abs_weight(pr) -> float:
-    """The largest |weight| a projection can draw (the engine's max_abs_weight): |z| < 6.5."""
-    m = abs(pr.weight_mean_mV)
-    if pr.weight_sd_mV <= 0:
+    """The largest |weight| a projection can give (the engine's max_abs_weight): |z| < 6.5."""
+    weights = pr.weight_array()
+    if weights is not None:
+        return float(np.abs(weights).max()) if weights.size else 0.0
+    m = abs(pr.weight)
+    if pr.weight_sd <= 0:
         return m
-    return m + 6.5 * pr.weight_sd_mV if pr.weight_clip else 2 * m
+    return m + 6.5 * pr.weight_sd if pr.weight_clip else 2 * m
+
+
+def typical_abs_weight(pr) -> float | None:
+    """The smallest |weight| the fixed-point scale must resolve: the mean, or for weights given per
+    entry the smallest non-zero one (None when all are zero)."""
+    weights = pr.weight_array()
+    if weights is None:
+        return abs(pr.weight)
+    nonzero = np.abs(weights[weights != 0])
+    return float(nonzero.min()) if nonzero.size else None
 
 
 def max_weights(network) -> tuple[float, float]:
     """The largest |weight| of any synapse, and of any synapse or external event."""
     synapse = max((max_abs_weight(pr) for pr in network.projections), default=0.0)
-    event = max((abs(d.weight_mean_mV) + 10 * d.weight_sd_mV for d in network.drives), default=0.0)
+    event = max((abs(d.weight) + 10 * d.weight_sd for d in network.drives), default=0.0)
     return synapse, max(synapse, event)
 
 
@@ -82,8 +97,7 @@ def fraction_bits(network, min_delay_ms: float) -> int:
     max_synapse, max_weight = max_weights(net)
     in_degree = 0.0
     for p in net.populations:
-        k = sum(pr.total_synapses / p.size if pr.total_synapses is not None
-                else pr.probability * net.population(pr.source).size
+        k = sum(pr.largest_indegree(net.population(pr.source).size, p.size)
                 for pr in net.projections if pr.target == p.name)
         in_degree = max(in_degree, k + 8 * math.sqrt(k + 1))
     external = max((d.n_synapses * d.rate_hz * 1e-3 * min_delay_ms for d in net.drives), default=0.0)
@@ -94,8 +108,8 @@ def fraction_bits(network, min_delay_ms: float) -> int:
     if target_bits >= 31:          # 2^31 neurons or more: no 4-byte synapse can hold the index
         return fallback
     packed_bits = math.floor(math.log2((2 ** (31 - target_bits) - 1) / max(max_synapse, 1e-9)))
-    weights = [abs(pr.weight_mean_mV) for pr in net.projections] + \
-              [abs(d.weight_mean_mV) for d in net.drives if d.n_synapses and d.rate_hz]
+    weights = [w for w in (typical_abs_weight(pr) for pr in net.projections) if w is not None] + \
+              [abs(d.weight) for d in net.drives if d.n_synapses and d.rate_hz]
     smallest = min(weights, default=0.0)
     if packed_bits < overflow_bits and smallest * 2.0 ** packed_bits >= 1024:
         return packed_bits
@@ -106,6 +120,31 @@ def bytes_per_synapse_peak(network, bits: int) -> float:
     """Peak build memory per synapse: 4-byte or 8-byte synapses, with the delays and the
     counts held while they are sorted into rows."""
     return BYTES_PER_SYNAPSE_PEAK_PACKED if packs(network, bits) else BYTES_PER_SYNAPSE_PEAK
+
+
+# -- what the connection rules hold during the build (ConnectivityPlan, cpp/core/local_network.hpp) --
+def rule_bytes(network, threads: int, ranks: int) -> float:
+    """Bytes per rank that the connection rules hold while the synapses are built, beyond the
+    synapses themselves. Fixed total: a 4-byte in-degree per target neuron, on every rank. Fixed
+    out-degree: the sources of the local targets, 8 B per local synapse, an 8-byte offset per
+    local target, and a count per local target and thread. Explicit lists: every rank holds the
+    whole list twice (the Projection's arrays, 16 B per entry and 8 more per weight or delay, and
+    the engine's copy, 16 B, 8 per weight and 2 per delay), and the local entries' indices (8 B
+    each) with an offset per local target."""
+    total = 0.0
+    for pr in network.projections:
+        target = network.population(pr.target).size
+        local_targets = target / ranks
+        local_synapses = network.projection_synapses(pr) / ranks
+        if pr.total_synapses is not None:
+            total += 4.0 * target
+        elif pr.outdegree is not None:
+            total += 8.0 * local_synapses + 8.0 * local_targets * (1 + threads)
+        elif pr.is_list:
+            entries = pr.sources.size
+            weights, delays = pr.weight_array() is not None, pr.delay_array_ms() is not None
+            total += entries * (16 + 16 + 16 * weights + 10 * delays) + 8.0 * (local_synapses + local_targets)
+    return total
 
 
 # -- the external drive (Engine::drive in cpp/core/engine.cpp) ---------------------------------
@@ -142,7 +181,7 @@ def drive_bytes(network, resolution_ms: float, drive_steps: int, threads: int, r
         tables += 16.0 * entries
         largest_table = max(largest_table, 8.0 * entries)     # old and new storage while it grows
         size = network.population(d.target).size
-        if drive_steps == 1 and d.weight_sd_mV == 0:
+        if drive_steps == 1 and d.weight_sd == 0:
             fixed += 16.0 * size / ranks
             continue
         m = min(DRIVE_CHUNK, size)
@@ -167,13 +206,14 @@ def check_drives(network, resolution_ms: float, drive_steps: int) -> None:
             raise ConfigError(f"{where}: {drive_text(d)} gives {mean:.3g} expected events per neuron in "
                               f"each window of {drive_steps * h:g} ms; the engine's Poisson table counts "
                               f"at most about {POISSON_TABLE_MAX_ENTRIES:.3g}: lower the rate or the synapses")
-        weight = d.origin.get("weight_mean_mV", "weight_mean_mV")
-        per_step_input = per_step * abs(d.weight_mean_mV)
+        weight = d.origin.get("weight", "weight")
+        unit = NEURON_MODELS[network.population(d.target).model].input_unit or ""
+        per_step_input = per_step * abs(d.weight)
         most = (2**31 - 1) / 2.0 ** MIN_FRACTION_BITS
         if per_step_input >= most:
             raise ConfigError(f"{where}: {drive_text(d)} gives {per_step:.3g} expected events per neuron "
-                              f"and step of {h:g} ms, each of '{weight}' = {d.weight_mean_mV:g}: "
-                              f"{per_step_input:.3g} per step, more than the engine's 32-bit input sums hold "
+                              f"and step of {h:g} ms, each of '{weight}' = {d.weight:g} {unit}: "
+                              f"{per_step_input:.3g} {unit} per step, more than the engine's 32-bit input sums hold "
                               f"({most:.3g} at their coarsest scale); lower the rate or the synapses (a neuron "
                               f"of the cortex receives some thousands of external events per second)")
 
@@ -266,14 +306,16 @@ class EngineSpec:
     # -- memory ---------------------------------------------------------------------------------
     def _memory_parts(self) -> dict:
         """Bytes per rank at the peak of the build, part by part: base, synapses, neurons (state
-        and per-thread buffers), drive (the external drive's Poisson tables and event buffers)."""
+        and per-thread buffers), drive (the external drive's Poisson tables and event buffers),
+        rules (what the connection rules hold during the build: rule_bytes)."""
         net, ranks, threads = self.network, self.ranks, self.threads
         synapses = net.expected_synapses() / ranks
         neurons = net.size / ranks
         per_thread = net.size * 4 * 2 + self.drive_steps * neurons / threads * 4
         return {"base": BASE_BYTES_PER_RANK, "synapses": synapses * self.bytes_per_synapse_peak,
                 "neurons": neurons * 64 + per_thread * threads,
-                "drive": drive_bytes(net, self.resolution_ms, self.drive_steps, threads, ranks)}
+                "drive": drive_bytes(net, self.resolution_ms, self.drive_steps, threads, ranks),
+                "rules": rule_bytes(net, threads, ranks)}
 
     def _check_memory(self, comm, max_memory_bytes: int | None) -> None:
         """Refuses a network whose estimate exceeds what any limit leaves: available memory,
@@ -326,24 +368,40 @@ class EngineSpec:
         for pr in net.projections:
             s = _engine.ProjectionSpec()
             s.source, s.target = index[pr.source], index[pr.target]
-            s.probability, s.weight_mean, s.weight_sd = pr.probability, pr.weight_mean_mV, pr.weight_sd_mV
-            if pr.total_synapses is not None:
-                s.fixed_total, s.total_synapses = True, pr.total_synapses
+            rule = pr.rule
+            if rule == "probability":
+                s.rule, s.probability = "pairwise", pr.probability
+            elif rule == "total_synapses":
+                s.rule, s.total_synapses = "fixed_total", pr.total_synapses
+            elif rule in ("indegree", "outdegree"):
+                s.rule, s.degree = f"fixed_{rule}", getattr(pr, rule)
+            else:
+                s.rule = "list"
+            weights, delays = pr.weight_array(), pr.delay_array_ms()
+            if weights is None:
+                s.weight_mean, s.weight_sd = pr.weight, pr.weight_sd
             s.weight_clip = pr.weight_clip
+            if pr.is_list:
+                s.set_list(pr.sources, pr.targets, np.ascontiguousarray(weights if weights is not None else [],
+                                                                        dtype=np.float64),
+                           np.rint(delays / h).astype(np.int64) if delays is not None else np.zeros(0, np.int64))
+            # the shortest delay, in steps, for every law
+            s.delay_offset_steps = round(pr.min_delay_ms() / h)
             if pr.delay_redraw_below_ms is not None:
                 s.delay_redraw_below_ms = pr.delay_redraw_below_ms
-            s.delay_offset_steps = round(pr.delay_offset_ms / h)
-            s.delay_step_steps = round(pr.delay_step_ms / h)
-            if pr.delay_distribution == "normal":
+            if pr.delay_distribution == "constant":
+                s.delay_constant = True
+            elif pr.delay_distribution == "normal":
                 s.delay_normal, s.delay_mean_ms, s.delay_sd_ms = True, pr.delay_mean_ms, pr.delay_sd_ms
             else:
+                s.delay_step_steps = round(pr.delay_step_ms / h)
                 s.delay_scale_ms, s.delay_cut_ms, s.delay_step_ms = pr.delay_scale_ms, pr.delay_cut_ms, pr.delay_step_ms
             projs.append(s)
         drives = []
         for d in net.drives:
             s = _engine.DriveSpec()
             s.target = index[d.target]
-            s.n_synapses, s.rate_hz, s.weight_mean, s.weight_sd = d.n_synapses, d.rate_hz, d.weight_mean_mV, d.weight_sd_mV
+            s.n_synapses, s.rate_hz, s.weight_mean, s.weight_sd = d.n_synapses, d.rate_hz, d.weight, d.weight_sd
             drives.append(s)
         return pops, projs, drives
 
