@@ -336,6 +336,12 @@ class Simulation:
         self.recording.add(ids[order], steps[order], np.stack([p[2] for p in parts]),
                            end_step=self._engine.cycles_done * self.steps_per_cycle)
 
+    def neuron_values(self, population: str, name: str):
+        """Parameter `name` of every neuron of a population (NumPy array, population order) as
+        this simulation gives them, on any rank: per-neuron arrays, the draws of distributions
+        (from this seed), or the one number repeated. "initial": per-neuron initial potentials."""
+        return self.network.population(population).neuron_values(name, self.seed)
+
     def connections(self):
         """This rank's synapses: (source, target, weight_mV, delay_ms) NumPy arrays."""
         src, tgt, w, d = self._engine.connections()
