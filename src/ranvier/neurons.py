@@ -59,8 +59,10 @@ def is_per_neuron(value) -> bool:
 def _per_neuron_array(where: str, key: str, value, size: int):
     """value as given where it is one number or a distribution; an array-like as a read-only float
     array of `size` finite values, refused otherwise."""
-    if isinstance(value, Distribution) or isinstance(value, (str, bytes)) or np.ndim(value) == 0:
+    if isinstance(value, Distribution) or isinstance(value, (str, bytes)):
         return value
+    if np.ndim(value) == 0:
+        return value.item() if isinstance(value, np.ndarray) else value     # one number
     try:
         a = np.array(value, dtype=np.float64)
     except (TypeError, ValueError):
@@ -71,7 +73,7 @@ def _per_neuron_array(where: str, key: str, value, size: int):
     bad = ~np.isfinite(a)
     if bad.any():
         i = int(np.argmax(bad))
-        raise ConfigError(f"{where}: '{key}' must be a finite number for every neuron; neuron {i} has {a[i]!r}")
+        raise ConfigError(f"{where}: '{key}' must be a finite number for every neuron; neuron {i} has {float(a[i])!r}")
     a.flags.writeable = False
     return a
 
@@ -88,7 +90,7 @@ def _positive(where: str, key: str, value, allow_zero: bool = False) -> None:
         bad = value < 0 if allow_zero else value <= 0
         if bad.any():
             i = int(np.argmax(bad))
-            raise ConfigError(f"{where}: '{key}' must be {need} for every neuron; neuron {i} has {value[i]!r}")
+            raise ConfigError(f"{where}: '{key}' must be {need} for every neuron; neuron {i} has {float(value[i])!r}")
     else:
         positive(where, key, value, allow_zero)
 
@@ -142,7 +144,7 @@ def _whole_steps(pop, key: str, resolution_ms: float) -> None:
         bad = np.abs(n - np.round(n)) > 1e-9 * np.maximum(1.0, np.abs(n))
         if bad.any():
             i = int(np.argmax(bad))
-            raise ConfigError(f"population '{pop.name}': '{key}' of neuron {i} = {value[i]!r} ms is not a multiple of "
+            raise ConfigError(f"population '{pop.name}': '{key}' of neuron {i} = {float(value[i])!r} ms is not a multiple of "
                               f"the resolution {resolution_ms} ms; choose multiples or a finer resolution_ms")
         return
     whole_steps(f"population '{pop.name}'", key, value, pop.origin, resolution_ms)
@@ -193,14 +195,14 @@ class NeuronModel:
             value = _per_neuron_array(where, key, value, pop.size)
             if is_per_neuron(value) and not cls.parameters[key].per_neuron:
                 can = cls.per_neuron_parameters()
-                raise ConfigError(f"{where}: '{key}' cannot vary per neuron in a {cls.name} population; give one "
-                                  f"number" + (f" (per neuron: {', '.join(can)})" if can else ""))
+                raise ConfigError(f"{where}: '{key}' cannot vary per neuron in model '{cls.name}'; give one number"
+                                  + (f" (per neuron: {', '.join(can)})" if can else ""))
             params[key] = value
         initial = pop.initial
         if not cls.has_potential:
-            if initial != "reset":
-                raise ConfigError(f"{where}: a {cls.name} population has no membrane potential; leave 'initial' "
-                                  f"at 'reset', got {initial!r:.60}")
+            if not (isinstance(initial, str) and initial == "reset"):
+                raise ConfigError(f"{where}: model '{cls.name}' has no membrane potential; leave 'initial' at "
+                                  f"'reset', got {initial!r:.60}")
             return params, initial
         if not isinstance(initial, str):
             initial = _per_neuron_array(where, "initial", initial, pop.size)
@@ -331,7 +333,7 @@ class Lifca(NeuronModel):
         s.refractory_steps = round(q["tau_arp_ms"] / resolution_ms)
         s.alpha_c, s.tau_c_ms = q["alpha_c"], q["tau_c_ms"]
         s.g_c, s.dc = q["g_c_mV_per_ms"], q["dc_mV_per_ms"]
-        s.initial_uniform = pop.initial == "uniform"
+        s.initial_uniform = isinstance(pop.initial, str) and pop.initial == "uniform"
         return s
 
 
