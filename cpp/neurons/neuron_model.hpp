@@ -134,9 +134,15 @@ inline bool parameters_vary(const PopulationSpec& p) {
   return false;
 }
 
-// Refuses per-neuron entries that a model does not read (`names`, null-terminated), and entries
-// of the wrong size or an unknown distribution.
+// Refuses per-neuron entries that a model does not read (`names`, null-terminated), entries of
+// the wrong size or an unknown distribution, and, where any parameter varies, a parameter that
+// is neither per neuron nor in PopulationSpec::parameters (where NeuronParameters reads it).
 inline void check_per_neuron(const PopulationSpec& p, const char* const* names) {
+  if (!p.per_neuron.empty())
+    for (const char* const* n = names; *n; ++n)
+      if (!p.per_neuron.count(*n) && !p.parameters.count(*n))
+        throw std::invalid_argument("population '" + p.name + "' (" + p.model + ") varies per neuron but lacks the "
+                                    "parameter '" + *n + "'");
   for (const auto& [name, v] : p.per_neuron) {
     bool known = name == kInitialV;
     for (const char* const* n = names; *n && !known; ++n) known = name == *n;

@@ -37,7 +37,7 @@ import numpy as np
 
 from .checks import finite_number, positive, whole_steps
 from .errors import ConfigError
-from .random import Distribution
+from .random import Distribution, Lognormal, Normal
 
 INITIAL_STATES = ("reset", "uniform")     # lifca: V = H, c = 0; or V ~ U[H, theta)
 INITIAL_V = "initial_V_mV"                # the engine's per-neuron name of the initial potential (neuron_model.hpp)
@@ -62,7 +62,7 @@ def _per_neuron_array(where: str, key: str, value, size: int):
     if isinstance(value, Distribution) or isinstance(value, (str, bytes)):
         return value
     if np.ndim(value) == 0:
-        return value.item() if isinstance(value, np.ndarray) else value     # one number
+        return value.item() if isinstance(value, (np.ndarray, np.generic)) else value     # one number
     try:
         a = np.array(value, dtype=np.float64)
     except (TypeError, ValueError):
@@ -96,7 +96,6 @@ def _positive(where: str, key: str, value, allow_zero: bool = False) -> None:
 
 
 def _reach(d: Distribution) -> str:
-    from .random import Normal, Lognormal
     if isinstance(d, (Normal, Lognormal)):
         return " (the engine's normal deviates reach 6.34 sd); narrow it, or choose a bounded distribution"
     return "; narrow it"

@@ -39,9 +39,10 @@ def _exp(x: float) -> float:
 
 
 def _normal_deviate_bounds() -> tuple[float, float]:
-    """The smallest and largest standard normal deviates the engine can draw."""
-    from .network import _inverse_normal   # the engine's approximation, in Python
-    return _inverse_normal(SMALLEST_UNIFORM), _inverse_normal(LARGEST_UNIFORM)
+    """The smallest and largest standard normal deviates the engine can draw (its own inverse
+    normal CDF at its extreme uniforms)."""
+    from . import _engine
+    return _engine.inverse_normal(SMALLEST_UNIFORM), _engine.inverse_normal(LARGEST_UNIFORM)
 
 
 class Distribution:

@@ -54,7 +54,8 @@ class Simulation:
     comm: an mpi4py communicator; by default COMM_WORLD under mpiexec, none otherwise.
     barrier: time a barrier before each exchange as 'synchronize' (separates waiting from
     transfer, as the DPSNN study does). record_state: global ids whose V and c are recorded
-    at every step.
+    at every step (V in mV relative to rest, for every model; c the model's second variable:
+    lifca's adaptation, psc_exp's synaptic current in pA, iaf_psc_alpha's excitatory one).
 
     Spikes and per-cycle timers leave the engine after every chunk of a run (100 ms simulated)
     and are gathered on rank 0 (ranvier.recording). record_spikes: True keeps them in memory
