@@ -28,7 +28,8 @@ import traceback
 
 import numpy as np
 
-MODELS = ("dpsnn", "burst", "artificial-cells", "mam-benchmark", "microcircuit", "iaf_psc_alpha", "rules")
+MODELS = ("dpsnn", "burst", "artificial-cells", "mam-benchmark", "microcircuit", "iaf_psc_alpha", "rules",
+          "heterogeneous")
 # The microcircuit test network: `neurons` sets the scale (of 77,169), and the in-degrees are scaled
 # alike; the thalamic sources fire early so that the Poisson-source cells are exercised too.
 MICROCIRCUIT_TEST = {"thalamus": True, "th_start_ms": 50.0, "th_duration_ms": 20.0}
@@ -170,6 +171,38 @@ def rules_network(neurons: int, synapses: int):
     return net
 
 
+def heterogeneous_network(neurons: int, probability: float):
+    """Populations of every membrane model whose parameters vary per neuron: arrays, and
+    distributions of every kind drawn by the engine, with per-neuron initial potentials, beside
+    a homogeneous population; recurrent input in mV (lifca) and pA (the others), Poisson drive."""
+    import ranvier as rv
+    from ranvier.random import Lognormal, Normal, Uniform
+    n_l, n_p = neurons * 2 // 5, neurons // 5
+    n_a = n_h = (neurons - n_l - n_p) // 2
+    index = np.arange(n_l)
+    net = rv.Network(name="heterogeneous")
+    net.add_population(rv.Population("L", n_l, {
+        "tau_m_ms": Uniform(15.0, 25.0), "theta_mV": Normal(20.0, 0.5), "reset_mV": 10.0 + index % 5,
+        "tau_arp_ms": 1.0 + index % 3, "alpha_c": 1.0, "tau_c_ms": Lognormal(math.log(100.0), 0.3),
+        "g_c_mV_per_ms": 0.01, "dc_mV_per_ms": 0.0}, initial=Uniform(0.0, 15.0)))
+    net.add_population(rv.Population("P", n_p, {
+        "E_L_mV": Normal(-65.0, 1.0), "V_th_mV": -50.0 - np.arange(n_p) % 2, "I_e_pA": Uniform(200.0, 380.0),
+        "tau_syn_ms": 0.5}, model="psc_exp", initial=Normal(-60.0, 3.0)))
+    net.add_population(rv.Population("A", n_a, {
+        "tau_syn_ex_ms": Lognormal(math.log(0.5), 0.2), "tau_syn_in_ms": 2.0, "V_th_mV": Normal(-50.0, 1.0),
+        "C_m_pF": np.linspace(200.0, 300.0, n_a), "V0_mean_mV": -60.0, "V0_sd_mV": 5.0}, model="iaf_psc_alpha",
+        excitatory=False))
+    net.add_population(rv.Population("H", n_h, {"tau_m_ms": 20.0, "theta_mV": 20.0, "reset_mV": 10.0,
+                                                 "tau_arp_ms": 2.0}, initial="uniform"))
+    delays = dict(delay_offset_ms=1.0, delay_scale_ms=1.0, delay_cut_ms=3.0, delay_step_ms=0.1)
+    for src, tgt, w in (("L", "L", 0.3), ("L", "P", 40.0), ("L", "A", 40.0), ("P", "H", 0.3), ("P", "A", 40.0),
+                        ("A", "L", -0.6), ("A", "P", -80.0), ("A", "A", -80.0), ("H", "L", 0.3), ("H", "H", 0.3)):
+        net.connect(rv.Projection(source=src, target=tgt, probability=probability, weight=w, **delays))
+    for tgt, w in (("L", 0.5), ("P", 20.0), ("A", 40.0), ("H", 0.5)):
+        net.drive(rv.PoissonDrive(tgt, 100, {"L": 18.0, "P": 40.0, "A": 80.0, "H": 18.0}[tgt], weight=w))
+    return net
+
+
 def run_config(model="dpsnn", neurons=2048, synapses=1125, ms=300.0, threads=1, exchange="allgather",
                placement="round-robin", seed=1, probability=0.02, record=None, comm=None, overlap=False,
                ranks_per_node=0, delay_ratio=10, global_interval=None, areas=MAM_TEST["n_areas"]):
@@ -198,6 +231,8 @@ def run_config(model="dpsnn", neurons=2048, synapses=1125, ms=300.0, threads=1, 
         net = alpha_network(neurons, probability)
     elif model == "rules":
         net = rules_network(neurons, synapses)
+    elif model == "heterogeneous":
+        net = heterogeneous_network(neurons, probability)
     elif model == "microcircuit":
         scale = neurons / 77169
         net = rv.models.build("microcircuit", scale=scale, k_scale=scale, **MICROCIRCUIT_TEST)

@@ -115,6 +115,18 @@ NB_MODULE(_engine, m) {
     return d;
   });
 
+  nb::class_<NeuronValues>(m, "NeuronValues", "a parameter's values per neuron: an array, or a distribution")
+      .def(nb::init<>())
+      .def_rw("values", &NeuronValues::values).def_rw("distribution", &NeuronValues::distribution)
+      .def_rw("a", &NeuronValues::a).def_rw("b", &NeuronValues::b).def_rw("tag", &NeuronValues::tag);
+  // The values the engine gives neurons [first, first + size) (any rank, thread or placement).
+  m.def("neuron_values", [](const NeuronValues& v, uint64_t first, uint64_t size, uint64_t seed) {
+    if (!v.values.empty() && v.values.size() != size) throw nb::value_error("values.size() must equal size");
+    std::vector<double> out(size);
+    const Key key = key_from_seed(seed);
+    for (uint64_t k = 0; k < size; ++k) out[k] = neuron_value(v, key, first + k, first);
+    return to_numpy(std::move(out));
+  }, "values"_a, "first"_a, "size"_a, "seed"_a);
   nb::class_<PopulationSpec>(m, "PopulationSpec")
       .def(nb::init<>())
       .def_rw("name", &PopulationSpec::name).def_rw("first", &PopulationSpec::first)
@@ -122,6 +134,7 @@ NB_MODULE(_engine, m) {
       .def_prop_rw("model", [](const PopulationSpec& p) { return p.model; },
                    [](PopulationSpec& p, const std::string& name) { p.model = neuron_model(name).name; })
       .def_rw("parameters", &PopulationSpec::parameters, "a model's parameters by name (models that read them so)")
+      .def_rw("per_neuron", &PopulationSpec::per_neuron, "the parameters that vary per neuron, by name")
       .def_rw("size", &PopulationSpec::size).def_rw("tau_m_ms", &PopulationSpec::tau_m_ms)
       .def_rw("theta_mV", &PopulationSpec::theta_mV).def_rw("reset_mV", &PopulationSpec::reset_mV)
       .def_rw("refractory_steps", &PopulationSpec::refractory_steps).def_rw("alpha_c", &PopulationSpec::alpha_c)

@@ -74,7 +74,7 @@ void Engine::build() {
       ts.updates.clear();
       for (const auto& range : ts.neurons.ranges) {
         const PopulationSpec& pop = cfg_.populations[range.population];
-        ts.updates.push_back(neuron_model(pop.model).make_update(pop, context));
+        ts.updates.push_back(neuron_model(pop.model).make_update(pop, context, columns_of(ts.neurons, range)));
       }
     } catch (const std::exception& e) {
       errors[t] = e.what();

@@ -30,7 +30,10 @@ inline Counter philox4x32_10(Counter x, Key k) {
 
 // What a counter is for; occupies the top byte of counter word 1.
 // outdegree: the targets of a source of a fixed out-degree projection (keyed by the source).
-enum class Purpose : uint32_t { connect = 1, synapse = 2, external = 3, initial = 4, firing = 5, indegree = 6, outdegree = 7 };
+// parameter: a neuron's parameter drawn from a distribution (tag: which parameter).
+enum class Purpose : uint32_t {
+  connect = 1, synapse = 2, external = 3, initial = 4, firing = 5, indegree = 6, outdegree = 7, parameter = 8
+};
 
 // The counter of every draw: {id low 32 bits, id high 8 bits | tag << 8 | purpose << 24, a, block}.
 // id is a global neuron id; tag a projection or drive index; a a synapse index or cycle.

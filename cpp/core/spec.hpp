@@ -8,6 +8,18 @@
 
 namespace ranvier {
 
+// One parameter's values per neuron: an array over the population (values[gid - first]), or,
+// where `values` is empty, a distribution drawn per neuron from Philox keyed by (seed, gid,
+// Purpose::parameter, tag), so that a neuron's value is the same for any decomposition.
+// distribution: "normal" (a mean, b sd), "uniform" (a low, b high) or "lognormal" (exp of a
+// normal of mean a, sd b). neuron_value (cpp/neurons/neuron_model.hpp) evaluates it.
+struct NeuronValues {
+  std::vector<double> values;
+  std::string distribution;
+  double a = 0, b = 0;
+  uint32_t tag = 0;               // one per parameter of the model, so draws are independent
+};
+
 // The fields a population's model reads; the others are ignored (each model's Parameters in
 // cpp/neurons/ says which it takes).
 struct PopulationSpec {
@@ -19,6 +31,11 @@ struct PopulationSpec {
   // Parameters of models that take theirs by name (a new model needs no field here): read with
   // parameter(spec, "tau_syn_ex_ms").
   std::map<std::string, double> parameters;
+  // The parameters that vary per neuron, by the same names (the membrane models: lifca, psc_exp,
+  // iaf_psc_alpha). The population's fields and `parameters` then hold their means, and the
+  // model reads each neuron's own value; "initial_V_mV" is the initial membrane potential
+  // (in the potentials of the model's parameters: psc_exp's absolute, lifca's relative to rest).
+  std::map<std::string, NeuronValues> per_neuron;
   // LIF with spike-frequency adaptation (lifca): V (mV, relative to rest) and the adaptation c.
   double tau_m_ms = 20, theta_mV = 20, reset_mV = 15;
   int64_t refractory_steps = 0;

@@ -29,6 +29,7 @@ class Update final : public PopulationUpdate {
 };
 
 void check(const PopulationSpec& spec) {
+  check_no_per_neuron(spec);
   if (spec.isi_min_steps < 1 || spec.isi_max_steps < spec.isi_min_steps)
     throw std::invalid_argument("artificial cells need 1 <= isi_min_steps <= isi_max_steps");
 }
@@ -37,7 +38,7 @@ void initialize(const PopulationSpec& spec, const Key& key, const NeuronColumns&
   for (uint64_t k = 0; k < s.n; ++k) s.next_spike[k] = first_spike(key, s.gid[k], spec.isi_max_steps);
 }
 
-std::unique_ptr<PopulationUpdate> make_update(const PopulationSpec& spec, const ModelContext& ctx) {
+std::unique_ptr<PopulationUpdate> make_update(const PopulationSpec& spec, const ModelContext& ctx, const NeuronColumns&) {
   return std::make_unique<Update>(spec, ctx);
 }
 

@@ -11,13 +11,15 @@
 // psc_exp's do (not written yet).
 #include <cmath>
 #include <stdexcept>
+#include <vector>
 
 #include "core/spec.hpp"
 #include "neurons/neuron_model.hpp"
 
 namespace ranvier::iaf_psc_alpha {
 
-// The PopulationSpec fields the model reads.
+// The PopulationSpec fields the model reads; or one neuron's values, by the front end's names
+// (potentials absolute there, taken relative to the neuron's E_L), where parameters vary.
 struct Parameters {
   double tau_m_ms, tau_syn_ex_ms, tau_syn_in_ms, c_m_pF, i_e_pA, theta_mV, reset_mV;
   int64_t refractory_steps;
@@ -25,10 +27,20 @@ struct Parameters {
     return {p.tau_m_ms, parameter(p, "tau_syn_ex_ms"), parameter(p, "tau_syn_in_ms"), p.c_m_pF, p.i_e_pA,
             p.theta_mV, p.reset_mV, p.refractory_steps};
   }
+  static Parameters of_neuron(const NeuronParameters& v, uint64_t gid, double h) {
+    const double E_L = v("E_L_mV", gid);
+    return {v("tau_m_ms", gid),      v("tau_syn_ex_ms", gid),     v("tau_syn_in_ms", gid),
+            v("C_m_pF", gid),        v("I_e_pA", gid),            v("V_th_mV", gid) - E_L,
+            v("V_reset_mV", gid) - E_L, steps_of(v("tau_arp_ms", gid), h)};
+  }
 };
 
+// The parameters that may vary per neuron (all but those of the initial V).
+constexpr const char* kPerNeuron[] = {"E_L_mV",        "V_th_mV",    "V_reset_mV", "C_m_pF", "tau_m_ms",
+                                      "tau_syn_ex_ms", "tau_syn_in_ms", "tau_arp_ms", "I_e_pA", nullptr};
+
 // State (columns of NeuronColumns): V, c = I_ex (traced), extra[0] = dI_ex, extra[1] = I_in,
-// extra[2] = dI_in, refractory. Initial V: initial_potentials.
+// extra[2] = dI_in, refractory. Initial V: initial_potentials_absolute.
 
 // The propagators of one synapse type over h: P11 (dI -> dI, = P22: I -> I), P21 (dI -> I),
 // P31 and P32 (dI and I -> V), and the jump of dI per pA of input (e / tau).
@@ -91,6 +103,7 @@ inline bool step(const Propagators& p, double input_ex, double input_in, double&
 
 namespace {
 
+// The homogeneous update: one set of propagators for the range.
 class Update final : public PopulationUpdate {
  public:
   Update(const PopulationSpec& spec, const ModelContext& ctx) : p_(Parameters::of(spec), ctx.h) {}
@@ -105,7 +118,27 @@ class Update final : public PopulationUpdate {
   Propagators p_;
 };
 
+// Parameters that vary per neuron: one set of propagators per neuron of the range, the same step.
+class PerNeuronUpdate final : public PopulationUpdate {
+ public:
+  PerNeuronUpdate(const PopulationSpec& spec, const ModelContext& ctx, const NeuronColumns& s) {
+    const NeuronParameters values(spec, ctx.key);
+    table_.reserve(s.n);
+    for (uint64_t k = 0; k < s.n; ++k) table_.emplace_back(Parameters::of_neuron(values, s.gid[k], ctx.h), ctx.h);
+  }
+  void step(const StepInput& in, const NeuronColumns& s, uint8_t* fired) const override {
+    const double scale = in.input_scale;
+    for (uint64_t k = 0; k < s.n; ++k)
+      fired[k] = iaf_psc_alpha::step(table_[k], double(in.input[k]) * scale, double(in.inhibitory[k]) * scale,
+                                     s.V[k], s.c[k], s.extra[0][k], s.extra[1][k], s.extra[2][k], s.refractory[k]);
+  }
+
+ private:
+  std::vector<Propagators> table_;
+};
+
 void check(const PopulationSpec& spec) {
+  check_per_neuron(spec, kPerNeuron);
   const Parameters p = Parameters::of(spec);      // throws for a missing parameter
   if (!(p.tau_m_ms > 0 && p.tau_syn_ex_ms > 0 && p.tau_syn_in_ms > 0 && p.c_m_pF > 0))
     throw std::invalid_argument("iaf_psc_alpha population '" + spec.name +
@@ -113,10 +146,12 @@ void check(const PopulationSpec& spec) {
 }
 
 void initialize(const PopulationSpec& spec, const Key& key, const NeuronColumns& s) {
-  initial_potentials(spec, key, s);
+  initial_potentials_absolute(spec, key, s);
 }
 
-std::unique_ptr<PopulationUpdate> make_update(const PopulationSpec& spec, const ModelContext& ctx) {
+std::unique_ptr<PopulationUpdate> make_update(const PopulationSpec& spec, const ModelContext& ctx,
+                                              const NeuronColumns& s) {
+  if (parameters_vary(spec)) return std::make_unique<PerNeuronUpdate>(spec, ctx, s);
   return std::make_unique<Update>(spec, ctx);
 }
 

@@ -75,13 +75,22 @@ RANVIER_AVX512 void steps_avx512(const Propagators& p, double scale, const int32
 }
 #endif
 
-void check(const PopulationSpec&) {}
+void check(const PopulationSpec& spec) { check_per_neuron(spec, kPerNeuron); }
 
 void initialize(const PopulationSpec& spec, const Key& key, const NeuronColumns& s) {
-  initial_potentials(spec, key, s);
+  if (spec.per_neuron.empty()) return initial_potentials(spec, key, s);
+  const NeuronParameters v(spec, key);
+  for (uint64_t k = 0; k < s.n; ++k) {
+    const uint64_t g = s.gid[k];
+    s.V[k] = v.varies(kInitialV) ? v(kInitialV, g) : initial_potential(spec, key, g, v("reset_mV", g), v("theta_mV", g), 0);
+  }
 }
 
-std::unique_ptr<PopulationUpdate> make_update(const PopulationSpec& spec, const ModelContext& ctx) {
+std::unique_ptr<PopulationUpdate> make_update(const PopulationSpec& spec, const ModelContext& ctx,
+                                              const NeuronColumns& s) {
+  if (parameters_vary(spec))
+    return std::make_unique<PerNeuronMembraneUpdate<Propagators, step>>(
+        propagator_table<Parameters, Propagators>(spec, ctx, s));
   using Update = MembraneUpdate<Parameters, Propagators>;
   Update::Kernels kernels{steps_scalar, nullptr, nullptr};
 #if defined(__AVX2__)

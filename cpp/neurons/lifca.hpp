@@ -2,6 +2,8 @@
 //   dV/dt = -V / tau_m - g_c c + dc,   dc/dt = -c / tau_c,
 // V relative to rest; a spike when V >= theta, then V = reset for the refractory steps and
 // c += alpha_c. Input (mV) jumps V. Integrated exactly over a step (the equations are linear).
+// With alpha_c = g_c = 0 it is NEST's iaf_psc_delta (dc = I_e / C_m): input that arrives
+// while refractory is dropped, as NEST's default (refractory_input = false).
 #pragma once
 #include <cstdint>
 
@@ -10,16 +12,26 @@
 
 namespace ranvier::lifca {
 
-// The PopulationSpec fields the model reads.
+// The PopulationSpec fields the model reads; or one neuron's values, by the front end's names,
+// where parameters vary per neuron (of_neuron: the same numbers for the same parameters).
 struct Parameters {
   double tau_m_ms, theta_mV, reset_mV, alpha_c, tau_c_ms, g_c, dc;
   int64_t refractory_steps;
   static Parameters of(const PopulationSpec& p) {
     return {p.tau_m_ms, p.theta_mV, p.reset_mV, p.alpha_c, p.tau_c_ms, p.g_c, p.dc, p.refractory_steps};
   }
+  static Parameters of_neuron(const NeuronParameters& v, uint64_t gid, double h) {
+    return {v("tau_m_ms", gid), v("theta_mV", gid), v("reset_mV", gid), v("alpha_c", gid), v("tau_c_ms", gid),
+            v("g_c_mV_per_ms", gid), v("dc_mV_per_ms", gid), steps_of(v("tau_arp_ms", gid), h)};
+  }
 };
 
-// State (columns of NeuronColumns): V, c (adaptation), refractory. Initial V: initial_potentials.
+// The parameters that may vary per neuron (all of them).
+inline constexpr const char* kPerNeuron[] = {"tau_m_ms", "theta_mV", "reset_mV", "tau_arp_ms", "alpha_c",
+                                             "tau_c_ms", "g_c_mV_per_ms", "dc_mV_per_ms", nullptr};
+
+// State (columns of NeuronColumns): V, c (adaptation), refractory. Initial V: initial_potential
+// (V = reset, or U[reset, theta) with initial_uniform), or per_neuron's initial_V_mV.
 
 // Exact propagators over one step h.
 struct Propagators {

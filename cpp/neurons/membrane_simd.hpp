@@ -1,9 +1,12 @@
-// The end of a vectorised membrane step, shared by the models with a refractory counter
-// (lifca, psc_exp): refractory counters (reset to `refractory` on a spike, else counted down to
-// zero) and one byte per lane in `fired`.
+// What the membrane models with a refractory counter (lifca, psc_exp) share: the end of a
+// vectorised step (refractory counters, reset to `refractory` on a spike, else counted down to
+// zero, and one byte per lane in `fired`), the homogeneous update that runs the chosen kernel,
+// and the per-neuron update of populations whose parameters vary.
 #pragma once
 #include <cstdint>
 #include <cstring>
+#include <utility>
+#include <vector>
 
 #include "core/simd.hpp"
 #include "neurons/neuron_model.hpp"
@@ -66,5 +69,33 @@ class MembraneUpdate final : public PopulationUpdate {
   Propagators p_;
   Kernel kernel_;
 };
+
+// A membrane model's update where parameters vary per neuron: one set of propagators per neuron
+// of the range (table[k] for neuron k), and the model's scalar step. The vector kernels do the
+// scalar step's operations in its order, so a neuron's trajectory is the one it would have in a
+// homogeneous population of its parameters.
+template <class Propagators, bool (*Step)(const Propagators&, double, double&, double&, int32_t&)>
+class PerNeuronMembraneUpdate final : public PopulationUpdate {
+ public:
+  explicit PerNeuronMembraneUpdate(std::vector<Propagators> table) : table_(std::move(table)) {}
+  void step(const StepInput& in, const NeuronColumns& s, uint8_t* fired) const override {
+    const Propagators* p = table_.data();
+    for (uint64_t k = 0; k < s.n; ++k)
+      fired[k] = Step(p[k], double(in.input[k]) * in.input_scale, s.V[k], s.c[k], s.refractory[k]);
+  }
+
+ private:
+  std::vector<Propagators> table_;
+};
+
+// The per-neuron propagators of a range: Parameters::of_neuron(values, gid, h) for each neuron.
+template <class Parameters, class Propagators>
+std::vector<Propagators> propagator_table(const PopulationSpec& spec, const ModelContext& ctx, const NeuronColumns& s) {
+  const NeuronParameters values(spec, ctx.key);
+  std::vector<Propagators> table;
+  table.reserve(s.n);
+  for (uint64_t k = 0; k < s.n; ++k) table.emplace_back(Parameters::of_neuron(values, s.gid[k], ctx.h), ctx.h);
+  return table;
+}
 
 }  // namespace ranvier

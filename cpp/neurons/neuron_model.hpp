@@ -5,9 +5,12 @@
 // The kernel a population runs (model x SIMD level) is chosen once, at build: the update loop
 // makes one virtual call per population range and step, never one per neuron.
 #pragma once
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <memory>
+#include <stdexcept>
+#include <string>
 
 #include "core/distributions.hpp"
 #include "core/local_network.hpp"
@@ -69,7 +72,8 @@ struct NeuronModel {
   void (*check)(const PopulationSpec&);                // throws std::invalid_argument
   // Initial state of the range, drawn per neuron from (key, gid): the same for any placement.
   void (*initialize)(const PopulationSpec&, const Key&, const NeuronColumns&);
-  std::unique_ptr<PopulationUpdate> (*make_update)(const PopulationSpec&, const ModelContext&);
+  // The update of one range (its columns give the neurons' global ids, for per-neuron parameters).
+  std::unique_ptr<PopulationUpdate> (*make_update)(const PopulationSpec&, const ModelContext&, const NeuronColumns&);
   bool split_input = false;   // excitatory and inhibitory input in separate columns
   int extra_columns = 0;      // state variables beyond V, c and the refractory counter (at most 3)
 };
@@ -88,19 +92,111 @@ inline double parameter(const PopulationSpec& p, const char* name) {
   return it->second;
 }
 
-// The initial membrane potentials of the models with one (lifca, psc_exp): V ~ N(v0_mean,
-// v0_sd) with initial_normal, else V ~ U[reset, theta) with initial_uniform, else V = reset.
+// The name under which PopulationSpec::per_neuron holds the initial membrane potential.
+inline constexpr const char* kInitialV = "initial_V_mV";
+
+// A per-neuron parameter's value for neuron gid of a population whose first id is `first`: its
+// array entry, or its draw from (key, gid, Purpose::parameter, tag), one uniform per value.
+inline double neuron_value(const NeuronValues& v, const Key& key, uint64_t gid, uint64_t first) {
+  if (!v.values.empty()) return v.values[gid - first];
+  const double u = Stream(key, gid, Purpose::parameter, v.tag, 0).uniform();
+  if (v.distribution == "uniform") return v.a + (v.b - v.a) * u;
+  const double z = inverse_normal(u);
+  return v.distribution == "lognormal" ? std::exp(v.a + v.b * z) : v.a + v.b * z;
+}
+
+// The parameters of single neurons, by the Python front end's names: a neuron's own value where
+// the parameter varies per neuron (PopulationSpec::per_neuron), else the population's
+// (PopulationSpec::parameters). Used at build only, never in a loop over steps.
+class NeuronParameters {
+ public:
+  NeuronParameters(const PopulationSpec& spec, const Key& key) : spec_(spec), key_(key) {}
+  bool varies(const char* name) const { return spec_.per_neuron.count(name) > 0; }
+  double operator()(const char* name, uint64_t gid) const {
+    const auto it = spec_.per_neuron.find(name);
+    return it == spec_.per_neuron.end() ? parameter(spec_, name) : neuron_value(it->second, key_, gid, spec_.first);
+  }
+
+ private:
+  const PopulationSpec& spec_;
+  Key key_;
+};
+
+// A duration in whole steps of h (per-neuron refractory periods; the front end checks that
+// arrays hold whole steps, and documents that drawn ones are rounded to the nearest step).
+inline int64_t steps_of(double ms, double h) { return std::llround(ms / h); }
+
+// Whether a population has parameters of its dynamics that vary per neuron (its initial V aside):
+// it then runs the per-neuron update, the others keep their vector kernels.
+inline bool parameters_vary(const PopulationSpec& p) {
+  for (const auto& [name, values] : p.per_neuron)
+    if (name != kInitialV) return true;
+  return false;
+}
+
+// Refuses per-neuron entries that a model does not read (`names`, null-terminated), entries of
+// the wrong size or an unknown distribution, and, where any parameter varies, a parameter that
+// is neither per neuron nor in PopulationSpec::parameters (where NeuronParameters reads it).
+inline void check_per_neuron(const PopulationSpec& p, const char* const* names) {
+  if (!p.per_neuron.empty())
+    for (const char* const* n = names; *n; ++n)
+      if (!p.per_neuron.count(*n) && !p.parameters.count(*n))
+        throw std::invalid_argument("population '" + p.name + "' (" + p.model + ") varies per neuron but lacks the "
+                                    "parameter '" + *n + "'");
+  for (const auto& [name, v] : p.per_neuron) {
+    bool known = name == kInitialV;
+    for (const char* const* n = names; *n && !known; ++n) known = name == *n;
+    const std::string where = "population '" + p.name + "' (" + p.model + "): per-neuron '" + name + "'";
+    if (!known) throw std::invalid_argument(where + " is not a parameter that can vary per neuron");
+    if (v.values.empty() && v.distribution != "normal" && v.distribution != "uniform" && v.distribution != "lognormal")
+      throw std::invalid_argument(where + " has neither values nor a known distribution ('" + v.distribution + "')");
+    if (!v.values.empty() && v.values.size() != p.size)
+      throw std::invalid_argument(where + " has " + std::to_string(v.values.size()) + " values for " +
+                                  std::to_string(p.size) + " neurons");
+  }
+}
+
+// Refuses per-neuron entries in a model whose parameters are the population's (artificial cells,
+// Poisson sources).
+inline void check_no_per_neuron(const PopulationSpec& p) {
+  if (!p.per_neuron.empty())
+    throw std::invalid_argument("population '" + p.name + "' (" + p.model + "): per-neuron '" +
+                                p.per_neuron.begin()->first + "', but no parameter of this model varies per neuron");
+}
+
+// The initial membrane potential of one neuron (models with one: lifca, psc_exp, iaf_psc_alpha)
+// from its reset, threshold and mean initial V: V ~ N(v0_mean, v0_sd) with initial_normal, else
+// V ~ U[reset, theta) with initial_uniform, else V = reset.
+inline double initial_potential(const PopulationSpec& p, const Key& key, uint64_t gid, double reset, double theta,
+                                double v0_mean) {
+  if (p.initial_normal) {
+    Stream stream(key, gid, Purpose::initial, 0, 0);
+    return v0_mean + p.v0_sd_mV * inverse_normal(stream.uniform());
+  }
+  if (p.initial_uniform) {
+    Stream stream(key, gid, Purpose::initial, 0, 0);
+    return reset + (theta - reset) * (double(stream.next()) * 0x1p-32);
+  }
+  return reset;
+}
+
+// The same for a homogeneous population (parameters and initial V alike).
 inline void initial_potentials(const PopulationSpec& p, const Key& key, const NeuronColumns& s) {
+  for (uint64_t k = 0; k < s.n; ++k) s.V[k] = initial_potential(p, key, s.gid[k], p.reset_mV, p.theta_mV, p.v0_mean_mV);
+}
+
+// The same for the models whose parameters are absolute potentials (psc_exp, iaf_psc_alpha;
+// every model's V is relative to rest): where parameters vary per neuron, each neuron's are taken
+// relative to its own E_L_mV; per_neuron's initial_V_mV is absolute too.
+inline void initial_potentials_absolute(const PopulationSpec& spec, const Key& key, const NeuronColumns& s) {
+  if (spec.per_neuron.empty()) return initial_potentials(spec, key, s);
+  const NeuronParameters v(spec, key);
   for (uint64_t k = 0; k < s.n; ++k) {
-    if (p.initial_normal) {
-      Stream stream(key, s.gid[k], Purpose::initial, 0, 0);
-      s.V[k] = p.v0_mean_mV + p.v0_sd_mV * inverse_normal(stream.uniform());
-    } else if (p.initial_uniform) {
-      Stream stream(key, s.gid[k], Purpose::initial, 0, 0);
-      s.V[k] = p.reset_mV + (p.theta_mV - p.reset_mV) * (double(stream.next()) * 0x1p-32);
-    } else {
-      s.V[k] = p.reset_mV;
-    }
+    const uint64_t g = s.gid[k];
+    const double E_L = v("E_L_mV", g);
+    s.V[k] = v.varies(kInitialV) ? v(kInitialV, g) - E_L
+                                 : initial_potential(spec, key, g, v("V_reset_mV", g) - E_L, v("V_th_mV", g) - E_L,
+                                                     v("V0_mean_mV", g) - E_L);
   }
 }
 

@@ -26,10 +26,10 @@ class Update final : public PopulationUpdate {
   Key key_;
 };
 
-void check(const PopulationSpec&) {}
+void check(const PopulationSpec& spec) { check_no_per_neuron(spec); }
 void initialize(const PopulationSpec&, const Key&, const NeuronColumns&) {}
 
-std::unique_ptr<PopulationUpdate> make_update(const PopulationSpec& spec, const ModelContext& ctx) {
+std::unique_ptr<PopulationUpdate> make_update(const PopulationSpec& spec, const ModelContext& ctx, const NeuronColumns&) {
   return std::make_unique<Update>(spec, ctx);
 }
 

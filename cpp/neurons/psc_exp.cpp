@@ -76,13 +76,17 @@ RANVIER_AVX512 void steps_avx512(const Propagators& p, double scale, const int32
 }
 #endif
 
-void check(const PopulationSpec&) {}
+void check(const PopulationSpec& spec) { check_per_neuron(spec, kPerNeuron); }
 
 void initialize(const PopulationSpec& spec, const Key& key, const NeuronColumns& s) {
-  initial_potentials(spec, key, s);
+  initial_potentials_absolute(spec, key, s);
 }
 
-std::unique_ptr<PopulationUpdate> make_update(const PopulationSpec& spec, const ModelContext& ctx) {
+std::unique_ptr<PopulationUpdate> make_update(const PopulationSpec& spec, const ModelContext& ctx,
+                                              const NeuronColumns& s) {
+  if (parameters_vary(spec))
+    return std::make_unique<PerNeuronMembraneUpdate<Propagators, step>>(
+        propagator_table<Parameters, Propagators>(spec, ctx, s));
   using Update = MembraneUpdate<Parameters, Propagators>;
   Update::Kernels kernels{steps_scalar, nullptr, nullptr};
 #if defined(__AVX2__)

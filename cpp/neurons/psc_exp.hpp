@@ -10,17 +10,29 @@
 
 namespace ranvier::psc_exp {
 
-// The PopulationSpec fields the model reads.
+// The PopulationSpec fields the model reads; or one neuron's values, by the front end's names
+// (potentials absolute there: theta and reset are taken relative to the neuron's E_L, as the
+// front end does for the fields), where parameters vary per neuron.
 struct Parameters {
   double tau_m_ms, tau_syn_ms, c_m_pF, i_e_pA, theta_mV, reset_mV;
   int64_t refractory_steps;
   static Parameters of(const PopulationSpec& p) {
     return {p.tau_m_ms, p.tau_syn_ms, p.c_m_pF, p.i_e_pA, p.theta_mV, p.reset_mV, p.refractory_steps};
   }
+  static Parameters of_neuron(const NeuronParameters& v, uint64_t gid, double h) {
+    const double E_L = v("E_L_mV", gid);
+    return {v("tau_m_ms", gid),      v("tau_syn_ms", gid),        v("C_m_pF", gid),
+            v("I_e_pA", gid),        v("V_th_mV", gid) - E_L,     v("V_reset_mV", gid) - E_L,
+            steps_of(v("tau_arp_ms", gid), h)};
+  }
 };
 
+// The parameters that may vary per neuron (all but those of the initial V, V0_mean_mV and V0_sd_mV).
+inline constexpr const char* kPerNeuron[] = {"E_L_mV", "V_th_mV", "V_reset_mV", "C_m_pF", "tau_m_ms",
+                                             "tau_syn_ms", "tau_arp_ms", "I_e_pA", nullptr};
+
 // State (columns of NeuronColumns): V, c (the synaptic current I, pA), refractory. Initial V:
-// initial_potentials.
+// initial_potential (N(v0_mean, v0_sd), relative to rest), or per_neuron's initial_V_mV (absolute).
 
 // Exact propagators over one step h: V gets P22 V + P21 I + dc_term (P20 i_e), I gets P11 I.
 struct Propagators {

@@ -29,10 +29,10 @@ from .resources import choose_wait_policy as _choose_wait_policy  # noqa: E402
 
 _wait_policy_chosen = _choose_wait_policy()
 
-from . import activity, models
+from . import activity, models, random
 from .errors import ConfigError
 from .network import Network, PoissonDrive, Population, Projection
 from .simulation import PHASES, Result, Simulation
 
 __all__ = ["ConfigError", "Network", "Population", "Projection", "PoissonDrive", "Simulation",
-           "Result", "PHASES", "models", "activity", "__version__"]
+           "Result", "PHASES", "models", "activity", "random", "__version__"]

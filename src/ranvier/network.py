@@ -56,15 +56,29 @@ MAX_EXPONENTIAL_DEVIATE = -math.log(_uniform_of_word(0))
 
 @dataclass
 class Population:
+    """`size` neurons of one model (a key of NEURON_MODELS; ranvier.neurons lists their
+    parameters, units and defaults).
+
+    params: parameter -> value; left out, a parameter takes its model's default. A value is one
+    number for every neuron, or, for the parameters the model lets vary per neuron (all membrane
+    parameters of lifca, psc_exp and iaf_psc_alpha), an array of one value per neuron or a
+    distribution (ranvier.random: Normal, Uniform, Lognormal) drawn by the engine per neuron.
+    initial: the initial state: "reset" (lifca: V = H; psc_exp, iaf_psc_alpha: V ~
+    N(V0_mean_mV, V0_sd_mV)), "uniform" (lifca: V ~ U[H, theta)), or the initial membrane
+    potential per neuron, an array or a distribution, in the potentials of the model's parameters
+    (lifca: mV relative to rest; psc_exp, iaf_psc_alpha: absolute mV).
+    """
     name: str
     size: int
-    params: dict
-    initial: str = "reset"          # "reset": V = H, c = 0; "uniform": V ~ U[H, theta)
+    params: dict = field(default_factory=dict)
+    initial: object = "reset"       # "reset", "uniform", or per neuron: an array or a distribution
     excitatory: bool = True
     first_id: int = 0               # assigned by Network.add_population
     origin: dict = field(default_factory=dict)   # parameter -> the model parameter that set it
     model: str = "lifca"            # a key of NEURON_MODELS
     area: str | None = None         # the brain area it belongs to (multi-area models)
+    # The parameters that validate() filled in from the model's defaults.
+    defaulted: set = field(default_factory=set, init=False, repr=False, compare=False)
 
     def validate(self) -> None:
         where = f"population '{self.name}'"
@@ -74,6 +88,8 @@ class Population:
             raise ConfigError(f"{where}: 'size' must be a positive integer, got {self.size!r}")
         if self.model not in NEURON_MODELS:
             raise ConfigError(f"{where}: 'model' must be one of {sorted(NEURON_MODELS)}, got {self.model!r}")
+        if not isinstance(self.params, dict):
+            raise ConfigError(f"{where}: 'params' must be a dict of parameter -> value, got {self.params!r:.60}")
         model = NEURON_MODELS[self.model]
         known = model.parameters
         unknown = set(self.params) - set(known)
@@ -83,10 +99,19 @@ class Population:
         defaults = {k: v for k, v in model.defaults().items() if k not in self.params}
         if defaults:                    # left out, and the model has a default: a copy with it
             self.params = {**self.params, **defaults}
+            self.defaulted = self.defaulted | set(defaults)
         missing = set(known) - set(self.params)
         if missing:
             raise ConfigError(f"{where}: missing {self.model} parameter(s) {sorted(missing)}")
+        self.params, self.initial = model.read_values(self, where)   # arrays read; per-neuron values allowed?
         model.check(self, where)
+
+    def neuron_values(self, name: str, seed: int = 1):
+        """Parameter `name` of every neuron (NumPy array, population order), as a simulation
+        with this seed gives them: the number repeated, the array, or the engine's draws of a
+        distribution. "initial": the initial potentials set per neuron."""
+        self.validate()
+        return NEURON_MODELS[self.model].neuron_values(self, name, seed)
 
 
 # The connection rules of a Projection: the field (or fields) that choose each.

@@ -3,15 +3,27 @@
 A population names its model (`Population(..., model="psc_exp")`); `NEURON_MODELS` maps that name
 to the class here that knows everything model-specific on the Python side:
 
-- `parameters`: name -> Parameter(unit, description, default). A parameter with a default may be
-  left out of a population's params; every other one must be given, and no other is accepted.
-- `check(pop, where)`: the checks of the values alone (run when the population is added).
+- `parameters`: name -> Parameter(unit, description, default, per_neuron). A parameter with a
+  default may be left out of a population's params; every other one must be given, and no other
+  is accepted. One with per_neuron set may also be an array of one value per neuron or a
+  distribution (ranvier.random); the others take one number.
+- `initial_states`: the words `Population.initial` accepts; models with a membrane potential
+  (`has_potential`) also take an array or a distribution of initial potentials.
+- `check(pop, where)`: the checks of the values alone (run when the population is added),
+  element-wise for per-neuron values (the message names the first bad neuron).
 - `check_resolution(pop, resolution_ms)`: the checks that need the time grid (run when a
   Simulation is made, before anything is built).
 - `known_rate_hz(params)`: the rate the model fires at by construction, or None where the rate
   depends on the dynamics (the memory check of recorded spikes then assumes one).
 - `to_engine(pop, resolution_ms)`: an `_engine.PopulationSpec` with the model's fields set (the
   fields every population has, name, first id, size and area, are set by ranvier.spec).
+- `neuron_values(pop, name, seed)`: the value of a parameter (or "initial") for every neuron of
+  the population, as the engine gives them.
+
+Units: potentials in mV, currents in pA, times in ms; each parameter's description says whether
+its potential is relative to the resting potential or absolute. Every model's membrane potential
+V, in the engine and as recorded (`Simulation(record_state=...)`, Result.state["V"]), is
+relative to rest: V - E_L_mV for the models that have an E_L_mV.
 
 Adding a model on the Python side is one class here and one line in NEURON_MODELS
 (docs/neuron-models.md walks through it, C++ kernel included).
@@ -21,10 +33,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
+import numpy as np
+
 from .checks import finite_number, positive, whole_steps
 from .errors import ConfigError
+from .random import Distribution, Lognormal, Normal
 
 INITIAL_STATES = ("reset", "uniform")     # lifca: V = H, c = 0; or V ~ U[H, theta)
+INITIAL_V = "initial_V_mV"                # the engine's per-neuron name of the initial potential (neuron_model.hpp)
 
 
 @dataclass(frozen=True)
@@ -32,6 +48,124 @@ class Parameter:
     unit: str                      # "" for dimensionless
     description: str
     default: float | None = None   # None: the population must set it
+    per_neuron: bool = False       # may be an array of one value per neuron or a distribution
+
+
+def is_per_neuron(value) -> bool:
+    """Whether a parameter's value is per neuron (an array or a distribution) rather than one number."""
+    return isinstance(value, (np.ndarray, Distribution))
+
+
+def _per_neuron_array(where: str, key: str, value, size: int):
+    """value as given where it is one number or a distribution; an array-like as a read-only float
+    array of `size` finite values, refused otherwise."""
+    if isinstance(value, Distribution) or isinstance(value, (str, bytes)):
+        return value
+    if np.ndim(value) == 0:
+        return value.item() if isinstance(value, (np.ndarray, np.generic)) else value     # one number
+    try:
+        a = np.array(value, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise ConfigError(f"{where}: '{key}' must be numbers, one per neuron, got {value!r:.60}") from None
+    if a.ndim != 1 or a.size != size:
+        raise ConfigError(f"{where}: '{key}' has shape {a.shape} for {size} neurons; give one number, one value "
+                          f"per neuron or a distribution (ranvier.random)")
+    bad = ~np.isfinite(a)
+    if bad.any():
+        i = int(np.argmax(bad))
+        raise ConfigError(f"{where}: '{key}' must be a finite number for every neuron; neuron {i} has {float(a[i])!r}")
+    a.flags.writeable = False
+    return a
+
+
+def _positive(where: str, key: str, value, allow_zero: bool = False) -> None:
+    """positive() for one number; for an array every value, for a distribution every value it can draw."""
+    need = "zero or positive" if allow_zero else "positive"
+    if isinstance(value, Distribution):
+        lo = value.bounds()[0]
+        if lo < 0 or (lo == 0 and not allow_zero):
+            raise ConfigError(f"{where}: '{key}' must be {need} for every neuron, but {value!r} draws values down to "
+                              f"{lo:.6g}{_reach(value)}")
+    elif isinstance(value, np.ndarray):
+        bad = value < 0 if allow_zero else value <= 0
+        if bad.any():
+            i = int(np.argmax(bad))
+            raise ConfigError(f"{where}: '{key}' must be {need} for every neuron; neuron {i} has {float(value[i])!r}")
+    else:
+        positive(where, key, value, allow_zero)
+
+
+def _reach(d: Distribution) -> str:
+    if isinstance(d, (Normal, Lognormal)):
+        return " (the engine's normal deviates reach 6.34 sd); narrow it, or choose a bounded distribution"
+    return "; narrow it"
+
+
+def _number(where: str, key: str, value) -> None:
+    """finite_number() for one number (arrays are finite once read, distributions by construction)."""
+    if not is_per_neuron(value):
+        finite_number(where, key, value)
+
+
+def _below(where: str, low_key: str, high_key: str, params: dict, size: int) -> None:
+    """params[low_key] < params[high_key] for every neuron (for every draw of a distribution)."""
+    low, high = params[low_key], params[high_key]
+    if not is_per_neuron(low) and not is_per_neuron(high):
+        if float(low) >= float(high):
+            raise ConfigError(f"{where}: '{low_key}' ({low}) must be below '{high_key}' ({high})")
+        return
+
+    def bound(v, upper):
+        if isinstance(v, Distribution):
+            return np.full(size, v.bounds()[1 if upper else 0])
+        return np.broadcast_to(np.asarray(v, dtype=np.float64), (size,))
+
+    def describe(key, v, i, upper):
+        if isinstance(v, Distribution):
+            return f"'{key}' = {v!r} {'up' if upper else 'down'} to {v.bounds()[1 if upper else 0]:.6g}"
+        return f"'{key}' = {float(np.broadcast_to(v, (size,))[i])!r}"
+
+    bad = bound(low, True) >= bound(high, False)
+    if bad.any():
+        i = int(np.argmax(bad))
+        raise ConfigError(f"{where}: '{low_key}' must be below '{high_key}' for every neuron; neuron {i}: "
+                          f"{describe(low_key, low, i, True)}, {describe(high_key, high, i, False)}")
+
+
+def _whole_steps(pop, key: str, resolution_ms: float) -> None:
+    """whole_steps() for one number or every value of an array; a distribution's draws are
+    rounded to the nearest step by the engine."""
+    value = pop.params[key]
+    if isinstance(value, Distribution):
+        return
+    if isinstance(value, np.ndarray):
+        n = value / resolution_ms
+        bad = np.abs(n - np.round(n)) > 1e-9 * np.maximum(1.0, np.abs(n))
+        if bad.any():
+            i = int(np.argmax(bad))
+            raise ConfigError(f"population '{pop.name}': '{key}' of neuron {i} = {float(value[i])!r} ms is not a multiple of "
+                              f"the resolution {resolution_ms} ms; choose multiples or a finer resolution_ms")
+        return
+    whole_steps(f"population '{pop.name}'", key, value, pop.origin, resolution_ms)
+
+
+def _engine_values(value, tag: int):
+    """An array or a distribution as the engine's NeuronValues."""
+    from . import _engine
+    v = _engine.NeuronValues()
+    if isinstance(value, Distribution):
+        v.distribution, (v.a, v.b), v.tag = value.kind, value.engine_arguments(), tag
+    else:
+        v.values = value.tolist()
+    return v
+
+
+def _mean(value) -> float:
+    if isinstance(value, Distribution):
+        return float(value.mean)
+    if isinstance(value, np.ndarray):
+        return float(value.mean())
+    return float(value)
 
 
 class NeuronModel:
@@ -39,10 +173,42 @@ class NeuronModel:
     name: ClassVar[str]
     parameters: ClassVar[dict[str, Parameter]]
     input_unit: ClassVar[str | None] = "mV"   # unit of synaptic weights into it; None: input ignored
+    has_potential: ClassVar[bool] = False     # a membrane potential: Population.initial may set it per neuron
+    initial_states: ClassVar[tuple[str, ...]] = ("reset",)   # the words Population.initial accepts
 
     @classmethod
     def defaults(cls) -> dict:
         return {k: p.default for k, p in cls.parameters.items() if p.default is not None}
+
+    @classmethod
+    def per_neuron_parameters(cls) -> list[str]:
+        return [k for k, p in cls.parameters.items() if p.per_neuron]
+
+    @classmethod
+    def read_values(cls, pop, where: str) -> tuple[dict, object]:
+        """(params, initial) with arrays read (float, one finite value per neuron); refuses a
+        per-neuron value for a parameter that takes one number, and an initial state the model
+        does not have."""
+        params = dict(pop.params)
+        for key, value in pop.params.items():
+            value = _per_neuron_array(where, key, value, pop.size)
+            if is_per_neuron(value) and not cls.parameters[key].per_neuron:
+                can = cls.per_neuron_parameters()
+                raise ConfigError(f"{where}: '{key}' cannot vary per neuron in model '{cls.name}'; give one number"
+                                  + (f" (per neuron: {', '.join(can)})" if can else ""))
+            params[key] = value
+        initial = pop.initial
+        if not cls.has_potential:
+            if not (isinstance(initial, str) and initial == "reset"):
+                raise ConfigError(f"{where}: model '{cls.name}' has no membrane potential; leave 'initial' at "
+                                  f"'reset', got {initial!r:.60}")
+            return params, initial
+        if not isinstance(initial, str):
+            initial = _per_neuron_array(where, "initial", initial, pop.size)
+        if not is_per_neuron(initial) and initial not in cls.initial_states:
+            raise ConfigError(f"{where}: 'initial' must be one of {cls.initial_states}, an array of one potential "
+                              f"(mV) per neuron or a distribution (ranvier.random), got {initial!r}")
+        return params, initial
 
     @classmethod
     def check(cls, pop, where: str) -> None:
@@ -73,67 +239,127 @@ class NeuronModel:
         s.model = cls.name             # the engine's model of the same name (cpp/neurons/registry.cpp)
         return s
 
+    # -- per-neuron values -------------------------------------------------------------------------
+    @classmethod
+    def _tag(cls, name: str) -> int:
+        """Keys a parameter's draws (Purpose::parameter): 0 for the initial V, else 1 + its place in
+        `parameters` (so a new parameter goes at the end, and old draws stay)."""
+        return 0 if name == "initial" else 1 + list(cls.parameters).index(name)
+
+    @classmethod
+    def _per_neuron_spec(cls, pop, s) -> dict:
+        """Sets s.parameters (every parameter by name; the mean of one that varies) and
+        s.per_neuron (the arrays and distributions, and the initial V where it is per neuron).
+        Returns s.parameters, for the model's fields."""
+        per = {k: _engine_values(v, cls._tag(k)) for k, v in pop.params.items() if is_per_neuron(v)}
+        if is_per_neuron(pop.initial):
+            per[INITIAL_V] = _engine_values(pop.initial, cls._tag("initial"))
+        scalars = {k: _mean(v) for k, v in pop.params.items()}
+        s.parameters, s.per_neuron = scalars, per
+        return scalars
+
+    @classmethod
+    def neuron_values(cls, pop, name: str, seed: int) -> np.ndarray:
+        """Parameter `name` ("initial": the initial potential, where set per neuron) of every
+        neuron of the population, in the population's order, as the engine gives them to a
+        simulation with this seed. A distributed tau_arp_ms is returned as drawn; the engine
+        rounds it to the nearest step."""
+        if name == "initial":
+            value = pop.initial
+            if not is_per_neuron(value):
+                raise ConfigError(f"population '{pop.name}': 'initial' is {value!r}, not set per neuron")
+        elif name in pop.params:
+            value = pop.params[name]
+        else:
+            raise ConfigError(f"population '{pop.name}': no parameter '{name}'; parameters: {sorted(pop.params)}")
+        if isinstance(value, Distribution):
+            from . import _engine
+            return _engine.neuron_values(_engine_values(value, cls._tag(name)), pop.first_id, pop.size, seed)
+        if isinstance(value, np.ndarray):
+            return value.copy()
+        return np.full(pop.size, float(value))
+
 
 class Lifca(NeuronModel):
-    """LIF neuron with spike-frequency adaptation (the DPSNN benchmark's): V relative to rest,
-    dV/dt = -V / tau_m - g_c c + dc, c decays with tau_c and jumps by alpha_c at each spike; input
-    jumps V (mV). Population.initial: "reset" (V = H, c = 0) or "uniform" (V ~ U[H, theta))."""
+    """LIF neuron with spike-frequency adaptation (the DPSNN benchmark's); every potential is
+    relative to rest (mV): dV/dt = -V / tau_m - g_c c + dc, c (dimensionless) decays with tau_c
+    and jumps by alpha_c at each spike; input jumps V (mV). Recorded: V (mV, relative to rest) and
+    c. Population.initial: "reset" (V = H, c = 0), "uniform" (V ~ U[H, theta)), or V per neuron
+    (an array or a distribution, mV relative to rest).
+
+    Left out, the adaptation is off (alpha_c = g_c = 0) and the membrane takes NEST's
+    iaf_psc_delta defaults relative to E_L, so `Population("E", 100, {})` is NEST's iaf_psc_delta
+    (with dc_mV_per_ms = I_e / C_m); input that arrives while refractory is dropped, as NEST's
+    default (refractory_input = False)."""
     name = "lifca"
+    has_potential = True
+    initial_states = INITIAL_STATES
     parameters = {
-        "tau_m_ms": Parameter("ms", "membrane time constant"),
-        "theta_mV": Parameter("mV", "firing threshold"),
-        "reset_mV": Parameter("mV", "reset potential H (V is held here while refractory)"),
-        "tau_arp_ms": Parameter("ms", "absolute refractory period"),
-        "alpha_c": Parameter("", "increment of the adaptation variable c at each spike"),
-        "tau_c_ms": Parameter("ms", "time constant of c"),
-        "g_c_mV_per_ms": Parameter("mV/ms", "strength of adaptation (dV/dt gets -g_c * c)"),
-        "dc_mV_per_ms": Parameter("mV/ms", "constant drive added to dV/dt", 0.0),
+        "tau_m_ms": Parameter("ms", "membrane time constant", 10.0, per_neuron=True),
+        "theta_mV": Parameter("mV", "firing threshold, relative to rest", 15.0, per_neuron=True),
+        "reset_mV": Parameter("mV", "reset potential H, relative to rest (V is held here while refractory)", 0.0,
+                              per_neuron=True),
+        "tau_arp_ms": Parameter("ms", "absolute refractory period", 2.0, per_neuron=True),
+        "alpha_c": Parameter("", "increment of the adaptation variable c at each spike (0: no adaptation)", 0.0,
+                             per_neuron=True),
+        "tau_c_ms": Parameter("ms", "time constant of c", 1000.0, per_neuron=True),
+        "g_c_mV_per_ms": Parameter("mV/ms", "strength of adaptation (dV/dt gets -g_c * c; 0: no adaptation)", 0.0,
+                                   per_neuron=True),
+        "dc_mV_per_ms": Parameter("mV/ms", "constant drive added to dV/dt (a current I_e gives I_e / C_m)", 0.0,
+                                  per_neuron=True),
     }
 
     @classmethod
     def check(cls, pop, where):
         q = pop.params
         for key in ("tau_m_ms", "tau_c_ms"):
-            positive(where, key, q[key])
+            _positive(where, key, q[key])
         for key in ("tau_arp_ms", "alpha_c", "g_c_mV_per_ms"):
-            positive(where, key, q[key], allow_zero=True)
-        if float(q["reset_mV"]) >= float(q["theta_mV"]):
-            raise ConfigError(f"{where}: 'reset_mV' ({q['reset_mV']}) must be below 'theta_mV' ({q['theta_mV']})")
-        if pop.initial not in INITIAL_STATES:
-            raise ConfigError(f"{where}: 'initial' must be one of {INITIAL_STATES}, got {pop.initial!r}")
+            _positive(where, key, q[key], allow_zero=True)
+        for key in ("theta_mV", "reset_mV", "dc_mV_per_ms"):
+            _number(where, key, q[key])
+        _below(where, "reset_mV", "theta_mV", q, pop.size)
 
     @classmethod
     def check_resolution(cls, pop, resolution_ms):
-        whole_steps(f"population '{pop.name}'", "tau_arp_ms", pop.params["tau_arp_ms"], pop.origin, resolution_ms)
+        _whole_steps(pop, "tau_arp_ms", resolution_ms)
 
     @classmethod
     def to_engine(cls, pop, resolution_ms):
-        q, s = pop.params, cls._spec()
+        s = cls._spec()
+        q = cls._per_neuron_spec(pop, s)    # the means of parameters that vary per neuron
         s.tau_m_ms, s.theta_mV, s.reset_mV = q["tau_m_ms"], q["theta_mV"], q["reset_mV"]
         s.refractory_steps = round(q["tau_arp_ms"] / resolution_ms)
         s.alpha_c, s.tau_c_ms = q["alpha_c"], q["tau_c_ms"]
         s.g_c, s.dc = q["g_c_mV_per_ms"], q["dc_mV_per_ms"]
-        s.initial_uniform = pop.initial == "uniform"
+        s.initial_uniform = isinstance(pop.initial, str) and pop.initial == "uniform"
         return s
 
 
 class PscExp(NeuronModel):
     """Leaky integrate-and-fire with exponential post-synaptic currents (NEST's iaf_psc_exp),
     integrated exactly on the time grid: synaptic input (pA) jumps the current I, which decays
-    with tau_syn_ms. Absolute potentials here (relative to E_L in the engine); the initial V is
-    drawn from N(V0_mean_mV, V0_sd_mV) per neuron. Defaults: NEST's (V starts at E_L)."""
+    with tau_syn_ms. The potential parameters are absolute (mV, as NEST's: E_L_mV is the resting
+    potential); the engine, and what it records, hold V - E_L_mV (mV, relative to rest), and c =
+    the synaptic current I (pA). The initial V is drawn from N(V0_mean_mV, V0_sd_mV) per neuron,
+    or set per neuron by Population.initial (an array or a distribution, absolute mV).
+    Defaults: NEST's (V starts at E_L)."""
     name = "psc_exp"
     input_unit = "pA"
+    has_potential = True
+    initial_states = ("reset",)        # "reset": V from V0_mean_mV and V0_sd_mV
     parameters = {
-        "E_L_mV": Parameter("mV", "resting potential", -70.0),
-        "V_th_mV": Parameter("mV", "firing threshold", -55.0),
-        "V_reset_mV": Parameter("mV", "reset potential (V is held here while refractory)", -70.0),
-        "C_m_pF": Parameter("pF", "membrane capacitance", 250.0),
-        "tau_m_ms": Parameter("ms", "membrane time constant", 10.0),
-        "tau_syn_ms": Parameter("ms", "time constant of the synaptic current (excitatory and inhibitory)", 2.0),
-        "tau_arp_ms": Parameter("ms", "absolute refractory period", 2.0),
-        "I_e_pA": Parameter("pA", "constant input current", 0.0),
-        "V0_mean_mV": Parameter("mV", "mean of the initial membrane potential", -70.0),
+        "E_L_mV": Parameter("mV", "resting potential (absolute)", -70.0, per_neuron=True),
+        "V_th_mV": Parameter("mV", "firing threshold (absolute)", -55.0, per_neuron=True),
+        "V_reset_mV": Parameter("mV", "reset potential (absolute; V is held here while refractory)", -70.0,
+                                per_neuron=True),
+        "C_m_pF": Parameter("pF", "membrane capacitance", 250.0, per_neuron=True),
+        "tau_m_ms": Parameter("ms", "membrane time constant", 10.0, per_neuron=True),
+        "tau_syn_ms": Parameter("ms", "time constant of the synaptic current (excitatory and inhibitory)", 2.0,
+                                per_neuron=True),
+        "tau_arp_ms": Parameter("ms", "absolute refractory period", 2.0, per_neuron=True),
+        "I_e_pA": Parameter("pA", "constant input current", 0.0, per_neuron=True),
+        "V0_mean_mV": Parameter("mV", "mean of the initial membrane potential (absolute)", -70.0),
         "V0_sd_mV": Parameter("mV", "standard deviation of the initial membrane potential", 0.0),
     }
     time_constants = ("tau_syn_ms",)
@@ -142,22 +368,26 @@ class PscExp(NeuronModel):
     def check(cls, pop, where):
         q = pop.params
         for key in ("C_m_pF", "tau_m_ms", *cls.time_constants):
-            positive(where, key, q[key])
+            _positive(where, key, q[key])
         for key in ("tau_arp_ms", "V0_sd_mV"):
-            positive(where, key, q[key], allow_zero=True)
+            _positive(where, key, q[key], allow_zero=True)
         for key in ("E_L_mV", "V_th_mV", "V_reset_mV", "I_e_pA", "V0_mean_mV"):
-            finite_number(where, key, q[key])
-        if float(q["V_reset_mV"]) >= float(q["V_th_mV"]):
-            raise ConfigError(f"{where}: 'V_reset_mV' ({q['V_reset_mV']}) must be below "
-                              f"'V_th_mV' ({q['V_th_mV']})")
+            _number(where, key, q[key])
+        _below(where, "V_reset_mV", "V_th_mV", q, pop.size)
+        given = set(q) - pop.defaulted
+        if is_per_neuron(pop.initial) and given & {"V0_mean_mV", "V0_sd_mV"}:
+            raise ConfigError(f"{where}: 'initial' sets the initial potential per neuron, and so do "
+                              f"{sorted(given & {'V0_mean_mV', 'V0_sd_mV'})}; give one of the two")
 
     @classmethod
     def check_resolution(cls, pop, resolution_ms):
-        whole_steps(f"population '{pop.name}'", "tau_arp_ms", pop.params["tau_arp_ms"], pop.origin, resolution_ms)
+        _whole_steps(pop, "tau_arp_ms", resolution_ms)
 
     @classmethod
     def to_engine(cls, pop, resolution_ms):
-        q, s = pop.params, cls._spec()      # potentials relative to rest in the engine
+        s = cls._spec()
+        q = cls._per_neuron_spec(pop, s)    # the means of parameters that vary per neuron
+        # Potentials relative to rest in the engine.
         s.tau_m_ms, s.tau_syn_ms, s.c_m_pF, s.i_e_pA = q["tau_m_ms"], q["tau_syn_ms"], q["C_m_pF"], q["I_e_pA"]
         s.theta_mV, s.reset_mV = q["V_th_mV"] - q["E_L_mV"], q["V_reset_mV"] - q["E_L_mV"]
         s.refractory_steps = round(q["tau_arp_ms"] / resolution_ms)
@@ -272,18 +502,22 @@ class IafPscAlpha(PscExp):
     """Leaky integrate-and-fire with alpha-shaped post-synaptic currents (NEST's iaf_psc_alpha),
     integrated exactly on the time grid in NEST's order: a spike of weight w (pA) gives the current
     w e / tau t exp(-t / tau); positive weights excite with tau_syn_ex_ms, negative ones inhibit
-    with tau_syn_in_ms. Absolute potentials here (relative to E_L in the engine). Defaults: NEST's."""
+    with tau_syn_in_ms. Potential parameters absolute (mV, as NEST's); the engine, and what it
+    records, hold V - E_L_mV (mV, relative to rest), and c = the excitatory current I_ex (pA).
+    Initial V as psc_exp. Defaults: NEST's."""
     name = "iaf_psc_alpha"
     parameters = {**{k: v for k, v in PscExp.parameters.items() if k != "tau_syn_ms"},
-                  "tau_syn_ex_ms": Parameter("ms", "rise time of the excitatory synaptic current", 2.0),
-                  "tau_syn_in_ms": Parameter("ms", "rise time of the inhibitory synaptic current", 2.0)}
+                  "tau_syn_ex_ms": Parameter("ms", "rise time of the excitatory synaptic current", 2.0,
+                                             per_neuron=True),
+                  "tau_syn_in_ms": Parameter("ms", "rise time of the inhibitory synaptic current", 2.0,
+                                             per_neuron=True)}
     time_constants = ("tau_syn_ex_ms", "tau_syn_in_ms")
 
     @classmethod
     def to_engine(cls, pop, resolution_ms):
-        q, s = pop.params, cls._spec()      # potentials relative to rest in the engine
+        s = cls._spec()
+        q = cls._per_neuron_spec(pop, s)    # every parameter by name (tau_syn_ex_ms, tau_syn_in_ms read so)
         s.tau_m_ms, s.c_m_pF, s.i_e_pA = q["tau_m_ms"], q["C_m_pF"], q["I_e_pA"]
-        s.parameters = {"tau_syn_ex_ms": q["tau_syn_ex_ms"], "tau_syn_in_ms": q["tau_syn_in_ms"]}
         s.theta_mV, s.reset_mV = q["V_th_mV"] - q["E_L_mV"], q["V_reset_mV"] - q["E_L_mV"]
         s.refractory_steps = round(q["tau_arp_ms"] / resolution_ms)
         s.initial_normal = True

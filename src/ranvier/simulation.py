@@ -55,7 +55,8 @@ class Simulation:
     comm: an mpi4py communicator; by default COMM_WORLD under mpiexec, none otherwise.
     barrier: time a barrier before each exchange as 'synchronize' (separates waiting from
     transfer, as the DPSNN study does). record_state: global ids whose V and c are recorded
-    at every step.
+    at every step (V in mV relative to rest, for every model; c the model's second variable:
+    lifca's adaptation, psc_exp's synaptic current in pA, iaf_psc_alpha's excitatory one).
 
     Spikes and per-cycle timers leave the engine after every chunk of a run (100 ms simulated)
     and are gathered on rank 0 (ranvier.recording). record_spikes: True keeps them in memory
@@ -336,6 +337,12 @@ class Simulation:
         order = np.lexsort((ids, steps))            # canonical order: by time, then id
         self.recording.add(ids[order], steps[order], np.stack([p[2] for p in parts]),
                            end_step=self._engine.cycles_done * self.steps_per_cycle)
+
+    def neuron_values(self, population: str, name: str):
+        """Parameter `name` of every neuron of a population (NumPy array, population order) as
+        this simulation gives them, on any rank: per-neuron arrays, the draws of distributions
+        (from this seed), or the one number repeated. "initial": per-neuron initial potentials."""
+        return self.network.population(population).neuron_values(name, self.seed)
 
     def connections(self, local: bool = False) -> Connections | None:
         """The synapses the engine built: Connections(source, target, weight, delay_ms), NumPy

@@ -1,0 +1,279 @@
+"""Every command and every Python example in README.md and docs/ runs, as documented.
+
+The commands are read from the pages themselves (```sh blocks; ```python blocks), so a
+documented command cannot break unnoticed, and a new one cannot be added without a line here:
+`SCALED` names each documented command and the flags appended to scale it down (flags given
+later override earlier ones, so the command run is the documented one plus these). The
+commands of a page run in the order they appear, in one scratch folder that has the
+repository's examples/ and bench/, so `ranvier energy results/dpsnn` finds the folder the
+`ranvier run ... --out results/dpsnn` before it wrote. Python blocks of a page run in one
+namespace, after the textual substitutions in `PYTHON_SCALED` (each must match).
+"""
+from __future__ import annotations
+
+import importlib.util
+import os
+import re
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT, mpiexec_path, subprocess_env
+
+PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+COMMAND_WORDS = ("ranvier", "mpiexec", "python", "pip")
+
+
+@dataclass(frozen=True)
+class Scaled:
+    append: str = ""            # flags appended to the documented command
+    skip: str | None = None     # why it is not run by this test (and where it is checked instead)
+    timeout_s: int = 300
+    files: tuple = ()           # scratch files the command reads: (name, text or callable(scratch))
+    needs: str | None = None    # a Python module or a program it needs; skipped without it
+    exit_codes: tuple = (0,)    # a validation's verdict on a scaled-down model may be "fail" (1)
+
+
+SMALL_DPSNN = "--neurons 2048 --duration-ms 100"
+SMALL_MC = "--set scale=0.02 --set k_scale=0.05 --duration-ms 100"
+SMALL_MAM = "--set area_size=400 --set K=40 --duration-ms 100"
+VALIDATION = "--scale 0.02 --set k_scale=0.05 --seeds 1 --duration-ms 200 --transient-ms 100"
+NEST_SMALL = "--scale 0.02 --k-scale 0.05 --duration-ms 200 --transient-ms 100"
+
+
+def _wall_meter_trace(scratch: Path) -> str:
+    """A wall meter's trace (epoch seconds, watts) covering the run archived in results/dpsnn."""
+    import json
+    marks = json.loads((scratch / "results/dpsnn/summary.json").read_text())["energy"]["marks"]
+    start, end = min(marks.values()) - 1.0, max(marks.values()) + 1.0
+    times = [start + i * (end - start) / 200 for i in range(201)]
+    return "time_s,watts\n" + "".join(f"{t:.3f},{100 + 20 * (i % 2)}\n" for i, t in enumerate(times))
+
+
+POWER_TRACE = ("wallmeter.csv", _wall_meter_trace)
+
+# The documented command (comment stripped, continuation lines joined) -> how it is run here.
+SCALED: dict[str, Scaled] = {
+    # README: the two setup commands are run exactly as written by .ci/run on a fresh clone.
+    'python3 -m venv .venv && . .venv/bin/activate && pip install . && ranvier run':
+        Scaled(skip="the README main command: .ci/run runs it on a fresh clone"),
+    'python3 -m venv .venv && . .venv/bin/activate && pip install mpich mpi4py && pip install ".[test]" && python -m pytest -q':
+        Scaled(skip="the README test command: .ci/run runs it on a fresh clone"),
+    "ranvier run": Scaled(SMALL_DPSNN),
+    "ranvier run examples/dpsnn-small.toml": Scaled("--duration-ms 100"),
+    "ranvier run examples/dpsnn.toml --threads 2 --exchange alltoallv --out results/dpsnn": Scaled(SMALL_DPSNN),
+    "ranvier run --neurons 40960 --duration-ms 2000 --set g_c_exc_mV_per_ms=0.03 --seed 7": Scaled(SMALL_DPSNN),
+    "mpiexec -n 2 -bind-to core ranvier run examples/dpsnn.toml --threads 1 --out results/dpsnn-2ranks":
+        Scaled(SMALL_DPSNN),
+    "mpiexec -n 2 ranvier run examples/artificial-cells.toml --exchange p2p-nbx --overlap":
+        Scaled("--set cells=2000 --duration-ms 100"),
+    "ranvier info": Scaled(),
+    "ranvier bench exchange dpsnn --ranks 1,2,4 --overlap both --duration-ms 1000 --repeats 3":
+        Scaled("--ranks 2 --strategies allgather,p2p --set neurons=2048 --duration-ms 50 --repeats 1"),
+    "ranvier bench exchange examples/dpsnn-small.toml --ranks 2 --strategies allgather,alltoallv":
+        Scaled("--duration-ms 50 --repeats 1"),
+    # default strategies: the list must fit the workload (two-tier needs areas)
+    "ranvier bench exchange artificial-cells --ranks 1,2 --set cells=2000 --duration-ms 200 --repeats 1":
+        Scaled("--ranks 1 --duration-ms 50"),
+    "ranvier bench mpi --ranks 2 --sizes 1,64,4096,32768 --repeats 200": Scaled("--sizes 1,64 --repeats 5"),
+    "ranvier bench strong-scaling examples/dpsnn.toml --ranks 1,2,4 --threads 1,2 --baseline-s 5":
+        Scaled("--ranks 1,2 --threads 1 --baseline-s 0.1 --set neurons=2048 --duration-ms 100 --repeats 1"),
+    "ranvier bench weak-scaling dpsnn --ranks 1,2,4 --per-core 10240":
+        Scaled("--ranks 1,2 --per-core 1500 --duration-ms 100 --repeats 1"),
+    "ranvier bench weak-scaling mam-benchmark --ranks 1,2,4 --duration-ms 5000 --repeats 5":
+        Scaled("--ranks 1,2 --set area_size=400 --set K=40 --duration-ms 100 --repeats 1"),
+    "ranvier bench heterogeneity mam-benchmark --knob delay_ratio --values 1,2,5,10,20 --ranks 2":
+        Scaled("--values 1,2 --set area_size=400 --set K=40 --duration-ms 100 --repeats 1"),
+    "ranvier bench cycle-times mam-benchmark --ranks 2 --duration-ms 10000":
+        Scaled("--set area_size=400 --set K=40 --duration-ms 100"),
+    "ranvier run examples/dpsnn.toml --baseline-s 5 --out results/dpsnn":
+        Scaled(SMALL_DPSNN + " --baseline-s 0.1 --force"),
+    "ranvier energy results/dpsnn --power-trace wallmeter.csv": Scaled(files=(POWER_TRACE,)),
+    "ranvier bench strong-scaling dpsnn --ranks 1,2 --threads 1,2 --out results/scaling":
+        Scaled("--threads 1 --set neurons=2048 --duration-ms 100 --repeats 1"),
+    "ranvier report results/scaling": Scaled(),
+    "ranvier run examples/microcircuit.toml --out results/microcircuit": Scaled(SMALL_MC),
+    "ranvier run --model microcircuit --set scale=0.1 --set k_scale=0.1 --duration-ms 2000": Scaled(SMALL_MC),
+    "python bench/microcircuit_validation.py --scale 1 --seeds 1,2,3 --duration-ms 10500 --threads 2 --out results/validation":
+        Scaled(VALIDATION, exit_codes=(0, 1)),
+    'python bench/nest_compare.py microcircuit --scale 0.1 --k-scale 0.1 --threads 2 --out results/vs-nest':
+        Scaled(skip="needs NEST: .ci/run installs the nest extra and runs tests/test_nest_compare.py"),
+    "mpiexec -n 4 ranvier run examples/mam-benchmark.toml": Scaled(SMALL_MAM),
+    "mpiexec -n 2 ranvier run examples/mam-benchmark.toml --exchange allgather --placement round-robin":
+        Scaled(SMALL_MAM),
+    "mpiexec -n 4 ranvier run --model mam-benchmark --set n_areas=4 --set area_size_sd=3000 --exchange two-tier "
+    "--placement area-groups --global-interval 5": Scaled(SMALL_MAM + " --set area_size_sd=100"),
+    # docs/exchange.md
+    "ranvier run --exchange p2p-nbx --overlap": Scaled(SMALL_DPSNN),
+    "mpiexec -n 4 ranvier run examples/dpsnn.toml --exchange neighbor": Scaled(SMALL_DPSNN),
+    "ranvier bench exchange dpsnn --ranks 1,2,4 --overlap both":
+        Scaled("--ranks 2 --strategies allgather,neighbor --set neurons=2048 --duration-ms 50 --repeats 1"),
+    "ranvier bench exchange artificial-cells --ranks 1,2 --set cells=16384":
+        Scaled("--ranks 2 --strategies allgather --set cells=2000 --duration-ms 50 --repeats 1"),
+    "ranvier bench mpi --ranks 2": Scaled("--sizes 1,64 --repeats 5"),
+    # docs/structure-aware.md
+    "mpiexec -n 8 ranvier run examples/mam-benchmark.toml --global-interval 5 --tier-exchange alltoallv":
+        Scaled(SMALL_MAM + " --set area_size=200"),
+    # docs/microcircuit.md: scaled-down rates drift from the reference, so the verdict may be 1
+    "python bench/microcircuit_validation.py --scale 1 --seeds 1,2,3 --duration-ms 10500 --transient-ms 500 "
+    "--threads 2 --out bench-results/microcircuit": Scaled(VALIDATION, exit_codes=(0, 1)),
+    "python bench/microcircuit_validation.py --scale 0.1 --set k_scale=0.1 --seeds 1,2,3 --out /tmp/mc-0.1":
+        Scaled(VALIDATION + " --out mc-0.1", exit_codes=(0, 1)),
+    "python bench/microcircuit_validation.py --scale 0.1 --set k_scale=0.5 --set input=dc --out /tmp/mc-k":
+        Scaled(VALIDATION + " --out mc-k", exit_codes=(0, 1)),
+    "python bench/microcircuit_validation.py --from bench-results/microcircuit --transient-ms 1000":
+        Scaled("--transient-ms 100", exit_codes=(0, 1)),
+    # docs/nest-comparison.md
+    "pip install nest-simulator==3.10.0": Scaled(skip="installs NEST: .ci/run installs the nest extra"),
+    'python -c "import nest; print(nest.__version__)"': Scaled(needs="nest"),
+    "python bench/nest_compare.py microcircuit --scale 0.1 --k-scale 0.1 --threads 2 --duration-ms 1000 "
+    "--transient-ms 500 --seed 1 --out bench-results/nest-0.1": Scaled(NEST_SMALL, needs="nest"),
+    "python bench/nest_compare.py microcircuit --scale 0.05 --threads 2 --duration-ms 1000 --transient-ms 500":
+        Scaled(NEST_SMALL, needs="nest"),
+    "python bench/nest_compare.py microcircuit --scale 1 --threads 2 --duration-ms 1500 --transient-ms 500 "
+    "--repeats 1 --out bench-results/nest-full": Scaled(NEST_SMALL, needs="nest"),
+    "python bench/nest_compare.py microcircuit --scale 0.1 --skip-nest": Scaled(NEST_SMALL),
+    "python bench/nest_compare.py microcircuit --scale 0.1 --skip-ranvier": Scaled(NEST_SMALL, needs="nest"),
+    # docs/performance.md: callgrind counts (the scratch folder has its own copy of docs/)
+    "python bench/instructions.py": Scaled("--workloads dpsnn", needs="valgrind"),
+    "python bench/instructions.py --compare docs/measurements/instructions.json":
+        Scaled("--workloads dpsnn", needs="valgrind", exit_codes=(0, 1)),
+    "python bench/instructions.py --out docs/measurements/instructions.json": Scaled("--workloads dpsnn", needs="valgrind"),
+}
+
+
+def _commands_of(page: Path) -> list[str]:
+    """The commands of a page's ```sh blocks: continuation lines joined, comments dropped."""
+    commands = []
+    for lang, body in re.findall(r"```(\w*)\n(.*?)```", page.read_text(), re.S):
+        if lang not in ("sh", "bash"):
+            continue
+        for line in re.sub(r"\\\n\s*", " ", body).splitlines():
+            line = re.sub(r"(^|\s)#.*$", "", line).strip()
+            if line:
+                commands.append(re.sub(r"\s+", " ", line))
+    return commands
+
+
+def _untagged_commands(page: Path) -> list[str]:
+    found = []
+    for lang, body in re.findall(r"```(\w*)\n(.*?)```", page.read_text(), re.S):
+        if lang in ("sh", "bash", "python"):
+            continue
+        found += [line.strip() for line in body.splitlines() if line.strip().split(" ")[0] in COMMAND_WORDS]
+    return found
+
+
+DOCUMENTED = [(page, command) for page in PAGES for command in _commands_of(page)]
+
+
+def test_every_documented_command_is_covered():
+    missing = sorted({c for _, c in DOCUMENTED if c not in SCALED})
+    assert not missing, ("documented commands without a line in SCALED (tests/test_documented_commands.py): "
+                         + "; ".join(missing))
+    stale = sorted(set(SCALED) - {c for _, c in DOCUMENTED})
+    assert not stale, f"SCALED lists commands no page documents any more: {stale}"
+
+
+def test_commands_are_in_sh_blocks():
+    """A command in an untagged block would escape this test: tag command blocks ```sh."""
+    found = {str(p.relative_to(ROOT)): _untagged_commands(p) for p in PAGES}
+    assert not {k: v for k, v in found.items() if v}
+
+
+@pytest.fixture(scope="module")
+def scratch(tmp_path_factory):
+    """One folder per test session with the repository's examples/ and bench/, like a clone."""
+    folder = tmp_path_factory.mktemp("documented")
+    for name in ("examples", "bench"):
+        (folder / name).symlink_to(ROOT / name)
+    shutil.copytree(ROOT / "docs", folder / "docs")     # commands may write there (a new reference)
+    return folder
+
+
+def _available(need: str) -> bool:
+    if shutil.which(need):
+        return True
+    return importlib.util.find_spec(need) is not None
+
+
+def _run_id(item):
+    page, command = item
+    return f"{page.name}:{command[:70]}"
+
+
+@pytest.mark.parametrize("item", DOCUMENTED, ids=[_run_id(i) for i in DOCUMENTED])
+def test_documented_command_runs(item, scratch):
+    page, command = item
+    how = SCALED.get(command)
+    if how is None:
+        pytest.fail(f"not in SCALED: {command}")
+    if how.skip:
+        pytest.skip(how.skip)
+    if how.needs and not _available(how.needs):
+        pytest.skip(f"needs {how.needs}")
+    if command.startswith("mpiexec") and mpiexec_path() is None:
+        pytest.skip("no mpiexec in this environment")
+    for name, content in how.files:
+        (scratch / name).write_text(content(scratch) if callable(content) else content)
+    env = subprocess_env()
+    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
+    if command.startswith("python "):          # this test's Python, as in the activated venv
+        command = f"{sys.executable} {command[len('python '):]}"
+    full = f"{command} {how.append}".strip()
+    done = subprocess.run(full, shell=True, cwd=scratch, env=env, capture_output=True, text=True,
+                          timeout=how.timeout_s)
+    assert done.returncode in how.exit_codes, (f"{page.relative_to(ROOT)}: `{full}` exited {done.returncode}:\n"
+                                  f"{done.stdout[-2000:]}\n{done.stderr[-3000:]}")
+    assert "Traceback" not in done.stderr, done.stderr[-3000:]
+
+
+# -- Python blocks ---------------------------------------------------------------------------
+# page -> [(pattern, replacement)]: each pattern must occur in the page's Python blocks.
+PYTHON_SCALED: dict[str, list[tuple[str, str]]] = {
+    "README.md": [("neurons=20480", "neurons=2048"), ("sim.run(10_000,", "sim.run(200,"),
+                  ("start_ms=1000", "start_ms=100"),
+                  ("scale=1.0, k_scale=1.0", "scale=0.02, k_scale=0.05"),
+                  ("run(10_500)", "run(300)"), ("stop_ms=10_500", "stop_ms=300"), ("start_ms=500", "start_ms=100"),
+                  ("area_size=10000, K=1000", "area_size=400, K=40"), ("sim.run(2000)", "sim.run(100)")],
+    "docs/measuring.md": [("sim.run(10_000,", "sim.run(200,")],
+    "docs/microcircuit.md": [("500.0, 10500.0", "100.0, 300.0")],
+}
+# page -> the context its fragments assume (a network, a simulation, a run folder), scaled down.
+PYTHON_PRELUDE: dict[str, str] = {
+    "docs/exchange.md": "import ranvier as rv\nnet = rv.models.dpsnn(neurons=2048)\n",
+    "docs/measuring.md": "import ranvier as rv\nsim = rv.Simulation(rv.models.dpsnn(neurons=2048))\n",
+    "docs/microcircuit.md": ("import ranvier as rv\nnet = rv.models.microcircuit(scale=0.02, k_scale=0.05)\n"
+                             "sim = rv.Simulation(net, stream_to='run')\nsim.run(300)\nsim.close()\n"
+                             "populations = [(p.name, p.first_id, p.size) for p in net.populations]\n"),
+}
+PYTHON_SKIP: dict[str, str] = {}
+
+
+def _python_blocks(page: Path) -> list[str]:
+    return re.findall(r"```python\n(.*?)```", page.read_text(), re.S)
+
+
+PYTHON_PAGES = [p for p in PAGES if _python_blocks(p)]
+
+
+@pytest.mark.parametrize("page", PYTHON_PAGES, ids=[str(p.relative_to(ROOT)) for p in PYTHON_PAGES])
+def test_documented_python_runs(page, tmp_path):
+    name = str(page.relative_to(ROOT))
+    if name in PYTHON_SKIP:
+        pytest.skip(PYTHON_SKIP[name])
+    code = PYTHON_PRELUDE.get(name, "") + "\n".join(_python_blocks(page))
+    for pattern, replacement in PYTHON_SCALED.get(name, []):
+        assert pattern in code, f"{name}: the scaling substitution {pattern!r} no longer matches its examples"
+        code = code.replace(pattern, replacement)
+    script = tmp_path / "example.py"
+    script.write_text(code)
+    for folder in ("examples", "bench"):
+        (tmp_path / folder).symlink_to(ROOT / folder)
+    done = subprocess.run([sys.executable, str(script)], cwd=tmp_path, env=subprocess_env(),
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, f"{name}: its Python examples failed:\n{done.stderr[-4000:]}"
