@@ -50,11 +50,15 @@ def test_projection_without_a_model_names_its_own_field():
 
 
 def test_duration_not_a_multiple_of_the_cycle():
+    """Off the step grid: refused. Between two cycles: runs to the end of the last one, and says so."""
+    from ranvier.simulation import DurationRounded
+
     sim = rv.Simulation(rv.models.dpsnn(neurons=200, synapses_per_neuron=20), threads=1)
     with pytest.raises(rv.ConfigError, match="not a multiple of the resolution"):
         sim.run(1.05)
-    with pytest.raises(rv.ConfigError, match="communication interval"):
-        sim.run(1.5)
+    with pytest.warns(DurationRounded, match="inside a communication interval of 1 ms"):
+        res = sim.run(1.5)
+    assert res.duration_ms == 2.0 and res.requested_duration_ms == 1.5
 
 
 def test_memory_estimate_refuses_before_building():

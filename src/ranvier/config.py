@@ -147,6 +147,31 @@ def load(path) -> RunConfig:
                      simulation={**SIMULATION_DEFAULTS, **simulation})
 
 
+def looks_like_path(text: str) -> bool:
+    """A name that can only mean a file: it ends .toml or names a folder on the way."""
+    return text.endswith(".toml") or "/" in text or os.sep in text
+
+
+def from_model_or_file(text: str, what: str = "") -> RunConfig:
+    """A model name (`ranvier run dpsnn`) or the path of a run configuration
+    (`ranvier run examples/dpsnn.toml`), the one convention of every command that names a
+    model. A bare word is a model name first; a path that ends .toml or holds a / is a file;
+    anything else that is an existing file is read as one. Neither: one line naming both."""
+    from . import models
+
+    known = sorted(models.REGISTRY)
+    if not looks_like_path(text):
+        if text in models.REGISTRY:
+            return RunConfig(model=text)
+        if not os.path.lexists(text):
+            raise ConfigError(f"{what + ' ' if what else ''}'{text}' is neither a model name ({', '.join(known)}) "
+                              f"nor a config file: no such file")
+    elif not os.path.lexists(text):
+        raise ConfigError(f"config file '{text}': no such file; give the path of a .toml file (see examples/) or "
+                          f"a model name ({', '.join(known)})")
+    return load(text)
+
+
 def override(cfg: RunConfig, model: str | None = None, parameters: dict | None = None,
              simulation: dict | None = None) -> RunConfig:
     """cfg with command-line values on top (None values mean: not given)."""
@@ -177,6 +202,14 @@ def _number(name: str, value) -> float:
     return float(value)
 
 
+def whole_cycles(duration_ms: float, cycle_ms: float, resolution_ms: float) -> int:
+    """Cycles a run of duration_ms takes: whole cycles, the last one completed (rounded up), in
+    whole steps of resolution_ms."""
+    steps = round(duration_ms / resolution_ms)
+    steps_per_cycle = max(1, round(cycle_ms / resolution_ms))
+    return -(-steps // steps_per_cycle)
+
+
 def check_simulation(cfg: RunConfig, network) -> None:
     """What Simulation.run checks only after the build is checked here, before anything is built."""
     s = cfg.simulation
@@ -186,28 +219,34 @@ def check_simulation(cfg: RunConfig, network) -> None:
     network.validate(resolution)                  # every delay a whole number of steps, at least one
     if not isinstance(s["overlap"], bool):
         raise ConfigError(f"[simulation] 'overlap' must be true or false, got {s['overlap']!r}")
-    min_delay_ms = network.min_delay_ms()
+    # The communication interval, as ranvier.spec makes it: the minimum delay in whole steps (one
+    # step without projections), half of it with overlap.
+    min_delay_steps = round(network.min_delay_ms() / resolution) if network.projections else 1
     interval = "communication interval (the minimum delay)"
+    cycle_steps = min_delay_steps
     if s["overlap"]:
-        min_delay_ms /= 2
+        if min_delay_steps % 2:
+            raise ConfigError(f"[simulation] 'overlap' needs a minimum delay of an even number of steps (it runs "
+                              f"intervals of half of it); it is {min_delay_steps * resolution:g} ms = "
+                              f"{min_delay_steps} step(s) at resolution {resolution:g} ms: use a resolution_ms "
+                              f"that divides half the minimum delay, or overlap = false")
+        cycle_steps //= 2
         interval = "communication interval (half the minimum delay, with overlap)"
     duration = _number("duration_ms", s["duration_ms"])
     if duration <= 0:
         raise ConfigError(f"[simulation] 'duration_ms' must be positive, got {s['duration_ms']!r}")
-    for name, unit in (("resolution", resolution), (interval, min_delay_ms)):
-        if not math.isfinite(unit):
-            continue
-        n = duration / unit
-        if abs(n - round(n)) > 1e-9 * max(1.0, n):
-            nearest = " or ".join(f"{k * unit:g}" for k in (math.floor(n), math.ceil(n)) if k > 0)
-            raise ConfigError(f"[simulation] 'duration_ms' = {s['duration_ms']} is not a multiple of the {name} "
-                              f"{unit:g} ms; use for example {nearest}")
+    n = duration / resolution
+    if abs(n - round(n)) > 1e-9 * max(1.0, n):
+        nearest = " or ".join(f"{k * resolution:g}" for k in (math.floor(n), math.ceil(n)) if k > 0)
+        raise ConfigError(f"[simulation] 'duration_ms' = {s['duration_ms']} is not a multiple of the resolution "
+                          f"{resolution:g} ms; use for example {nearest}")
     # The engine counts cycles in 32 bits (Engine::run_cycles): at most 2^32 - 1 per simulation.
-    cycle_ms = min_delay_ms if math.isfinite(min_delay_ms) else resolution
-    if round(duration / cycle_ms) > MAX_CYCLES:
+    # A duration that is not a whole number of cycles runs to the end of its last cycle.
+    cycle_ms = cycle_steps * resolution
+    if whole_cycles(duration, cycle_ms, resolution) > MAX_CYCLES:
         longest = MAX_CYCLES * cycle_ms
         raise ConfigError(f"[simulation] 'duration_ms' = {s['duration_ms']} is {duration / cycle_ms:.3g} cycles of "
-                          f"{cycle_ms:g} ms (one per communication interval); the engine runs at most 2^32 - 1 cycles, "
+                          f"{cycle_ms:g} ms (one per {interval}); the engine runs at most 2^32 - 1 cycles, "
                           f"{longest:.10g} ms here ({longest / 8.64e7:.3g} days): choose a shorter duration_ms")
     if not isinstance(s["barrier"], bool):
         raise ConfigError(f"[simulation] 'barrier' must be true or false, got {s['barrier']!r}")

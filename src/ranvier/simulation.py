@@ -36,6 +36,11 @@ MEMORY_BYTES_PER_RECORDED_SPIKE = 48
 ASSUMED_RATE_HZ = 10.0         # for the memory check of recorded spikes, where a model sets no rate
 
 
+class DurationRounded(UserWarning):
+    """Simulation.run was asked for a duration that is not a whole number of cycles: it simulates
+    to the end of the last cycle (the message says to when)."""
+
+
 def _peak_rss_bytes() -> int:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024   # Linux reports KiB
 
@@ -165,7 +170,8 @@ class Simulation:
             raise self._out_of_memory() from e
         self.build_seconds = self.comm.allreduce_max(time.perf_counter() - t0)
         self.simulate_seconds = 0.0
-        self.steps_done = 0
+        self.steps_done = 0              # steps simulated: always whole cycles
+        self.requested_steps = 0         # steps asked for by run() calls, added up (at most steps_done)
 
     # -- set-up -------------------------------------------------------------------------
     def estimate_memory(self) -> int:
@@ -213,33 +219,31 @@ class Simulation:
         return self.comm.size
 
     def run(self, duration_ms: float, progress=None, chunk_ms: float | None = None, energy=None) -> Result:
-        """Advance by duration_ms (a multiple of the minimum delay). progress(done_ms, total_ms, wall_s)
-        is called on rank 0 between chunks. energy: measure the run's energy with this meter ("auto",
-        "rapl", "nvml", "none", a meter or an energy.Measurement from ranvier.energy); the Result then
-        carries the report (Result.energy, and "energy" in its summary()); None: no measurement."""
+        """Advance by duration_ms, a whole number of steps (resolution_ms). progress(done_ms, total_ms,
+        wall_s) is called on rank 0 between chunks. energy: measure the run's energy with this meter
+        ("auto", "rapl", "nvml", "none", a meter or an energy.Measurement from ranvier.energy); the
+        Result then carries the report (Result.energy, and "energy" in its summary()); None: no
+        measurement.
+
+        The engine advances by whole cycles (the communication interval, cycle_ms: the minimum
+        delay, or half of it with overlap). The simulation runs to the end of the cycle in which
+        the time asked for so far (the durations of every run() call, added up) ends: a duration
+        that is not a whole number of cycles completes its last cycle, and rank 0 warns once per
+        call (DurationRounded). Nothing is cut: Result.duration_ms is the time simulated,
+        Result.requested_duration_ms the time asked for, and spikes, rates and counters cover
+        everything simulated, [0, duration_ms). Runs continue one another exactly (a later call
+        starts where the last cycle ended, and the drift never exceeds one cycle), and the
+        spikes do not depend on ranks, threads, exchange or placement."""
         if energy is not None:
             from . import energy as energy_meters
             return energy_meters.measure(self, energy, lambda: self.run(duration_ms, progress, chunk_ms))
         if self.closed:
             raise ConfigError("this simulation was closed (its streamed files are final); make a new Simulation "
                               "to run further")
-        try:
-            duration = float(duration_ms)
-        except (TypeError, ValueError):
-            raise ConfigError(f"duration_ms must be a number, got {duration_ms!r}") from None
-        if not (duration > 0 and math.isfinite(duration)):
-            raise ConfigError(f"duration_ms must be positive, got {duration_ms!r}")
-        steps = duration / self.resolution_ms
-        if abs(steps - round(steps)) > 1e-9 * max(1.0, steps):
-            raise ConfigError(f"duration_ms = {duration_ms} is not a multiple of the resolution "
-                              f"{self.resolution_ms} ms")
-        steps = round(steps)
-        if steps % self.steps_per_cycle:
-            what = "half the minimum delay, with overlap" if self.overlap else "the minimum delay"
-            raise ConfigError(f"duration_ms = {duration_ms} is not a multiple of the communication interval "
-                              f"{self.cycle_ms:g} ms ({what})")
-        cycles = steps // self.steps_per_cycle
-        cycle_ms = self.steps_per_cycle * self.resolution_ms
+        steps = self._steps(duration_ms)
+        target = self._stop_step(steps)
+        cycles = (target - self.steps_done) // self.steps_per_cycle
+        cycle_ms = self.cycle_ms
         if chunk_ms is None:
             chunk_ms = 100.0
         chunk = max(1, int(round(chunk_ms / cycle_ms)))
@@ -250,7 +254,10 @@ class Simulation:
             raise ConfigError(f"duration_ms = {duration_ms:g} would take this simulation past {MAX_CYCLES} cycles "
                               f"({MAX_CYCLES * cycle_ms:.6g} ms at {cycle_ms:g} ms per cycle), the engine's limit; "
                               f"run shorter")
-        self._check_recording_memory(cycles, duration)
+        self._check_recording_memory(cycles, cycles * cycle_ms)
+        if self.rank == 0 and target != self.requested_steps + steps:
+            import warnings
+            warnings.warn(DurationRounded(self.rounding_note(duration_ms)), stacklevel=2)
         if self.rank == 0 and self.recording is None:
             self.recording = self._make_recording()
         t0 = time.perf_counter()
@@ -264,8 +271,48 @@ class Simulation:
                 progress(done * cycle_ms, cycles * cycle_ms, time.perf_counter() - t0)
         wall = time.perf_counter() - t0
         self.simulate_seconds += self.comm.allreduce_max(wall)
-        self.steps_done += steps
+        self.steps_done = target
+        self.requested_steps += steps
         return Result(self)
+
+    def _steps(self, duration_ms) -> int:
+        """duration_ms in whole steps, else a one-line ConfigError."""
+        try:
+            duration = float(duration_ms)
+        except (TypeError, ValueError):
+            raise ConfigError(f"duration_ms must be a number, got {duration_ms!r}") from None
+        if not (duration > 0 and math.isfinite(duration)):
+            raise ConfigError(f"duration_ms must be positive, got {duration_ms!r}")
+        steps = duration / self.resolution_ms
+        if abs(steps - round(steps)) > 1e-9 * max(1.0, steps):
+            raise ConfigError(f"duration_ms = {duration_ms} is not a multiple of the resolution "
+                              f"{self.resolution_ms} ms")
+        return round(steps)
+
+    def _stop_step(self, steps: int) -> int:
+        """The step at which a run of `steps` more steps stops: the end of the cycle in which the
+        time asked for so far ends."""
+        asked = self.requested_steps + steps
+        return -(-asked // self.steps_per_cycle) * self.steps_per_cycle
+
+    def stop_ms(self, duration_ms: float) -> float:
+        """The simulated time at which run(duration_ms) would stop (ms since the start): the time
+        asked for so far plus duration_ms, rounded up to whole cycles (see run)."""
+        return self._stop_step(self._steps(duration_ms)) * self.resolution_ms
+
+    def rounding_note(self, duration_ms: float) -> str | None:
+        """One line saying how run(duration_ms) rounds to whole cycles; None when it does not."""
+        steps = self._steps(duration_ms)
+        target = self._stop_step(steps)
+        if target == self.requested_steps + steps:
+            return None
+        what = "half the minimum delay, with overlap" if self.overlap else "the minimum delay"
+        asked = (self.requested_steps + steps) * self.resolution_ms
+        before = f" after {self.requested_steps * self.resolution_ms:g} ms" if self.requested_steps else ""
+        end = target * self.resolution_ms
+        return (f"duration_ms = {float(duration_ms):g}{before} ends at t = {asked:g} ms, inside a communication "
+                f"interval of {self.cycle_ms:g} ms ({what}): simulating to its end, t = {end:g} ms; spikes, "
+                f"rates and duration_ms cover all {end:g} ms")
 
     def _check_recording_memory(self, cycles: int, duration_ms: float) -> None:
         """Spikes and timers kept in memory (the default) grow with the run: refuse a run whose record
@@ -383,7 +430,8 @@ class Result:
         self.exchange, self.placement, self.seed = sim.exchange, sim.placement, sim.seed
         self.overlap = sim.overlap
         self.resolution_ms = sim.resolution_ms
-        self.duration_ms = sim.steps_done * sim.resolution_ms
+        self.duration_ms = sim.steps_done * sim.resolution_ms              # simulated: whole cycles
+        self.requested_duration_ms = sim.requested_steps * sim.resolution_ms  # asked for (Simulation.run)
         self.build_seconds, self.simulate_seconds = sim.build_seconds, sim.simulate_seconds
         self.real_time_factor = self.simulate_seconds / (self.duration_ms * 1e-3)
         self.network = sim.network
@@ -451,14 +499,37 @@ class Result:
     # -- spikes and rates ---------------------------------------------------------------
     @property
     def spikes(self):
-        """(neuron ids, spike times in ms), sorted by time then id; None off rank 0."""
+        """(neuron ids, spike times in ms), sorted by time then id; None off rank 0.
+
+        The ids are global: population p holds first_id .. first_id + size - 1 (populations(),
+        "populations" in summary.json), so global id = first_id + local id. spikes.h5 (SONATA)
+        stores the local node_ids of each population; population_of(ids) maps back."""
         spikes = self._recorded_spikes()
         if spikes is None:
             return None
         return spikes[0], spikes[1] * self.resolution_ms
 
+    def populations(self) -> list[dict]:
+        """The population table, in id order: name, size, first_id (its first global id), model,
+        area (None outside multi-area models), excitatory. Neurons that never fired are the ids
+        of these ranges missing from the spikes."""
+        return [{"name": p.name, "size": p.size, "first_id": p.first_id, "model": p.model, "area": p.area,
+                 "excitatory": p.excitatory} for p in self.network.populations]
+
+    def population_of(self, ids) -> tuple[np.ndarray, np.ndarray]:
+        """Global ids -> (population index into populations(), local id within it). Raises
+        ConfigError for an id outside [0, neurons)."""
+        ids = np.asarray(ids, dtype=np.int64)
+        if ids.size and (ids.min() < 0 or ids.max() >= self.network.size):
+            bad = ids[(ids < 0) | (ids >= self.network.size)][0]
+            raise ConfigError(f"population_of: neuron id {bad} is outside [0, {self.network.size})")
+        first = np.asarray(self.population_first_ids, dtype=np.int64)
+        index = np.searchsorted(first, ids, side="right") - 1
+        return index, ids - first[index]
+
     def rates(self, start_ms: float = 0.0, stop_ms: float | None = None) -> dict:
-        """Mean firing rate per population (Hz) over [start_ms, stop_ms)."""
+        """Mean firing rate per population (Hz) over [start_ms, stop_ms); every population, the
+        silent ones at 0."""
         if self.counters is None:
             return None
         stop_ms = self.duration_ms if stop_ms is None else stop_ms
@@ -640,8 +711,10 @@ class Result:
             "model": self.network.name,
             "neurons": self.network.size,
             "synapses": self.synapses,
-            "duration_ms": self.duration_ms,
+            "duration_ms": self.duration_ms,              # simulated (whole cycles)
+            "requested_duration_ms": self.requested_duration_ms,
             "resolution_ms": self.resolution_ms,
+            "populations": self.populations(),          # global id = first_id + SONATA node_id
             "real_time_factor": self.real_time_factor,
             "build_seconds": self.build_seconds,
             "simulate_seconds": self.simulate_seconds,

@@ -142,7 +142,7 @@ def _plan_point(cfg: cfgmod.RunConfig, overrides: dict, ranks: int, global_inter
         bounds, owners = placements.segments(network, "by-area", ranks, resolution)
     except ConfigError as e:
         raise ConfigError(f"{where}: {e}") from None
-    cfgmod.check_simulation(cfg, network)          # the duration a whole number of cycles, and so on
+    cfgmod.check_simulation(cfg, network)          # the duration a whole number of steps, and so on
     fewest = min(sum(bounds[i + 1] - bounds[i] for i, o in enumerate(owners) if o == r) for r in range(ranks))
     if fewest < threads:
         raise ConfigError(f"{where}: the smallest area has {fewest} neuron(s) for {threads} threads; "

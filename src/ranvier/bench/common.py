@@ -61,14 +61,9 @@ def resolve_workload(workload: str, parameters: dict | None = None) -> cfgmod.Ru
     """A model name or a config file, as `ranvier run` reads it, with parameter overrides on top."""
     from .. import models
 
-    if workload in models.REGISTRY:
-        base = cfgmod.RunConfig(model=workload)
+    base = cfgmod.from_model_or_file(workload, "WORKLOAD")       # the convention of `ranvier run`
+    if workload in models.REGISTRY and not cfgmod.looks_like_path(workload):
         base.simulation["duration_ms"] = DEFAULT_DURATION_MS
-    elif workload.endswith(".toml") or Path(workload).is_file():
-        base = cfgmod.load(workload)
-    else:
-        raise ConfigError(f"unknown workload '{workload}': give a model name ({', '.join(sorted(models.REGISTRY))}) "
-                          f"or the path of a .toml config (see examples/)")
     return cfgmod.override(base, parameters=parameters)
 
 

@@ -24,6 +24,8 @@ from ..errors import ConfigError
 from . import common, runner
 from .common import say
 
+TWO_TIER = "two-tier"            # ranvier.spec.TWO_TIER, named here so that the parser needs no engine
+
 OVERLAP_SETTINGS = {"off": (False,), "on": (True,), "both": (False, True)}
 EXCHANGE_CSV, EXCHANGE_PNG = "exchange_bench.csv", "exchange_bench.png"
 EXCHANGE_COLUMNS = [
@@ -47,7 +49,9 @@ def add_parser(benches, exchanges) -> None:
     exchange.add_argument("--ranks", type=positive_int_list, required=True, metavar="R1,R2,...",
                           help="rank counts to run, for example 1,2,4")
     exchange.add_argument("--strategies", type=name_list, metavar="S1,S2,...",
-                          help=f"exchange strategies (default: all: {','.join(exchanges)})")
+                          help=f"exchange strategies (default: all that fit the workload: {','.join(exchanges)}; "
+                               f"two-tier is left out for a network without areas, and with --overlap on, as it "
+                               f"does not overlap; asked for explicitly there, it is refused)")
     exchange.add_argument("--overlap", choices=("off", "on", "both"), default="off",
                           help="exchange overlapped with computation, or not, or both (default: off)")
     exchange.add_argument("--duration-ms", type=positive_float, metavar="T",
@@ -102,24 +106,44 @@ def exchange_measurements(result) -> dict:
     }
 
 
-def exchange_bench(workload: str, ranks: list[int], strategies: list[str] | None = None, overlap: str = "off",
-                   duration_ms: float | None = None, threads: int | None = None, repeats: int = 3,
-                   parameters: dict | None = None, out=None, mpi_fit=None) -> Path:
-    """Runs every (ranks, strategy, overlap) `repeats` times; prints tables; writes CSV and plot into out."""
+def plan_exchange(workload: str, strategies: list[str] | None = None, overlap: str = "off",
+                  duration_ms: float | None = None, threads: int | None = None,
+                  parameters: dict | None = None) -> dict:
+    """Every check of the benchmark's input that needs no process launched, and what follows from
+    it: cfg (the workload with the flags on top), network, threads, strategies (the default list
+    fitted to the workload), left_out (a line per strategy left out, and why) and simulated (the
+    simulated time per run, as text)."""
     from .. import models
     from ..simulation import EXCHANGES
 
+    explicit = strategies is not None
     strategies = common.check_names("--strategies", "strategy", strategies or EXCHANGES, EXCHANGES)
     if overlap not in OVERLAP_SETTINGS:
         raise ConfigError(f"--overlap must be one of {list(OVERLAP_SETTINGS)}, got {overlap!r}")
-    fit = theory.load_mpi_fit(mpi_fit) if mpi_fit else None
     cfg = common.resolve_workload(workload, parameters)
     # Threads are fixed for the whole benchmark (the flag, else the config's, else 1) so that
     # rank counts compare like with like.
     threads = threads or cfg.simulation["threads"] or 1
     cfg = cfgmod.override(cfg, simulation={"duration_ms": duration_ms, "threads": threads})
     network = models.build(cfg.model, **cfg.parameters)
-    cfgmod.check_simulation(cfg, network)          # duration a whole number of cycles, and so on
+    for overlapped in OVERLAP_SETTINGS[overlap]:     # the duration, overlap's half interval, and so on
+        try:
+            cfgmod.check_simulation(cfgmod.override(cfg, simulation={"overlap": overlapped}), network)
+        except ConfigError as e:
+            raise ConfigError(f"--overlap {overlap}: {e}" if "'overlap'" in str(e) else str(e)) from None
+    strategies, left_out = fitting_strategies(strategies, explicit, network, cfg.model, overlap)
+    return {"cfg": cfg, "network": network, "threads": threads, "strategies": strategies, "left_out": left_out,
+            "simulated": _simulated_ms(cfg, network, overlap)}
+
+
+def exchange_bench(workload: str, ranks: list[int], strategies: list[str] | None = None, overlap: str = "off",
+                   duration_ms: float | None = None, threads: int | None = None, repeats: int = 3,
+                   parameters: dict | None = None, out=None, mpi_fit=None) -> Path:
+    """Runs every (ranks, strategy, overlap) `repeats` times; prints tables; writes CSV and plot into out."""
+    fit = theory.load_mpi_fit(mpi_fit) if mpi_fit else None
+    plan = plan_exchange(workload, strategies, overlap, duration_ms, threads, parameters)
+    cfg, network, threads = plan["cfg"], plan["network"], plan["threads"]
+    strategies, left_out, simulated = plan["strategies"], plan["left_out"], plan["simulated"]
     for r in ranks:
         runner.launch_prefix(r, threads)                  # mpiexec is there for every rank count
     out = common.output_folder(out, "exchange", EXCHANGE_CSV)
@@ -130,9 +154,11 @@ def exchange_bench(workload: str, ranks: list[int], strategies: list[str] | None
     duration = float(cfg.simulation["duration_ms"])
     base_spec = {"kind": "exchange", "model": cfg.model, "parameters": cfg.parameters,
                  "simulation": cfg.simulation_kwargs(), "duration_ms": duration}
-    configurations = [(r, s, o) for r in ranks for s in strategies for o in OVERLAP_SETTINGS[overlap]]
-    say(f"bench: {cfg.model}, {network.size:,} neurons, {duration:g} ms simulated per run, "
-         f"{len(configurations)} configuration(s) x {repeats} repeat(s)")
+    # two-tier does not overlap: with --overlap both it runs with overlap off only
+    configurations = [(r, s, o) for r in ranks for s in strategies for o in OVERLAP_SETTINGS[overlap]
+                      if not (o and s == TWO_TIER)]
+    say(f"bench: {cfg.model}, {network.size:,} neurons, {simulated} ms simulated per run, "
+         f"{len(configurations)} configuration(s) x {repeats} repeat(s)" + "".join(f"; {note}" for note in left_out))
     out.mkdir(parents=True, exist_ok=True)
     runs = []
     with tempfile.TemporaryDirectory(prefix="ranvier-bench-") as tmp, \
@@ -144,8 +170,10 @@ def exchange_bench(workload: str, ranks: list[int], strategies: list[str] | None
         for repeat in range(1, repeats + 1):
             for r, strategy, overlapped in configurations:
                 on_off = "on" if overlapped else "off"
-                spec = {**base_spec, "simulation": {**base_spec["simulation"], "exchange": strategy},
-                        "overlap": overlapped}
+                settings = {**base_spec["simulation"], "exchange": strategy}
+                if strategy != TWO_TIER:                  # the config's D is two-tier's alone
+                    settings.pop("global_interval", None)
+                spec = {**base_spec, "simulation": settings, "overlap": overlapped}
                 label = f"{r} rank(s), {strategy}, overlap {on_off}, repeat {repeat}/{repeats}"
                 run = {**runner.run_worker(r, threads, spec, Path(tmp), label), "overlap": on_off, "repeat": repeat}
                 rows.writerow(run)
@@ -158,8 +186,10 @@ def exchange_bench(workload: str, ranks: list[int], strategies: list[str] | None
         for s in summary:
             seconds = theory.exchange_seconds(s["strategy"], s["ranks"], s["bytes"] / s["ranks"], fit)
             s["model_us"] = seconds * 1e6 if seconds is not None else None
-    print(f"{cfg.model}, {network.size:,} neurons, {threads} thread(s) per rank, {duration:g} ms simulated, "
+    print(f"{cfg.model}, {network.size:,} neurons, {threads} thread(s) per rank, {simulated} ms simulated, "
           f"{repeats} repeat(s); exchange times are medians over repeats, per cycle, mean over ranks")
+    for note in left_out:
+        print(note)
     for r in ranks:
         print(f"\n{r} rank(s)")
         print(format_exchange_table([s for s in summary if s["ranks"] == r]))
@@ -169,6 +199,45 @@ def exchange_bench(workload: str, ranks: list[int], strategies: list[str] | None
         written.append(out / EXCHANGE_PNG)
     print(f"\nresults written to {', '.join(map(str, written))}")
     return out
+
+
+def fitting_strategies(strategies: list[str], explicit: bool, network, model: str,
+                       overlap: str) -> tuple[list[str], list[str]]:
+    """The strategies that can run this workload, and a line for each left out of the default list.
+    two-tier needs every population in an area and does not overlap: asked for by name where it
+    cannot run, it is refused in one line before anything runs."""
+    if TWO_TIER not in strategies:
+        return strategies, []
+    why = None
+    if not network.areas:
+        why = f"{model} has no areas"
+    elif any(p.area is None for p in network.populations):
+        why = f"{model} has populations without an area"
+    elif overlap == "on":
+        why = "it does not combine with --overlap on"
+    if why is None:
+        return strategies, ([f"{TWO_TIER} runs with overlap off only"] if overlap == "both" else [])
+    if explicit:
+        raise ConfigError(f"--strategies {TWO_TIER}: {why}; it is for multi-area models (mam-benchmark), "
+                          f"with overlap off: leave it out")
+    rest = [name for name in strategies if name != TWO_TIER]
+    return rest, [f"{TWO_TIER} left out: {why}"]
+
+
+def _simulated_ms(cfg, network, overlap: str) -> str:
+    """The simulated time per run: the duration asked for, or where a run rounds it up to whole
+    communication intervals (Simulation.run), what it simulates."""
+    duration = float(cfg.simulation["duration_ms"])
+    resolution = float(cfg.simulation["resolution_ms"])
+    min_delay_steps = round(network.min_delay_ms() / resolution) if network.projections else 1
+    texts = []
+    for overlapped in OVERLAP_SETTINGS[overlap]:
+        cycle_steps = min_delay_steps // 2 if overlapped else min_delay_steps
+        ms = cfgmod.whole_cycles(duration, cycle_steps * resolution, resolution) * cycle_steps * resolution
+        texts.append(f"{ms:g}" if abs(ms - duration) <= 1e-9 * duration else
+                     f"{ms:g} (--duration-ms {duration:g} rounded up to whole {cycle_steps * resolution:g} ms "
+                     f"intervals{', overlap on' if overlapped else ''})")
+    return " / ".join(dict.fromkeys(texts))
 
 
 def summarize_exchange(runs: list[dict]) -> list[dict]:

@@ -109,7 +109,7 @@ def _check_point(cfg: cfgmod.RunConfig, overrides: dict, ranks: int, threads: in
     except ConfigError as e:
         raise ConfigError(f"{where}: {e}") from None
     try:
-        cfgmod.check_simulation(cfg, network)     # the duration a whole number of cycles, and so on
+        cfgmod.check_simulation(cfg, network)     # the duration a whole number of steps, and so on
     except ConfigError as e:
         raise ConfigError(f"--duration-ms: {e}" if "'duration_ms'" in str(e) else str(e)) from None
     sim = cfg.simulation

@@ -1,7 +1,8 @@
-"""`ranvier run [CONFIG.toml] [flags]`: build a model, simulate it (measuring its energy), print
-the summary table and write the run archive (--out DIR).
+"""`ranvier run [MODEL | CONFIG.toml] [flags]`: build a model, simulate it (measuring its
+energy), print the summary table and write the run archive (--out DIR).
 
-    ranvier run [CONFIG.toml] [--neurons N] [--threads K] [--out DIR] ...
+    ranvier run dpsnn --neurons 2048 --duration-ms 500
+    ranvier run [MODEL | CONFIG.toml] [--model NAME] [--neurons N] [--threads K] [--out DIR] ...
     mpiexec -n 4 ranvier run examples/dpsnn.toml --exchange alltoallv
 """
 from __future__ import annotations
@@ -15,14 +16,27 @@ from .arguments import assignment, non_negative_float, positive_float, positive_
 
 
 def add_parser(commands, exchanges, placements) -> None:
+    from .. import models
+
+    names = ", ".join(sorted(models.REGISTRY))
     run = commands.add_parser(
         "run", allow_abbrev=False, help="simulate a model (default: dpsnn, 20480 neurons, 10 s)",
-        description="Simulate a model. Flags override the config file; with neither, the default "
-                    "main job runs (dpsnn, 20480 neurons, 10 s simulated).")
-    run.add_argument("config", nargs="?", metavar="CONFIG.toml", help="run configuration (see examples/)")
-    run.add_argument("--model", help="model name (default: the config's, else dpsnn)")
+        description=f"Simulate a model, named ({names}) or from a run configuration file. Flags "
+                    f"override the model's defaults and the file; with neither, the default main job runs "
+                    f"(dpsnn, 20480 neurons, 10 s simulated). Examples: 'ranvier run dpsnn --neurons 2048 "
+                    f"--duration-ms 500', 'ranvier run examples/dpsnn-small.toml', 'ranvier run --model "
+                    f"microcircuit --set scale=0.1'.")
+    run.add_argument("config", nargs="?", metavar="MODEL|CONFIG.toml",
+                     help=f"a model name ({names}) or a run configuration file (see examples/); a word "
+                          f"ending .toml or holding a / is a file (default: dpsnn)")
+    run.add_argument("--model", metavar="NAME", help=f"model name ({names}); the same as a MODEL positional, "
+                                                     f"or with a CONFIG.toml: that file's settings for this "
+                                                     f"model (default: the config's, else dpsnn)")
     run.add_argument("--neurons", type=positive_int, metavar="N", help="network size")
-    run.add_argument("--duration-ms", type=positive_float, metavar="T", help="simulated time (ms)")
+    run.add_argument("--duration-ms", type=positive_float, metavar="T",
+                     help="simulated time (ms), a whole number of --resolution-ms steps; the run ends with "
+                          "its last whole communication interval (the minimum delay), so a duration between "
+                          "two of them simulates to the next, with a note")
     run.add_argument("--threads", type=positive_int, metavar="K",
                      help="threads per rank (default: cores of the node / ranks on it)")
     run.add_argument("--exchange", choices=exchanges, help="spike-exchange strategy")
@@ -60,7 +74,9 @@ def add_parser(commands, exchanges, placements) -> None:
 
 
 def resolve_config(args) -> cfgmod.RunConfig:
-    base = cfgmod.load(args.config) if args.config else cfgmod.RunConfig()
+    base = cfgmod.from_model_or_file(args.config) if args.config else cfgmod.RunConfig()
+    if args.config and args.model and args.config in _model_names() and args.model != args.config:
+        raise ConfigError(f"two models named: '{args.config}' and --model {args.model}; give one")
     parameters = dict(args.set)
     if args.neurons is not None:
         parameters["neurons"] = args.neurons
@@ -69,6 +85,11 @@ def resolve_config(args) -> cfgmod.RunConfig:
                   "barrier": False if args.no_barrier else None, "overlap": True if args.overlap else None,
                   "global_interval": args.global_interval, "tier_exchange": args.tier_exchange}
     return cfgmod.override(base, model=args.model, parameters=parameters, simulation=simulation)
+
+
+def _model_names():
+    from .. import models
+    return models.REGISTRY
 
 
 def resolved_dict(cfg: cfgmod.RunConfig, network, sim) -> dict:
@@ -139,7 +160,7 @@ def _check_output_space(out, sim, duration_ms) -> None:
     from ..recording import TIMER_BYTES_PER_CYCLE
     refusal = None
     if sim.rank == 0 and out is not None:
-        cycles = int(round(float(duration_ms) / sim.cycle_ms))
+        cycles = int(round(sim.stop_ms(duration_ms) / sim.cycle_ms))
         try:
             out.check_space(cycles * sim.size * TIMER_BYTES_PER_CYCLE, f"the per-cycle timers of {cycles:,} cycles")
         except ConfigError as e:
@@ -152,18 +173,27 @@ def _check_output_space(out, sim, duration_ms) -> None:
 def _simulate(args, cfg, network, sim, meter, fit, out, rank) -> int:
     from ..output import OutputError
     from ..progress import ProgressBar
+    import warnings
+
+    from ..simulation import DurationRounded
     talk = rank == 0 and not args.quiet
     bar = ProgressBar() if talk else None
+    duration_ms = cfg.simulation["duration_ms"]
     if talk:
         print(f"ranvier: built {cfg.model} ({network.size:,} neurons) in {sim.build_seconds:.2f} s on "
-              f"{sim.size} rank(s) x {sim.threads} thread(s); simulating {cfg.simulation['duration_ms'] / 1000:g} s"
+              f"{sim.size} rank(s) x {sim.threads} thread(s); simulating {sim.stop_ms(duration_ms) / 1000:g} s"
               + (f" after a {args.baseline_s:g} s idle baseline" if args.baseline_s else ""),
               file=sys.stderr, flush=True)
+        note = sim.rounding_note(duration_ms)
+        if note:
+            print(f"ranvier: note: {note}", file=sys.stderr, flush=True)
     # The energy session of Simulation.run(energy=...) (ranvier.energy.measure): the idle
     # baseline, then the simulation; the report is in the Result, and in its summary.
     try:
-        result = energy.measure(sim, energy.Measurement(meter, baseline_s=args.baseline_s),
-                                lambda: sim.run(cfg.simulation["duration_ms"], progress=bar))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DurationRounded)     # said above, once, and not under --quiet
+            result = energy.measure(sim, energy.Measurement(meter, baseline_s=args.baseline_s),
+                                    lambda: sim.run(duration_ms, progress=bar))
     finally:
         if bar:
             bar.close()
@@ -211,17 +241,16 @@ def format_summary(s: dict) -> str:
         ("exchange", f"{s['exchange']}, {'overlapped, ' if s.get('overlap') else ''}every "
                      f"{s['communication_interval_ms']:g} ms"),
         ("placement", s["placement"] + (f" ({len(s['areas'])} areas)" if s.get("areas") else "")),
-        ("simulated", f"{s['duration_ms'] / 1000:g} s at {s['resolution_ms']:g} ms steps"),
+        ("simulated", f"{s['duration_ms'] / 1000:g} s at {s['resolution_ms']:g} ms steps" + _asked(s)),
         ("build", f"{s['build_seconds']:.2f} s"),
         ("simulate", f"{sim_s:.2f} s"),
         ("real-time factor", f"{s['real_time_factor']:.3f} (wall s per simulated s)"),
     ]
     lo, hi = s["rates_window_ms"]
-    rates = "  ".join(f"{name} {hz:.2f}" for name, hz in s["rates_steady_hz"].items())
-    rows.append((f"rates {lo / 1000:g}-{hi / 1000:g} s (Hz)", rates))
+    rows.append((f"rates {lo / 1000:g}-{hi / 1000:g} s (Hz)", _rates_text(s["rates_steady_hz"])))
     by_type = s.get("rates_steady_by_type_hz") or {}
     if by_type:
-        rows.append(("", "  ".join(f"{kind} {hz:.2f}" for kind, hz in by_type.items())))
+        rows.append(("", _rates_text(by_type)))
     rows.append(("spikes", f"{s['spikes_total']:,}"))
     rows.append(("synaptic events", f"recurrent {events['recurrent']:,}  external {events['external']:,}"))
     if s.get("synaptic_events_per_second"):
@@ -253,6 +282,24 @@ def format_summary(s: dict) -> str:
                                           f"synapse store {s['synapse_store_bytes'] / s['synapses']:.1f}"))
     width = max(len(k) for k, _ in rows)
     return "\n".join(f"{k:<{width}}  {v}" for k, v in rows)
+
+
+def _asked(s: dict) -> str:
+    """The duration asked for, where the run simulated more (to the end of its last cycle)."""
+    asked = s.get("requested_duration_ms")
+    if asked is None or abs(asked - s["duration_ms"]) < 1e-9 * s["duration_ms"]:
+        return ""
+    return f" (asked for {asked:g} ms; the run ends with whole {s['communication_interval_ms']:g} ms intervals)"
+
+
+def _rates_text(rates: dict) -> str:
+    """Every population's rate; one without a spike in the window says so ('silent'), one whose
+    rate rounds to 0.00 keeps its digits, so neither is mistaken for the other."""
+    def one(hz: float) -> str:
+        if hz == 0:
+            return "silent"
+        return f"{hz:.2f}" if hz >= 0.005 else f"{hz:.2g}"
+    return "  ".join(f"{name} {one(hz)}" for name, hz in rates.items())
 
 
 def _theory_rows(s: dict) -> list[tuple[str, str]]:
