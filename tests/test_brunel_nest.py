@@ -16,7 +16,7 @@ from conftest import ROOT
 
 nest = pytest.importorskip("nest")
 
-ORDER, DURATION_MS, TRANSIENT_MS = 250, 1000.0, 200.0
+ORDER, DURATION_MS, TRANSIENT_MS = 250, 600.0, 150.0
 
 
 def _brunel_block() -> str:
@@ -28,7 +28,7 @@ def _brunel_block() -> str:
 
 def _ranvier_rates() -> tuple[dict, dict]:
     code = _brunel_block()
-    for old, new in (("order = 2500", f"order = {ORDER}"), ("sim.run(1000.0)", f"sim.run({DURATION_MS})"),
+    for old, new in (("order = 2500", f"order = {ORDER}"), ("sim.run(1200.0)", f"sim.run({DURATION_MS})"),
                      ("start_ms=200.0", f"start_ms={TRANSIENT_MS}")):
         assert old in code, f"the Brunel example no longer contains {old!r}"
         code = code.replace(old, new)

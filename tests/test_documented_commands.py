@@ -241,6 +241,7 @@ PYTHON_SCALED: dict[str, list[tuple[str, str]]] = {
                   ("run(10_500)", "run(300)"), ("stop_ms=10_500", "stop_ms=300"), ("start_ms=500", "start_ms=100"),
                   ("area_size=10000, K=1000", "area_size=400, K=40"), ("sim.run(2000)", "sim.run(100)")],
     "docs/measuring.md": [("sim.run(10_000,", "sim.run(200,")],
+    "docs/building-networks.md": [("order = 2500", "order = 250")],
     "docs/microcircuit.md": [("500.0, 10500.0", "100.0, 300.0")],
 }
 # page -> the context its fragments assume (a network, a simulation, a run folder), scaled down.
