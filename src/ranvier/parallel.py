@@ -131,13 +131,20 @@ def refuse_mpiexec_without_mpi() -> None:
         raise ConfigError(NO_MPI_BUILD)
 
 
+def _engine_loaded_mpi() -> bool:
+    try:
+        return engine_built_with_mpi()
+    except ImportError:             # no engine (a failure report on the way out): mpi4py alone
+        return False
+
+
 def import_mpi():
     """mpi4py.MPI, bound to the libmpi the engine loaded. The engine found libmpi.so.12 through
     LD_LIBRARY_PATH first, then its RUNPATH (this environment's mpich wheel); mpi4py would look in
     the global namespace, then load this environment's libmpi by its full path, which ignores
     LD_LIBRARY_PATH: with the engine's copy made global first, there is one libmpi in the process,
     the one LD_LIBRARY_PATH chose (README: "MPI: the bundled MPICH and a cluster's own")."""
-    if "mpi4py.MPI" not in sys.modules and os.name == "posix" and engine_built_with_mpi():
+    if "mpi4py.MPI" not in sys.modules and os.name == "posix" and _engine_loaded_mpi():
         import ctypes
         # MPICH's ABI (the wheel, Intel MPI, Cray MPICH, MVAPICH), then Open MPI's
         sonames = (("libmpi.12.dylib", "libmpi.40.dylib") if sys.platform == "darwin"
