@@ -70,6 +70,9 @@ def _dispatch(argv, rank: int) -> int:
     args = make_parser(EXCHANGES, PLACEMENTS).parse_args(argv)
     if args.command is None:
         raise UsageError("a command is required: 'run', 'bench', 'energy', 'report' or 'info' (see 'ranvier --help')")
+    if args.command != "info":          # info is how one sees what the build has
+        from .parallel import refuse_mpiexec_without_mpi
+        refuse_mpiexec_without_mpi()
     _check_path_flags(args)
     return COMMANDS[args.command].command(args)
 

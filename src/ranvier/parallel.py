@@ -109,17 +109,69 @@ class MPIComm:
         self.comm.Barrier()
 
 
+# One line, naming the fix: a ranvier built without MPI (RANVIER_WITH_MPI=OFF, a platform with
+# no MPICH wheel, or --no-build-isolation in an environment without mpich) under mpiexec would
+# otherwise start N independent single-process runs or fail on every rank.
+NO_MPI_BUILD = ("this ranvier was built without MPI ('ranvier info' shows 'MPI backend no'), so it cannot "
+                "run on several ranks: reinstall it from its source folder with 'pip install --force-reinstall .' "
+                "(it builds against the mpich wheel that pip brings), or run it in one process without "
+                "mpiexec (--threads for more cores)")
+
+
+def engine_built_with_mpi() -> bool:
+    """Whether the compiled engine has its MPI backend (imported here, after ranvier set OpenMP up)."""
+    from . import _engine
+    return bool(_engine.build_info().get("mpi"))
+
+
+def refuse_mpiexec_without_mpi() -> None:
+    """Under mpiexec with several ranks, an engine without MPI is refused on every rank, before
+    anything is read or built: ConfigError (the command line prints it once, from rank 0)."""
+    if launched_with_mpi() and not engine_built_with_mpi():
+        raise ConfigError(NO_MPI_BUILD)
+
+
+def _engine_loaded_mpi() -> bool:
+    try:
+        return engine_built_with_mpi()
+    except ImportError:             # no engine (a failure report on the way out): mpi4py alone
+        return False
+
+
+def import_mpi():
+    """mpi4py.MPI, bound to the libmpi the engine loaded. The engine found libmpi.so.12 through
+    LD_LIBRARY_PATH first, then its RUNPATH (this environment's mpich wheel); mpi4py would look in
+    the global namespace, then load this environment's libmpi by its full path, which ignores
+    LD_LIBRARY_PATH: with the engine's copy made global first, there is one libmpi in the process,
+    the one LD_LIBRARY_PATH chose (README: "MPI: the bundled MPICH and a cluster's own")."""
+    if "mpi4py.MPI" not in sys.modules and os.name == "posix" and _engine_loaded_mpi():
+        import ctypes
+        # MPICH's ABI (the wheel, Intel MPI, Cray MPICH, MVAPICH), then Open MPI's
+        sonames = (("libmpi.12.dylib", "libmpi.40.dylib") if sys.platform == "darwin"
+                   else ("libmpi.so.12", "libmpi.so.40"))
+        for soname in sonames:
+            try:
+                ctypes.CDLL(soname, mode=os.RTLD_NOLOAD | os.RTLD_GLOBAL)   # loads nothing new
+                break
+            except OSError:
+                pass        # not the one the engine loaded
+    from mpi4py import MPI
+    return MPI
+
+
 def make_comm(comm=None):
     """The communicator to use: the one given, MPI.COMM_WORLD under mpiexec, else serial."""
     if isinstance(comm, (SerialComm, MPIComm)):     # already made (the command line makes it first)
         return comm
     if comm is None and not launched_with_mpi():
         return SerialComm()
+    if not engine_built_with_mpi():
+        raise ConfigError(NO_MPI_BUILD)
     try:
-        from mpi4py import MPI
+        MPI = import_mpi()
     except ImportError:
         raise ConfigError("this run was started under mpiexec (or given a communicator) but mpi4py is "
-                          "not installed; install it with: pip install mpich mpi4py, then reinstall ranvier") from None
+                          "not installed; install it with: pip install mpi4py") from None
     if comm is None:
         comm = MPI.COMM_WORLD
     return MPIComm(comm)
@@ -127,7 +179,7 @@ def make_comm(comm=None):
 
 def mpi_library_version() -> str | None:
     try:
-        from mpi4py import MPI
+        MPI = import_mpi()
     except ImportError:
         return None
     return MPI.Get_library_version().splitlines()[0].strip()
@@ -137,7 +189,7 @@ def abort_world(code: int = 1) -> None:
     """Ends every rank of the job after a failure on this one (under mpiexec); does nothing in a
     single process. Not collective: the other ranks may be waiting anywhere."""
     if launched_with_mpi():
-        from mpi4py import MPI
+        MPI = import_mpi()
         MPI.COMM_WORLD.Abort(code)
 
 
@@ -190,7 +242,7 @@ def stop_every_rank(exc: BaseException) -> None:
     if size <= 1:
         return
     try:
-        from mpi4py import MPI
+        MPI = import_mpi()
     except ImportError:
         return
     # The launcher forwards a rank's stderr through its proxies, and an abort kills them: give the
