@@ -65,6 +65,12 @@ SCALED: dict[str, Scaled] = {
         Scaled(skip="the README test command: .ci/run runs it on a fresh clone"),
     "ranvier run": Scaled(SMALL_DPSNN),
     "ranvier run examples/dpsnn-small.toml": Scaled("--duration-ms 100"),
+    "ranvier run dpsnn --neurons 2048 --duration-ms 500": Scaled("--duration-ms 100"),
+    "ranvier run artificial-cells --set cells=2000 --duration-ms 200": Scaled("--duration-ms 100"),
+    # README, a cluster's own MPI: site-specific (a module system, a placeholder path, srun)
+    "module load cray-mpich-abi": Scaled(skip="needs a Cray module system"),
+    "export LD_LIBRARY_PATH=/path/to/mpi/lib:$LD_LIBRARY_PATH": Scaled(skip="a placeholder for the site's MPI folder"),
+    "srun -n 64 ranvier run examples/dpsnn.toml": Scaled(skip="needs a Slurm cluster"),
     "ranvier run examples/dpsnn.toml --threads 2 --exchange alltoallv --out results/dpsnn": Scaled(SMALL_DPSNN),
     "ranvier run --neurons 40960 --duration-ms 2000 --set g_c_exc_mV_per_ms=0.03 --seed 7": Scaled(SMALL_DPSNN),
     "mpiexec -n 2 -bind-to core ranvier run examples/dpsnn.toml --threads 1 --out results/dpsnn-2ranks":
