@@ -162,3 +162,7 @@ def test_ld_library_path_chooses_the_libmpi_of_engine_and_mpi4py(tmp_path):
 
     assert loaded({}) == [str(original)]
     assert loaded({"LD_LIBRARY_PATH": str(system_lib)}) == [str(system_lib / "libmpi.so.12")]
+    # `ranvier info` names the file, so the user sees the swap took.
+    info = subprocess.run([sys.executable, "-m", "ranvier", "info"], env=dict(subprocess_env(), LD_LIBRARY_PATH=str(system_lib)),
+                          capture_output=True, text=True, timeout=60, cwd=tmp_path)
+    assert f"MPI library file    {system_lib / 'libmpi.so.12'}" in info.stdout, info.stdout

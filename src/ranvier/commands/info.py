@@ -10,6 +10,17 @@ def add_parser(commands, exchanges=None) -> None:
     commands.add_parser("info", allow_abbrev=False, help="version, build features, MPI, cores")
 
 
+def loaded_libmpi() -> str | None:
+    """The libmpi file this process has mapped (Linux; None elsewhere or when none is loaded)."""
+    try:
+        with open("/proc/self/maps") as maps:
+            paths = {line.split(maxsplit=5)[-1].strip() for line in maps if "libmpi" in line}
+    except OSError:
+        return None
+    paths = sorted(p for p in paths if os.path.basename(p).startswith("libmpi") and ".so" in p)
+    return os.path.realpath(paths[0]) if paths else None
+
+
 def command(args=None) -> int:
     from .. import __version__, _engine
     from ..parallel import mpi_library_version
@@ -22,6 +33,9 @@ def command(args=None) -> int:
     print(f"engine              {info.get('version', '?')}, built with {info.get('compiler', '?')}")
     mpi = yes[bool(info.get("mpi"))] + (f" ({tidy(info['mpi_library'])})" if info.get("mpi_library") else "")
     print(f"MPI backend         {mpi}")
+    library = loaded_libmpi()
+    if library:      # the file, not only its version: which MPI LD_LIBRARY_PATH swapped in
+        print(f"MPI library file    {library}")
     print(f"OpenMP              {yes[bool(info.get('openmp'))]}, max threads {info.get('openmp_max_threads', '?')}")
     print(f"CUDA                {yes[bool(info.get('cuda'))]}")
     print(f"native CPU tuning   {yes[bool(info.get('native'))]}")
