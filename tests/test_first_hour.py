@@ -397,8 +397,7 @@ def silent_network():
     net = rv.Network(name="silent-test")
     net.add_population(rv.Population("A", 50, dict(BURST_PARAMS, dc_mV_per_ms=burst_dc())))
     net.add_population(rv.Population("B", 30, dict(BURST_PARAMS), excitatory=False))
-    net.connect(rv.Projection("B", "A", 0.1, -0.1, 0.0, delay_offset_ms=1.0, delay_scale_ms=1.0, delay_cut_ms=1.0,
-                              delay_step_ms=1.0))
+    net.connect(rv.Projection(source="B", target="A", probability=0.1, weight=-0.1, delay_ms=1.0))
     return net
 
 

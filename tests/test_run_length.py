@@ -4,7 +4,8 @@ The engine once reserved its timer vector to the exact new size on every chunk (
 simulated), copying the whole history each time: long runs slowed down quadratically and
 spikes and timers piled up in memory. Now both leave the engine after every chunk (streamed
 to files, or counted). bench/run_length.py measures long runs; this test checks the rule on a
-small network: after a warm-up, a run 10 times longer costs 10 times the CPU time within 20 %.
+small network: after a warm-up, 10 s simulated cost the same CPU time (within 20 %, least of
+three) after 82 s of history as after 2 s, and a run 5 times longer costs 5 times as much.
 """
 from __future__ import annotations
 
@@ -32,18 +33,30 @@ def test_a_ten_times_longer_run_costs_ten_times_the_time(tmp_path):
     net = rv.models.dpsnn(neurons=400, synapses_per_neuron=100)
     sim = rv.Simulation(net, threads=1, seed=3, stream_to=tmp_path)
     sim.run(2000.0)                                   # warm-up: caches, buffers, the first allocations
+
+    def chunk_seconds():
+        """CPU seconds of 10 s simulated, the least of three runs (a shared CI core is noisy),
+        and the last run's result."""
+        times = []
+        for _ in range(3):
+            t0 = cpu_seconds()
+            result = sim.run(10000.0)
+            times.append(cpu_seconds() - t0)
+        return min(times), result
+
+    early, _ = chunk_seconds()
+    rss_after_early = rss_bytes()
     t0 = cpu_seconds()
-    sim.run(5000.0)
-    short = cpu_seconds() - t0
-    rss_after_short = rss_bytes()
-    t0 = cpu_seconds()
-    res = sim.run(50000.0)
+    sim.run(50000.0)
     long = cpu_seconds() - t0
-    ratio = long / short
-    assert 8.0 <= ratio <= 12.0, f"10x the simulated time cost {ratio:.2f}x the CPU time ({short:.2f} s, {long:.2f} s)"
-    # 50 s of spikes and timers went to the files, not to memory (they would be about 3 MB here)
-    assert rss_bytes() - rss_after_short < 2 * 2**20
-    assert res.cycles == 57000 and res.spikes_total > 0
+    late, res = chunk_seconds()
+    # A cycle costs the same after 82 s of history as after 2 s; the copying of the whole
+    # history every chunk that this guards against made the late chunk several times dearer.
+    assert late <= 1.2 * early, f"10 s simulated cost {late:.3f} s of CPU after 82 s, {early:.3f} s after 2 s"
+    assert 4.0 <= long / early <= 6.0, f"50 s cost {long / early:.2f}x the CPU time of 10 s"
+    # 80 s of spikes and timers went to the files, not to memory (they would be about 5 MB here)
+    assert rss_bytes() - rss_after_early < 2 * 2**20
+    assert res.cycles == 112000 and res.spikes_total > 0
     sim.close()
     ids, steps = rv.recording.read_spike_file(tmp_path / "spikes.h5", [p.name for p in net.populations],
                                               [p.first_id for p in net.populations], 0.1)
