@@ -414,3 +414,15 @@ def test_the_summary_shows_silent_populations():
     assert re.search(r"A \d+\.\d\d", row) and "B silent" in row
     by_type = table.splitlines()[table.splitlines().index(row) + 1]
     assert "inhibitory silent" in by_type
+
+
+def test_a_small_dpsnn_names_the_parameter_to_scale_down(tmp_path):
+    """`ranvier run dpsnn --neurons 500`: the default in-degree (1125) does not fit; the one line
+    says which parameter to set, and the command it suggests runs."""
+    done = ranvier("run", "dpsnn", "--neurons", "500", cwd=tmp_path)
+    assert done.returncode == 2
+    line = one_error_line(done)
+    assert "synapses_per_neuron" in line and "--set synapses_per_neuron=50" in line, line
+    done = ranvier("run", "dpsnn", "--neurons", "500", "--set", "synapses_per_neuron=50", "--duration-ms", "100",
+                   "--quiet", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr

@@ -81,7 +81,9 @@ def dpsnn(**overrides) -> Network:
         raise ConfigError(f"dpsnn: 'neurons' = {n} is too small to hold the three subpopulations")
     k = p["synapses_per_neuron"]
     if not (0 <= k < n):
-        raise ConfigError(f"dpsnn: 'synapses_per_neuron' must lie in [0, neurons), got {k!r}")
+        raise ConfigError(f"dpsnn: 'synapses_per_neuron' = {k!r} must lie in [0, neurons = {n}): for a network "
+                          f"this small set it too (--set synapses_per_neuron={max(1, n // 10)}, or "
+                          f"dpsnn(synapses_per_neuron=...)); the rates then differ from the benchmark's")
     if p["initial"] not in ("reset", "uniform"):
         raise ConfigError(f"dpsnn: 'initial' must be 'reset' or 'uniform', got {p['initial']!r}")
     for key in ("delay_max_exc_ms", "delay_max_inh_ms"):
