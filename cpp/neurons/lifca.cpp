@@ -88,18 +88,14 @@ void initialize(const PopulationSpec& spec, const Key& key, const NeuronColumns&
 
 std::unique_ptr<PopulationUpdate> make_update(const PopulationSpec& spec, const ModelContext& ctx,
                                               const NeuronColumns& s) {
-  if (parameters_vary(spec))
-    return std::make_unique<PerNeuronMembraneUpdate<Propagators, step>>(
-        propagator_table<Parameters, Propagators>(spec, ctx, s));
-  using Update = MembraneUpdate<Parameters, Propagators>;
-  Update::Kernels kernels{steps_scalar, nullptr, nullptr};
+  MembraneUpdate<Parameters, Propagators>::Kernels kernels{steps_scalar, nullptr, nullptr};
 #if defined(__AVX2__)
   kernels.avx2 = steps_avx2;
 #endif
 #if defined(RANVIER_HAVE_AVX512_KERNELS)
   kernels.avx512 = steps_avx512;
 #endif
-  return std::make_unique<Update>(spec, ctx, kernels);
+  return membrane_update<Parameters, Propagators, step>(spec, ctx, s, kernels);
 }
 
 }  // namespace

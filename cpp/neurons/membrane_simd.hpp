@@ -98,4 +98,15 @@ std::vector<Propagators> propagator_table(const PopulationSpec& spec, const Mode
   return table;
 }
 
+// A membrane model's update of a range: the kernel the SIMD level chooses where the population
+// has one set of parameters, the per-neuron table and the scalar step where they vary.
+template <class Parameters, class Propagators, bool (*Step)(const Propagators&, double, double&, double&, int32_t&)>
+std::unique_ptr<PopulationUpdate> membrane_update(const PopulationSpec& spec, const ModelContext& ctx,
+                                                  const NeuronColumns& s,
+                                                  const typename MembraneUpdate<Parameters, Propagators>::Kernels& kernels) {
+  if (parameters_vary(spec))
+    return std::make_unique<PerNeuronMembraneUpdate<Propagators, Step>>(propagator_table<Parameters, Propagators>(spec, ctx, s));
+  return std::make_unique<MembraneUpdate<Parameters, Propagators>>(spec, ctx, kernels);
+}
+
 }  // namespace ranvier
