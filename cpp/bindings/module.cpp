@@ -44,6 +44,9 @@ using DoubleArray = nb::ndarray<const double, nb::ndim<1>, nb::c_contig, nb::dev
 
 // ConnectionRule by name, in the enum's order.
 constexpr const char* rule_names[] = {"pairwise", "fixed_total", "fixed_indegree", "fixed_outdegree", "list"};
+// PlasticityRule, in its order (the Python front end's names).
+constexpr const char* plasticity_names[] = {"none", "stdp", "stdp_nn_symmetric", "stdp_nn_pre_centered",
+                                            "stdp_nn_restricted", "stdp_power_law"};
 
 }  // namespace
 
@@ -147,7 +150,19 @@ NB_MODULE(_engine, m) {
       .def_rw("initial_normal", &PopulationSpec::initial_normal).def_rw("v0_mean_mV", &PopulationSpec::v0_mean_mV)
       .def_rw("v0_sd_mV", &PopulationSpec::v0_sd_mV)
       .def_rw("source_rate_hz", &PopulationSpec::source_rate_hz).def_rw("start_step", &PopulationSpec::start_step)
-      .def_rw("stop_step", &PopulationSpec::stop_step);
+      .def_rw("stop_step", &PopulationSpec::stop_step).def_rw("tau_minus_ms", &PopulationSpec::tau_minus_ms);
+  nb::class_<PlasticitySpec>(m, "PlasticitySpec")
+      .def(nb::init<>())
+      .def_prop_rw("rule", [](const PlasticitySpec& p) { return std::string(plasticity_names[size_t(p.rule)]); },
+                   [](PlasticitySpec& p, const std::string& name) {
+                     for (size_t i = 0; i < std::size(plasticity_names); ++i)
+                       if (name == plasticity_names[i]) { p.rule = PlasticityRule(i); return; }
+                     throw nb::value_error(("unknown plasticity rule '" + name + "'").c_str());
+                   })
+      .def_rw("tau_plus_ms", &PlasticitySpec::tau_plus_ms).def_rw("lambda_", &PlasticitySpec::lambda)
+      .def_rw("alpha", &PlasticitySpec::alpha).def_rw("mu_plus", &PlasticitySpec::mu_plus)
+      .def_rw("mu_minus", &PlasticitySpec::mu_minus).def_rw("w_max", &PlasticitySpec::w_max)
+      .def_rw("mu", &PlasticitySpec::mu);
   nb::class_<ProjectionSpec>(m, "ProjectionSpec")
       .def(nb::init<>())
       .def_rw("source", &ProjectionSpec::source).def_rw("target", &ProjectionSpec::target)
@@ -169,6 +184,7 @@ NB_MODULE(_engine, m) {
       .def_rw("total_synapses", &ProjectionSpec::total_synapses).def_rw("degree", &ProjectionSpec::degree)
       .def_rw("delay_constant", &ProjectionSpec::delay_constant)
       .def_rw("weight_clip", &ProjectionSpec::weight_clip)
+      .def_rw("plasticity", &ProjectionSpec::plasticity)
       // The entries of an explicit list (population-local ids), copied once into the engine;
       // weights and delay_steps may be empty (then the projection's laws give them).
       .def("set_list", [](ProjectionSpec& p, Int64Array sources, Int64Array targets, DoubleArray weights,
@@ -256,6 +272,14 @@ NB_MODULE(_engine, m) {
         return nb::make_tuple(to_numpy(std::move(s)), to_numpy(std::move(t)), to_numpy(std::move(w)),
                               to_numpy(std::move(d)));
       })
+      .def("plastic_weights", [](const Engine& e, uint32_t projection, bool up_to_date) {
+        std::vector<uint64_t> s, t;
+        std::vector<double> w;
+        std::vector<int64_t> d;
+        e.plastic_weights(projection, up_to_date, s, t, w, d);
+        return nb::make_tuple(to_numpy(std::move(s)), to_numpy(std::move(t)), to_numpy(std::move(w)),
+                              to_numpy(std::move(d)));
+      }, "projection"_a, "up_to_date"_a = false)
       .def("state_trace", [](const Engine& e) {
         std::vector<uint64_t> ids;
         std::vector<double> V, c;

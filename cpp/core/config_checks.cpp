@@ -21,6 +21,16 @@ void check_config(EngineConfig& cfg) {
       throw std::invalid_argument(cfg.overlap ? "with overlap, the communication interval must be at most half the minimum delay"
                                                : "a projection's minimum delay is shorter than the communication interval");
   for (const auto& p : cfg.populations) neuron_model(p.model).check(p);
+  for (const auto& pr : cfg.projections) {
+    if (!pr.plastic()) continue;
+    const PlasticitySpec& p = pr.plasticity;
+    const std::string where = "plastic projection " + cfg.populations[pr.source].name + " -> " +
+                              cfg.populations[pr.target].name + ": ";
+    if (!(p.tau_plus_ms > 0) || !(cfg.populations[pr.target].tau_minus_ms > 0))
+      throw std::invalid_argument(where + "tau_plus_ms and the target's tau_minus_ms must be positive");
+    if (p.rule != PlasticityRule::stdp_power_law && !(p.w_max != 0))
+      throw std::invalid_argument(where + "w_max must not be zero");
+  }
   if (cfg.global_interval > 0) {
     // The global pathway holds a spike for up to D cycles, so every synapse between ranks of
     // different area groups, all of them between areas, must be at least D cycles long.

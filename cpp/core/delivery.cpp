@@ -12,13 +12,22 @@ void Engine::build_delivery_queues() {
   // start of the longest window a record's offset can refer to (D cycles with two-tier).
   const int64_t window = L * pathway_->window_cycles();
   uint64_t max_delay = uint64_t(L);
-  for (const auto& ts : threads_)
+  for (const auto& ts : threads_) {
     for (uint16_t d : ts.store.seg_delay) max_delay = std::max<uint64_t>(max_delay, d);
+    for (const auto& ps : ts.plastic)
+      for (uint16_t d : ps.seg_delay) max_delay = std::max<uint64_t>(max_delay, d);
+  }
   queue_cycles_ = int64_t((window - 1 + max_delay) / L + 1);
   // Cycles ahead and step offset of arrival for every (offset + delay): no division per segment.
   arrival_.resize(window + max_delay);
   for (uint64_t a = 0; a < arrival_.size(); ++a) arrival_[a] = {uint32_t(a / L), uint32_t(a % L)};
-  for (auto& ts : threads_) ts.queue.assign(queue_cycles_ * L, {});
+  for (auto& ts : threads_) {
+    ts.queue.assign(queue_cycles_ * L, {});
+    ts.plastic_queue.assign(ts.plastic.empty() ? 0 : queue_cycles_ * L, {});
+    // A target's spike is forgotten once no pending delivery can ask for the trace before the
+    // next one: those ask at (arrival - 2 delay), and arrivals are at most a cycle behind.
+    build_post_history(cfg_, ts.neurons, ts.plastic, int64_t(2 * max_delay) + L, ts.history);
+  }
 }
 
 // Deliver: add every synapse segment that arrives in this cycle to the input buffer (zeroed by
@@ -74,6 +83,18 @@ RANVIER_PHASE void Engine::deliver(ThreadState& ts, int64_t cycle) {
     deliver_rows(ts.queue, first_queue, L, st.synapses.data(), rows,
                  [](const Synapse& s) { return std::pair<uint32_t, int32_t>(s.target, s.weight); }, events, segments);
   }
+  // Plastic segments, step by step (a synapse's updates in the order of its spikes); their
+  // efficacies join the same fixed-point rows.
+  if (!ts.plastic.empty()) {
+    const double scale = std::ldexp(1.0, cfg_.fraction_bits);
+    for (int64_t o = 0; o < L; ++o) {
+      auto& due = ts.plastic_queue[first_queue + o];
+      for (const PlasticEntry& e : due)
+        events += deliver_plastic_segment(ts.plastic[e.store], e.segment, cycle * L + o, ts.history, rows(o), scale);
+      segments += due.size();
+      due.clear();
+    }
+  }
   ts.counters.synaptic_events_recurrent += events;
   ts.counters.delivery_segments += segments;
 }
@@ -94,6 +115,14 @@ RANVIER_PHASE void Engine::schedule(ThreadState& ts, const std::vector<SpikeReco
       ts.queue[((cycle + at.cycles) % queue_cycles_) * L + at.offset].push_back({first, count});
       scheduled += count;
     }
+    for (uint32_t p = 0; p < ts.plastic.size(); ++p) {
+      const PlasticStore& ps = ts.plastic[p];
+      for (uint32_t h = ps.row_head[g]; h < ps.row_head[g + 1]; ++h) {
+        const Arrival at = arrival[o + ps.seg_delay[h]];
+        ts.plastic_queue[((cycle + at.cycles) % queue_cycles_) * L + at.offset].push_back({p, h});
+        scheduled += ps.seg_first[h + 1] - ps.seg_first[h];
+      }
+    }
   }
   ts.counters.events_scheduled += scheduled;
 }
@@ -103,6 +132,9 @@ uint64_t Engine::events_pending() const {
   for (const auto& ts : threads_)
     for (const auto& q : ts.queue)
       for (const auto& e : q) n += e.count;
+  for (const auto& ts : threads_)
+    for (const auto& q : ts.plastic_queue)
+      for (const auto& e : q) n += ts.plastic[e.store].seg_first[e.segment + 1] - ts.plastic[e.store].seg_first[e.segment];
   return n;
 }
 

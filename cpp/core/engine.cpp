@@ -62,6 +62,15 @@ void Engine::build() {
       ThreadState& ts = threads_[t];
       build_thread_neurons(cfg_, placement_, rank(), t, ts.neurons);
       build_thread_synapses(cfg_, placement_, plan, ts.neurons, ts.store);
+      ts.plastic.clear();
+      for (uint32_t j = 0; j < cfg_.projections.size(); ++j) {
+        if (!cfg_.projections[j].plastic()) continue;
+        SynapseStore grouped;
+        std::vector<double> drawn;
+        build_thread_synapses(cfg_, placement_, plan, ts.neurons, grouped, int(j), &drawn);
+        ts.plastic.emplace_back();
+        build_plastic_store(cfg_, j, ts.neurons, grouped, drawn, ts.plastic.back());
+      }
       // Rows padded by one cache line and never a multiple of 4 KiB apart: rows of the input
       // buffer otherwise map to the same cache sets and evict each other.
       ts.input_stride = (ts.neurons.input_columns + 15) / 16 * 16 + 16;
@@ -106,6 +115,8 @@ void Engine::build_target_table() {
   for (const auto& ts : threads_) {
     const auto& st = ts.store;
     for (uint64_t s = 0; s < N; ++s) local_count[s] += st.seg_first[st.row_head[s + 1]] - st.seg_first[st.row_head[s]];
+    for (const auto& ps : ts.plastic)
+      for (uint64_t s = 0; s < N; ++s) local_count[s] += ps.seg_first[ps.row_head[s + 1]] - ps.seg_first[ps.row_head[s]];
   }
   has_targets_.assign(N, 0);
   for (uint64_t s = 0; s < N; ++s) has_targets_[s] = local_count[s] > 0;
@@ -165,6 +176,7 @@ RANVIER_PHASE void Engine::update(ThreadState& ts, int64_t cycle) {
       for (uint64_t i = k; i < std::min(k + 8, n); ++i) {
         if (!fired[i]) continue;
         ts.spikes_out.push_back(make_record(ts.neurons.gid[i], uint32_t(o)));
+        if (!ts.history.empty()) ts.history.record(i, step);
         if (cfg_.record_spikes) { ts.rec_gid.push_back(ts.neurons.gid[i]); ts.rec_step.push_back(step); }
       }
     }
@@ -266,7 +278,10 @@ RANVIER_PHASE void Engine::collocate(int64_t cycle) {
 
 uint64_t Engine::synapse_count() const {
   uint64_t n = 0;
-  for (const auto& ts : threads_) n += ts.store.size();
+  for (const auto& ts : threads_) {
+    n += ts.store.size();
+    for (const auto& ps : ts.plastic) n += ps.size();
+  }
   return n;
 }
 
@@ -278,7 +293,10 @@ std::vector<int> Engine::synapse_entry_bytes() const {
 
 uint64_t Engine::synapse_bytes() const {
   uint64_t n = 0;
-  for (const auto& ts : threads_) n += ts.store.bytes();
+  for (const auto& ts : threads_) {
+    n += ts.store.bytes();
+    for (const auto& ps : ts.plastic) n += ps.bytes();
+  }
   return n;
 }
 

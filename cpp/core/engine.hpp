@@ -11,6 +11,7 @@
 #include "core/distributions.hpp"
 #include "core/local_network.hpp"
 #include "core/placement.hpp"
+#include "core/plasticity.hpp"
 #include "core/simd.hpp"
 #include "core/spec.hpp"
 #include "exchange/exchange.hpp"
@@ -76,11 +77,19 @@ struct DeliveryEntry {
   uint32_t first, count;
 };
 
+// A plastic segment to deliver: the plastic store (one per plastic projection) and the segment.
+struct PlasticEntry {
+  uint32_t store, segment;
+};
+
 struct ThreadState {
   ThreadNeurons neurons;
-  SynapseStore store;
+  SynapseStore store;                                // static synapses
+  std::vector<PlasticStore> plastic;                 // one per plastic projection
+  PostHistory history;                               // spikes of the targets of plastic synapses
   std::vector<int32_t> input;                        // [slot][neuron], fixed point
   std::vector<std::vector<DeliveryEntry>> queue;     // [cycle % ring][step offset]: one queue each
+  std::vector<std::vector<PlasticEntry>> plastic_queue;  // the same ring, for plastic segments
   std::vector<uint8_t> fired;                        // scratch: neurons that fired this step
   std::vector<uint32_t> extra_neuron, extra_word;    // scratch: further drive events (neuron, word)
   std::vector<int32_t> extra_weight;                 // scratch: their efficacies
@@ -128,6 +137,11 @@ class Engine {
   std::vector<std::array<double, kPhases>> take_cycle_timers();
   void connections(std::vector<uint64_t>& src, std::vector<uint64_t>& tgt, std::vector<double>& w,
                    std::vector<int64_t>& d) const;
+  // The synapses of plastic projection j on this rank with their current weights (NEST's: as of
+  // each synapse's last pre-synaptic spike), or, up_to_date, with the facilitation by target
+  // spikes since then applied (read only).
+  void plastic_weights(uint32_t j, bool up_to_date, std::vector<uint64_t>& src, std::vector<uint64_t>& tgt,
+                       std::vector<double>& w, std::vector<int64_t>& d) const;
   // V and c of the recorded neurons on this rank: ids, and row-major [id][step] arrays.
   void state_trace(std::vector<uint64_t>& ids, std::vector<double>& V, std::vector<double>& c) const;
 

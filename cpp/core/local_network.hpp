@@ -99,7 +99,11 @@ void plan_list(const EngineConfig& cfg, const Placement& placement, int rank, ui
                ProjectionPlan& out);
 // The largest |weight| a projection can draw, in fixed-point units (bounds the packed layout).
 double max_abs_weight(const ProjectionSpec& pr);
+// The store of every static projection (plastic_projection < 0), or of one plastic projection:
+// then wide, each synapse's weight field holding the index of its drawn weight (double) in
+// *plastic_weights, which build_plastic_store (plasticity.cpp) turns into the plastic store.
 void build_thread_synapses(const EngineConfig& cfg, const Placement& placement, const ConnectivityPlan& plan,
-                           const ThreadNeurons& neurons, SynapseStore& out);
+                           const ThreadNeurons& neurons, SynapseStore& out, int plastic_projection = -1,
+                           std::vector<double>* plastic_weights = nullptr);
 
 }  // namespace ranvier

@@ -356,14 +356,19 @@ double max_abs_weight(const ProjectionSpec& pr) {
 }
 
 void build_thread_synapses(const EngineConfig& cfg, const Placement& placement, const ConnectivityPlan& plan,
-                           const ThreadNeurons& neurons, SynapseStore& out) {
+                           const ThreadNeurons& neurons, SynapseStore& out, int plastic_projection,
+                           std::vector<double>* plastic_weights) {
+  const bool plastic = plastic_projection >= 0;
   const uint64_t N = cfg.neuron_count();
   const Key key = key_from_seed(cfg.seed);
   const double scale = std::ldexp(1.0, cfg.fraction_bits);
 
   // Projections by target population.
   std::vector<std::vector<uint32_t>> into(cfg.populations.size());
-  for (uint32_t j = 0; j < cfg.projections.size(); ++j) into[cfg.projections[j].target].push_back(j);
+  for (uint32_t j = 0; j < cfg.projections.size(); ++j)
+    if (plastic ? int(j) == plastic_projection : !cfg.projections[j].plastic())
+      into[cfg.projections[j].target].push_back(j);
+  if (plastic) plastic_weights->clear();
 
   // Pass 1: count synapses per source row.
   std::vector<uint64_t> fill(N + 1, 0);
@@ -390,14 +395,15 @@ void build_thread_synapses(const EngineConfig& cfg, const Placement& placement, 
   double bound = 0;
   for (const auto& range : neurons.ranges)
     for (uint32_t j : into[range.population]) bound = std::max(bound, std::rint(max_abs_weight(cfg.projections[j]) * scale));
-  out.target_bits = bits < 32 && bound < std::ldexp(1.0, 31 - bits) - 1 ? bits : 0;
+  out.target_bits = !plastic && bits < 32 && bound < std::ldexp(1.0, 31 - bits) - 1 ? bits : 0;
   out.synapses.clear();
   out.packed.clear();
   if (out.is_packed()) out.packed.resize(total);
   else out.synapses.resize(total);
   std::vector<uint16_t> delay(total);
   uint64_t max_delay = 0;
-  struct Drawn { uint64_t source; int32_t weight; uint16_t delay; };
+  // weight: fixed point, or (plastic) the index of the drawn weight in plastic_weights.
+  struct Drawn { uint64_t source; int32_t weight; uint16_t delay; bool inhibitory; };
   std::vector<Drawn> drawn;
   std::vector<uint32_t> synapse_words;
   std::vector<double> z;
@@ -466,7 +472,16 @@ void build_thread_synapses(const EngineConfig& cfg, const Placement& placement, 
           }
           if (d > 0xFFFF) throw std::runtime_error("a delay exceeds 65535 steps: use a coarser resolution_ms");
           max_delay = std::max(max_delay, d);
-          drawn.push_back({sources[i], int32_t(std::rint(w * scale)), uint16_t(d)});
+          if (plastic) {       // the weight itself, unrounded: plasticity changes it from there
+            if (plastic_weights->size() >= (uint64_t(1) << 31))
+              throw std::runtime_error("more than 2^31 plastic synapses of one projection on one thread: use more threads or ranks");
+            drawn.push_back({sources[i], int32_t(plastic_weights->size()), uint16_t(d),
+                             pr.plasticity.rule != PlasticityRule::stdp_power_law && pr.plasticity.w_max < 0});
+            plastic_weights->push_back(w);
+          } else {
+            const int32_t fixed = int32_t(std::rint(w * scale));
+            drawn.push_back({sources[i], fixed, uint16_t(d), fixed < 0});
+          }
         }
       }
       constexpr size_t kAhead = 16;
@@ -478,7 +493,7 @@ void build_thread_synapses(const EngineConfig& cfg, const Placement& placement, 
           __builtin_prefetch(&delay[ahead], 1);
         }
         const uint64_t pos = fill[drawn[i].source]++;
-        const uint32_t column = uint32_t(drawn[i].weight < 0 ? inhibitory_column : k);
+        const uint32_t column = uint32_t(drawn[i].inhibitory ? inhibitory_column : k);
         if (out.is_packed()) out.packed[pos] = (uint32_t(drawn[i].weight) << bits) | column;
         else out.synapses[pos] = {column, drawn[i].weight};
         delay[pos] = drawn[i].delay;

@@ -59,7 +59,34 @@ void Engine::connections(std::vector<uint64_t>& src, std::vector<uint64_t>& tgt,
           w.push_back(st.weight(i) * scale);
           d.push_back(st.seg_delay[h]);
         }
+    for (const auto& ps : ts.plastic)
+      for (uint64_t s = 0; s < N; ++s)
+        for (uint32_t h = ps.row_head[s]; h < ps.row_head[s + 1]; ++h)
+          for (uint32_t i = ps.seg_first[h]; i < ps.seg_first[h + 1]; ++i) {
+            src.push_back(s);
+            tgt.push_back(ts.neurons.gid[ps.neuron[i]]);
+            w.push_back(ps.weight[i]);
+            d.push_back(ps.seg_delay[h]);
+          }
   }
+}
+
+void Engine::plastic_weights(uint32_t j, bool up_to_date, std::vector<uint64_t>& src, std::vector<uint64_t>& tgt,
+                             std::vector<double>& w, std::vector<int64_t>& d) const {
+  const uint64_t N = cfg_.neuron_count();
+  const int64_t now = cycle_ * cfg_.steps_per_cycle;   // the last spike time integrated so far
+  for (const auto& ts : threads_)
+    for (const auto& ps : ts.plastic) {
+      if (ps.projection != j) continue;
+      for (uint64_t s = 0; s < N; ++s)
+        for (uint32_t h = ps.row_head[s]; h < ps.row_head[s + 1]; ++h)
+          for (uint32_t i = ps.seg_first[h]; i < ps.seg_first[h + 1]; ++i) {
+            src.push_back(s);
+            tgt.push_back(ts.neurons.gid[ps.neuron[i]]);
+            w.push_back(up_to_date ? weight_up_to_date(ps, h, i, ts.history, now) : ps.weight[i]);
+            d.push_back(ps.seg_delay[h]);
+          }
+    }
 }
 
 void Engine::state_trace(std::vector<uint64_t>& ids, std::vector<double>& V, std::vector<double>& c) const {

@@ -58,6 +58,9 @@ struct PopulationSpec {
   // rate_hz * h in each step of [start_step, stop_step).
   double source_rate_hz = 0;
   int64_t start_step = 0, stop_step = 0;
+  // The post-synaptic trace of STDP (NEST's tau_minus of an archiving node): every neuron of the
+  // population that is the target of a plastic synapse keeps its spike history with this trace.
+  double tau_minus_ms = 20;
 };
 
 // How a projection chooses its synapses (the Python front end's Projection rules).
@@ -78,6 +81,25 @@ struct ConnectionList {
   std::vector<double> weights;
   std::vector<uint16_t> delay_steps;
   double max_abs_weight = 0;             // of `weights`
+};
+
+// Spike-timing-dependent plasticity of a projection's synapses (cpp/core/plasticity.hpp), with
+// the semantics and parameter names of NEST 3.10's synapse models: the whole delay is dendritic;
+// a weight changes when a pre-synaptic spike arrives, from the target's spike history.
+enum class PlasticityRule : uint8_t {
+  none,                 // static synapses
+  stdp,                 // stdp_synapse: all-to-all pairing
+  stdp_nn_symmetric,    // stdp_nn_symm_synapse
+  stdp_nn_pre_centered, // stdp_nn_pre_centered_synapse
+  stdp_nn_restricted,   // stdp_nn_restr_synapse
+  stdp_power_law,       // stdp_pl_synapse_hom
+};
+
+struct PlasticitySpec {
+  PlasticityRule rule = PlasticityRule::none;
+  double tau_plus_ms = 20, lambda = 0.01, alpha = 1;
+  double mu_plus = 1, mu_minus = 1, w_max = 100;  // the stdp* rules
+  double mu = 0.4;                                // the power law
 };
 
 struct ProjectionSpec {
@@ -101,7 +123,9 @@ struct ProjectionSpec {
   // at least delay_offset_steps.
   bool delay_normal = false;
   double delay_mean_ms = 1, delay_sd_ms = 0, delay_redraw_below_ms = -1;
+  PlasticitySpec plasticity;
 
+  bool plastic() const { return plasticity.rule != PlasticityRule::none; }
   bool list_weights() const { return rule == ConnectionRule::list && list && !list->weights.empty(); }
   bool list_delays() const { return rule == ConnectionRule::list && list && !list->delay_steps.empty(); }
 };

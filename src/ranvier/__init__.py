@@ -32,7 +32,8 @@ _wait_policy_chosen = _choose_wait_policy()
 from . import activity, models, random
 from .errors import ConfigError
 from .network import Network, PoissonDrive, Population, Projection
+from .plasticity import STDP, STDPPowerLaw
 from .simulation import PHASES, Result, Simulation
 
-__all__ = ["ConfigError", "Network", "Population", "Projection", "PoissonDrive", "Simulation",
+__all__ = ["ConfigError", "Network", "Population", "Projection", "PoissonDrive", "STDP", "STDPPowerLaw", "Simulation",
            "Result", "PHASES", "models", "activity", "random", "__version__"]

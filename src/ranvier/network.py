@@ -15,6 +15,7 @@ import numpy as np
 from .checks import positive as _positive, whole_steps
 from .errors import ConfigError
 from .neurons import INITIAL_STATES, NEURON_MODELS  # noqa: F401  (neuron models: ranvier.neurons)
+from .plasticity import SYNAPSE_KINDS
 
 DELAY_DISTRIBUTIONS = ("constant", "exponential", "normal")
 # The engine stores a synapse's delay in 16 bits (cpp/core/network_build.cpp): at most 65535 steps.
@@ -77,6 +78,7 @@ class Population:
     origin: dict = field(default_factory=dict)   # parameter -> the model parameter that set it
     model: str = "lifca"            # a key of NEURON_MODELS
     area: str | None = None         # the brain area it belongs to (multi-area models)
+    tau_minus_ms: float = 20.0      # STDP: the post-synaptic trace's time constant (NEST's tau_minus)
     # The parameters that validate() filled in from the model's defaults.
     defaulted: set = field(default_factory=set, init=False, repr=False, compare=False)
 
@@ -86,6 +88,10 @@ class Population:
             raise ConfigError(f"{where}: 'area' must be a non-empty string or None, got {self.area!r}")
         if not isinstance(self.size, int) or isinstance(self.size, bool) or self.size <= 0:
             raise ConfigError(f"{where}: 'size' must be a positive integer, got {self.size!r}")
+        if isinstance(self.tau_minus_ms, bool) or not isinstance(self.tau_minus_ms, numbers.Real) or \
+                not self.tau_minus_ms > 0 or not math.isfinite(self.tau_minus_ms):
+            raise ConfigError(f"{where}: 'tau_minus_ms' (the STDP trace of its spikes) must be a positive number "
+                              f"of ms, got {self.tau_minus_ms!r}")
         if self.model not in NEURON_MODELS:
             raise ConfigError(f"{where}: 'model' must be one of {sorted(NEURON_MODELS)}, got {self.model!r}")
         if not isinstance(self.params, dict):
@@ -157,6 +163,9 @@ class Projection:
     synaptic current). With weight_sd > 0, Gaussian, redrawn until strictly between 0 and
     2 * weight (sign kept); with weight_clip, set to zero where the sign flips instead.
 
+    synapse: None (static synapses) or a plasticity rule, rv.STDP(...) or rv.STDPPowerLaw(...)
+    (ranvier.plasticity: NEST's stdp_synapse family); the weights above are then the initial ones.
+
     Delays: delay_ms=d, a constant (the simple case), a whole number of steps. Or a
     delay_distribution: "exponential" (the DPSNN delay law), delay_offset_ms + floor(x /
     delay_step_ms) * delay_step_ms with x exponential of scale delay_scale_ms, redrawn until
@@ -185,6 +194,8 @@ class Projection:
     delay_mean_ms: float | None = None
     delay_sd_ms: float | None = None
     delay_redraw_below_ms: float | None = None
+    # Static (None) or plastic: a synapse kind of ranvier.plasticity (rv.STDP, rv.STDPPowerLaw).
+    synapse: object = None
     origin: dict = field(default_factory=dict)   # field -> the model parameter that set it, for errors
 
     # -- the rule ---------------------------------------------------------------------------
@@ -235,6 +246,18 @@ class Projection:
             setattr(self, rule, k)
         self._validate_weight(where, target)
         self._validate_delays(where)
+        self._validate_synapse(where)
+
+    def _validate_synapse(self, where: str) -> None:
+        if self.synapse is None:
+            return
+        if not isinstance(self.synapse, SYNAPSE_KINDS):
+            raise ConfigError(f"{where}: 'synapse' must be None (static) or one of "
+                              f"{', '.join('rv.' + k.__name__ for k in SYNAPSE_KINDS)}, got {self.synapse!r:.80}")
+        self.synapse.validate(where)
+        w = self.weight_array()          # drawn weights keep the sign of their mean
+        low, high = (float(w.min()), float(w.max())) if w is not None else (float(self.weight),) * 2
+        self.synapse.check_weights(where, low, high)
 
     def _validate_list(self, where: str, source, target) -> None:
         if self.sources is None or self.targets is None:

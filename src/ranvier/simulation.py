@@ -407,9 +407,59 @@ class Simulation:
         parts = self.comm.gather(mine)
         if self.rank != 0:
             return None
-        joined = [np.concatenate([p[i] for p in parts]) for i in range(4)]
-        order = np.lexsort((joined[2], joined[3], joined[1], joined[0]))
-        return Connections(*(a[order] for a in joined))
+        return _sorted_connections(parts)
+
+    def weights(self, source: str, target: str, *, index: int | None = None, up_to_date: bool = False,
+                local: bool = False) -> Connections | None:
+        """The synapses of the projection from population `source` onto `target` (names) with
+        their weights now: Connections(source, target, weight, delay_ms), global ids, sorted as
+        connections() sorts them. For a plastic projection the weights are float64, as NEST's
+        GetStatus gives them: each as of its synapse's last delivered pre-synaptic spike;
+        up_to_date=True applies the facilitation by target spikes since then too (NEST applies it
+        at the next pre-synaptic spike), without changing the simulation. index: the projection's
+        position in network.projections, where several join the same populations. A collective
+        call like connections(): rank 0 gets them all, other ranks None; local=True: this rank's."""
+        j = self._projection_index(source, target, index)
+        pr = self.network.projections[j]
+        if pr.synapse is None and sum(p.source == source and p.target == target for p in self.network.projections) > 1:
+            raise ConfigError(f"weights: several projections join {source!r} and {target!r}, and the engine keeps "
+                              f"static synapses together: read them all with connections()")
+        if pr.synapse is not None:
+            src, tgt, w, d = self._engine.plastic_weights(j, up_to_date)
+            mine = Connections(np.asarray(src, dtype=np.int64), np.asarray(tgt, dtype=np.int64),
+                               np.asarray(w, dtype=np.float64), np.asarray(d, dtype=np.int64) * self.resolution_ms)
+        else:
+            mine = self.connections(local=True)
+            s_pop, t_pop = self.network.population(pr.source), self.network.population(pr.target)
+            keep = ((mine.source >= s_pop.first_id) & (mine.source < s_pop.first_id + s_pop.size) &
+                    (mine.target >= t_pop.first_id) & (mine.target < t_pop.first_id + t_pop.size))
+            mine = Connections(*(a[keep] for a in mine))
+        if local:
+            return mine
+        parts = self.comm.gather(mine)
+        return _sorted_connections(parts) if self.rank == 0 else None
+
+    def _projection_index(self, source: str, target: str, index: int | None) -> int:
+        joining = [j for j, pr in enumerate(self.network.projections) if pr.source == source and pr.target == target]
+        if index is not None:
+            if index not in joining:
+                raise ConfigError(f"weights({source!r}, {target!r}, index={index!r}): projection {index!r} does not "
+                                  f"join them; those that do: {joining}")
+            return index
+        if not joining:
+            names = [f"{pr.source}->{pr.target}" for pr in self.network.projections]
+            raise ConfigError(f"weights: no projection from {source!r} onto {target!r}; the projections are {names}")
+        if len(joining) > 1:
+            raise ConfigError(f"weights: {len(joining)} projections join {source!r} and {target!r} "
+                              f"(network.projections {joining}): choose one with index=")
+        return joining[0]
+
+
+def _sorted_connections(parts) -> Connections:
+    """The ranks' synapses joined and sorted by (source, target, delay, weight)."""
+    joined = [np.concatenate([p[i] for p in parts]) for i in range(4)]
+    order = np.lexsort((joined[2], joined[3], joined[1], joined[0]))
+    return Connections(*(a[order] for a in joined))
 
 
 class Connections(NamedTuple):

@@ -29,6 +29,7 @@ import numpy as np
 from . import _engine, resources
 from .errors import ConfigError
 from .neurons import NEURON_MODELS
+from .plasticity import plasticity_spec
 
 # Bytes per synapse at the peak of the build: 8 stored, delay-segment headers and their growth,
 # 2 of temporary delay (measured: 11.2 B per synapse of peak RSS at 368.7 million synapses),
@@ -361,6 +362,7 @@ class EngineSpec:
         for p in net.populations:
             s = NEURON_MODELS[p.model].to_engine(p, h)
             s.name, s.first, s.size = p.name, p.first_id, p.size
+            s.tau_minus_ms = p.tau_minus_ms
             if p.area is not None:
                 s.area = net.areas.index(p.area)
             pops.append(s)
@@ -396,6 +398,8 @@ class EngineSpec:
             else:
                 s.delay_step_steps = round(pr.delay_step_ms / h)
                 s.delay_scale_ms, s.delay_cut_ms, s.delay_step_ms = pr.delay_scale_ms, pr.delay_cut_ms, pr.delay_step_ms
+            if pr.synapse is not None:
+                s.plasticity = plasticity_spec(pr.synapse, _engine)
             projs.append(s)
         drives = []
         for d in net.drives:
