@@ -89,8 +89,7 @@ RANVIER_PHASE void Engine::deliver(ThreadState& ts, int64_t cycle) {
     const double scale = std::ldexp(1.0, cfg_.fraction_bits);
     for (int64_t o = 0; o < L; ++o) {
       auto& due = ts.plastic_queue[first_queue + o];
-      for (const PlasticEntry& e : due)
-        events += deliver_plastic_segment(ts.plastic[e.store], e.segment, cycle * L + o, ts.history, rows(o), scale);
+      events += deliver_plastic(ts.plastic, due, cycle * L + o, ts.history, rows(o), scale);
       segments += due.size();
       due.clear();
     }
@@ -119,8 +118,10 @@ RANVIER_PHASE void Engine::schedule(ThreadState& ts, const std::vector<SpikeReco
       const PlasticStore& ps = ts.plastic[p];
       for (uint32_t h = ps.row_head[g]; h < ps.row_head[g + 1]; ++h) {
         const Arrival at = arrival[o + ps.seg_delay[h]];
-        ts.plastic_queue[((cycle + at.cycles) % queue_cycles_) * L + at.offset].push_back({p, h});
-        scheduled += ps.seg_first[h + 1] - ps.seg_first[h];
+        const uint32_t first = ps.seg_first[h], count = ps.seg_first[h + 1] - first;
+        ts.plastic_queue[((cycle + at.cycles) % queue_cycles_) * L + at.offset].push_back(
+            {h, first, count, uint16_t(p), ps.seg_delay[h]});
+        scheduled += count;
       }
     }
   }
@@ -134,7 +135,7 @@ uint64_t Engine::events_pending() const {
       for (const auto& e : q) n += e.count;
   for (const auto& ts : threads_)
     for (const auto& q : ts.plastic_queue)
-      for (const auto& e : q) n += ts.plastic[e.store].seg_first[e.segment + 1] - ts.plastic[e.store].seg_first[e.segment];
+      for (const auto& e : q) n += e.count;
   return n;
 }
 

@@ -68,6 +68,7 @@ void Engine::build() {
         SynapseStore grouped;
         std::vector<double> drawn;
         build_thread_synapses(cfg_, placement_, plan, ts.neurons, grouped, int(j), &drawn);
+        if (ts.plastic.size() == 0xFFFF) throw std::runtime_error("more than 65535 plastic projections");
         ts.plastic.emplace_back();
         build_plastic_store(cfg_, j, ts.neurons, grouped, drawn, ts.plastic.back());
       }

@@ -77,11 +77,6 @@ struct DeliveryEntry {
   uint32_t first, count;
 };
 
-// A plastic segment to deliver: the plastic store (one per plastic projection) and the segment.
-struct PlasticEntry {
-  uint32_t store, segment;
-};
-
 struct ThreadState {
   ThreadNeurons neurons;
   SynapseStore store;                                // static synapses

@@ -21,8 +21,8 @@ struct HugePageAllocator {
 
   T* allocate(std::size_t n) {
     const std::size_t bytes = n * sizeof(T);
-    if (bytes < kHuge) {
-      void* p = std::malloc(bytes ? bytes : 1);
+    if (bytes < kHuge) {      // cache-line aligned, as an element type may ask (alignas(64))
+      void* p = std::aligned_alloc(64, (bytes + 63) / 64 * 64 + (bytes ? 0 : 64));
       if (!p) throw std::bad_alloc();
       return static_cast<T*>(p);
     }

@@ -35,8 +35,8 @@ struct WeightDependence {
 };
 
 // The target's spikes in (t1, t2] (NEST's get_history): spikes[lo, hi).
-inline void spikes_between(const PostHistory::Neuron& n, int64_t t1, int64_t t2, size_t& lo, size_t& hi) {
-  size_t i = n.spikes.size();
+inline void spikes_between(const PostHistory::Hot& n, int64_t t1, int64_t t2, size_t& lo, size_t& hi) {
+  size_t i = n.size;
   while (i > n.head && n.spikes[i - 1].step > t2) --i;
   hi = i;
   while (i > n.head && n.spikes[i - 1].step > t1) --i;
@@ -44,7 +44,7 @@ inline void spikes_between(const PostHistory::Neuron& n, int64_t t1, int64_t t2,
 }
 
 // The last spike strictly before t (NEST's get_K_value(s)): its index + 1, or 0 for none.
-inline size_t last_before(const PostHistory::Neuron& n, size_t hi, int64_t t) {
+inline size_t last_before(const PostHistory::Hot& n, size_t hi, int64_t t) {
   size_t k = hi;
   while (k > n.head && n.spikes[k - 1].step >= t) --k;
   return k > n.head ? k : 0;
@@ -78,14 +78,12 @@ void build_plastic_store(const EngineConfig& cfg, uint32_t j, const ThreadNeuron
   // exp(dt / tau_plus) as NEST writes it for each rule: a division, or the power law's product
   // with the inverse
   out.decay_plus = StepDecay(cfg.resolution_ms, out.rule.tau_plus_ms, out.rule.rule != PlasticityRule::stdp_power_law);
-  const size_t segments = out.seg_delay.size();
-  out.seg_last.assign(segments, 0);
-  out.seg_k_plus.assign(segments, 0.0);
+  out.seg_trace.assign(out.seg_delay.size(), SegmentTrace());
   if (out.rule.rule == PlasticityRule::stdp_nn_pre_centered) out.k_plus.assign(n, 0.0);
   grouped = SynapseStore();
 }
 
-void build_post_history(const EngineConfig& cfg, const ThreadNeurons& neurons, const std::vector<PlasticStore>& stores,
+void build_post_history(const EngineConfig& cfg, const ThreadNeurons& neurons, std::vector<PlasticStore>& stores,
                         int64_t keep_steps, PostHistory& out) {
   out = PostHistory();
   uint64_t synapses = 0;
@@ -93,89 +91,187 @@ void build_post_history(const EngineConfig& cfg, const ThreadNeurons& neurons, c
   if (!synapses) return;
   out.h = cfg.resolution_ms;
   out.keep_steps = keep_steps;
-  out.neurons.resize(neurons.size());
+  out.hot.resize(neurons.size());
+  out.cold.resize(neurons.size());
   out.decays.reserve(cfg.populations.size());          // never reallocated: neurons point into it
   for (const auto& pop : cfg.populations) out.decays.emplace_back(cfg.resolution_ms, pop.tau_minus_ms, false);
   for (const auto& range : neurons.ranges)
-    for (uint64_t k = range.begin; k < range.end; ++k) out.neurons[k].decay = &out.decays[range.population];
-  for (const auto& st : stores)
-    for (uint32_t k : st.neuron) ++out.neurons[k].incoming;
+    for (uint64_t k = range.begin; k < range.end; ++k) out.cold[k].decay = &out.decays[range.population];
+  for (auto& st : stores) {
+    st.decay_minus = &out.decays[cfg.projections[st.projection].target];
+    for (uint32_t k : st.neuron)
+      if (++out.cold[k].incoming > kMaxPlasticIncoming)
+        throw std::runtime_error("a neuron has more than 2^24 - 1 incoming plastic synapses");
+  }
 }
 
-uint32_t deliver_plastic_segment(PlasticStore& st, uint32_t h, int64_t step, PostHistory& history, int32_t* row,
-                                 double scale) {
+namespace {
+
+// One segment: every synapse's update, then the segment's pre-synaptic trace. The target's
+// history is read only when it spiked since the synapse's previous spike (t1 below): otherwise
+// its last spike and trace (PostHistory::Hot) say everything. Target lines are fetched a few
+// synapses ahead, and the history tails of those that need it a few synapses after that.
+uint32_t deliver_segment(PlasticStore& st, const PlasticEntry& e, int64_t step, PostHistory& history, int32_t* row,
+                         double scale) {
   const WeightDependence dep{st.rule};
   const PlasticityRule rule = st.rule.rule;
-  const int64_t d = st.seg_delay[h];
+  const StepDecay& decay_minus = *st.decay_minus;
+  const int64_t d = e.delay;
   const int64_t t_pre = step + 1 - d;       // the pre-synaptic spike's time (steps)
-  const int64_t t_last = st.seg_last[h];    // the previous one's
-  const double k_plus = st.seg_k_plus[h];
+  SegmentTrace& trace = st.seg_trace[e.segment];
+  const int64_t t_last = trace.last;        // the previous one's
+  const double k_plus = trace.k_plus;
   // Post-synaptic spikes reach the synapse d later: those in (t_last - d, t_pre - d] pair with
   // t_last (facilitation); K- just before t_pre - d depresses.
   const int64_t t1 = t_last - d, t2 = t_pre - d;
-  const uint32_t first = st.seg_first[h], end = st.seg_first[h + 1];
+  const uint32_t first = e.first, end = e.first + e.count;
+  const uint32_t* neuron = st.neuron.data();
+  PostHistory::Hot* hot = history.hot.data();
+  constexpr uint32_t kLine = 8, kTail = 4;  // synapses ahead: the target's line, its history's tail
+  for (uint32_t i = first; i < std::min(end, first + kLine); ++i) __builtin_prefetch(&hot[neuron[i]]);
   for (uint32_t i = first; i < end; ++i) {
-    PostHistory::Neuron& n = history.neurons[st.neuron[i]];
+    if (i + kLine < end) __builtin_prefetch(&hot[neuron[i + kLine]]);
+    if (i + kTail < end) {
+      const PostHistory::Hot& ahead = hot[neuron[i + kTail]];
+      if (ahead.any() && ahead.last > t1 && (ahead.last >= t2 || ahead.previous > t1))
+        __builtin_prefetch(ahead.spikes + ahead.size - 1, 1);
+    }
+    PostHistory::Hot& n = hot[neuron[i]];
     double w = st.weight[i];
-    size_t lo, hi;
-    spikes_between(n, t1, t2, lo, hi);
-    for (size_t j = lo; j < hi; ++j) ++n.spikes[j].reads;
-    const size_t before = last_before(n, hi, t2);
-    // exp((t_i - t) / tau_minus) of the last spike before t2, as NEST's archiving node writes it
-    const double nearest = before ? (*n.decay)(t2 - n.spikes[before - 1].step) : 0.0;
-    // exp(minus_dt / tau_plus), minus_dt = t_last - (t_post + d): a target spike's pairing
-    auto decay = [&](size_t j) { return st.decay_plus(n.spikes[j].step + d - t_last); };
-    switch (rule) {
-      case PlasticityRule::stdp:
-      case PlasticityRule::stdp_power_law:
-        for (size_t j = lo; j < hi; ++j) w = dep.up(w, k_plus * decay(j));
-        w = dep.down(w, before ? n.spikes[before - 1].k_minus * nearest : 0.0);
-        break;
-      case PlasticityRule::stdp_nn_symmetric:
-        for (size_t j = lo; j < hi; ++j) w = dep.up(w, decay(j));
-        w = dep.down(w, nearest);
-        break;
-      case PlasticityRule::stdp_nn_pre_centered: {
-        double kp = st.k_plus[i];
-        if (lo < hi) {
-          w = dep.up(w, kp * decay(lo));
-          kp = 0;
-        }
-        w = dep.down(w, nearest);
-        st.k_plus[i] = kp * st.decay_plus(t_pre - t_last) + 1.0;
-        break;
-      }
-      case PlasticityRule::stdp_nn_restricted:
-        if (lo < hi) {
-          w = dep.up(w, decay(lo));
+    if (n.any() && n.last <= t1) {          // no target spike since t1: nothing to read or count
+      const double nearest = decay_minus(t2 - n.last);
+      switch (rule) {
+        case PlasticityRule::stdp:
+        case PlasticityRule::stdp_power_law: w = dep.down(w, n.k_minus * nearest); break;
+        case PlasticityRule::stdp_nn_symmetric: w = dep.down(w, nearest); break;
+        case PlasticityRule::stdp_nn_pre_centered:
           w = dep.down(w, nearest);
+          st.k_plus[i] = st.k_plus[i] * st.decay_plus(t_pre - t_last) + 1.0;
+          break;
+        case PlasticityRule::stdp_nn_restricted:
+        case PlasticityRule::none: break;
+      }
+    } else if (n.any() && n.last < t2 && n.previous <= t1) {   // only the last target spike since t1
+      ++n.last_reads;
+      const double nearest = decay_minus(t2 - n.last);
+      const double pairing = st.decay_plus(n.last + d - t_last);
+      switch (rule) {
+        case PlasticityRule::stdp:
+        case PlasticityRule::stdp_power_law:
+          w = dep.up(w, k_plus * pairing);
+          w = dep.down(w, n.k_minus * nearest);
+          break;
+        case PlasticityRule::stdp_nn_symmetric:
+          w = dep.up(w, pairing);
+          w = dep.down(w, nearest);
+          break;
+        case PlasticityRule::stdp_nn_pre_centered:
+          w = dep.up(w, st.k_plus[i] * pairing);
+          w = dep.down(w, nearest);
+          st.k_plus[i] = 1.0;               // K+ was reset by the pairing: 0 * decay + 1
+          break;
+        case PlasticityRule::stdp_nn_restricted:
+          w = dep.up(w, pairing);
+          w = dep.down(w, nearest);
+          break;
+        case PlasticityRule::none: break;
+      }
+    } else if (n.any()) {
+      PostSpike* spikes = n.spikes;
+      size_t lo, hi;
+      spikes_between(n, t1, t2, lo, hi);
+      for (size_t j = lo; j < hi; ++j) ++spikes[j].reads;
+      // K- and exp((t_i - t2) / tau_minus) of the last spike before t2
+      const size_t before = last_before(n, hi, t2);
+      const double nearest = before ? decay_minus(t2 - spikes[before - 1].step) : 0.0;
+      const double k_minus = before ? spikes[before - 1].k_minus * nearest : 0.0;
+      // exp(minus_dt / tau_plus), minus_dt = t_last - (t_post + d): a target spike's pairing
+      auto decay = [&](size_t j) { return st.decay_plus(spikes[j].step + d - t_last); };
+      switch (rule) {
+        case PlasticityRule::stdp:
+        case PlasticityRule::stdp_power_law:
+          for (size_t j = lo; j < hi; ++j) w = dep.up(w, k_plus * decay(j));
+          w = dep.down(w, k_minus);
+          break;
+        case PlasticityRule::stdp_nn_symmetric:
+          for (size_t j = lo; j < hi; ++j) w = dep.up(w, decay(j));
+          w = dep.down(w, nearest);
+          break;
+        case PlasticityRule::stdp_nn_pre_centered: {
+          double kp = st.k_plus[i];
+          if (lo < hi) {
+            w = dep.up(w, kp * decay(lo));
+            kp = 0;
+          }
+          w = dep.down(w, nearest);
+          st.k_plus[i] = kp * st.decay_plus(t_pre - t_last) + 1.0;
+          break;
         }
-        break;
-      case PlasticityRule::none:
-        break;
+        case PlasticityRule::stdp_nn_restricted:
+          if (lo < hi) {
+            w = dep.up(w, decay(lo));
+            w = dep.down(w, nearest);
+          }
+          break;
+        case PlasticityRule::none:
+          break;
+      }
+    } else {                                // the target has not spiked: K- is 0
+      switch (rule) {
+        case PlasticityRule::stdp:
+        case PlasticityRule::stdp_power_law:
+        case PlasticityRule::stdp_nn_symmetric: w = dep.down(w, 0.0); break;
+        case PlasticityRule::stdp_nn_pre_centered:
+          w = dep.down(w, 0.0);
+          st.k_plus[i] = st.k_plus[i] * st.decay_plus(t_pre - t_last) + 1.0;
+          break;
+        case PlasticityRule::stdp_nn_restricted:
+        case PlasticityRule::none: break;
+      }
     }
     st.weight[i] = w;
-    row[st.neuron[i] + st.column_offset] += to_fixed(w, scale);
+    row[neuron[i] + st.column_offset] += to_fixed(w, scale);
   }
   if (rule == PlasticityRule::stdp || rule == PlasticityRule::stdp_power_law)
-    st.seg_k_plus[h] = k_plus * st.decay_plus(t_pre - t_last) + 1.0;
-  st.seg_last[h] = t_pre;
-  return end - first;
+    trace.k_plus = k_plus * st.decay_plus(t_pre - t_last) + 1.0;
+  trace.last = t_pre;
+  return e.count;
+}
+
+}  // namespace
+
+uint64_t deliver_plastic(std::vector<PlasticStore>& stores, const std::vector<PlasticEntry>& due, int64_t step,
+                         PostHistory& history, int32_t* row, double scale) {
+  // Segments are known in advance: their traces and first synapses are fetched a few ahead.
+  constexpr size_t kAhead = 4;
+  auto fetch = [&](const PlasticEntry& e) {
+    const PlasticStore& st = stores[e.store];
+    __builtin_prefetch(&st.neuron[e.first]);
+    __builtin_prefetch(&st.weight[e.first], 1);
+    __builtin_prefetch(&st.seg_trace[e.segment], 1);
+  };
+  for (size_t e = 0; e < std::min(due.size(), kAhead); ++e) fetch(due[e]);
+  uint64_t events = 0;
+  for (size_t e = 0; e < due.size(); ++e) {
+    if (e + kAhead < due.size()) fetch(due[e + kAhead]);
+    events += deliver_segment(stores[due[e].store], due[e], step, history, row, scale);
+  }
+  return events;
 }
 
 double weight_up_to_date(const PlasticStore& st, uint32_t h, uint32_t i, const PostHistory& history, int64_t now) {
   double w = st.weight[i];
   if (history.empty()) return w;
   const WeightDependence dep{st.rule};
-  const PostHistory::Neuron& n = history.neurons[st.neuron[i]];
-  const int64_t d = st.seg_delay[h], t_last = st.seg_last[h];
+  const PostHistory::Hot& n = history.hot[st.neuron[i]];
+  const int64_t d = st.seg_delay[h], t_last = st.seg_trace[h].last;
   size_t lo, hi;
   spikes_between(n, t_last - d, now - d, lo, hi);
   auto decay = [&](size_t j) { return st.decay_plus(n.spikes[j].step + d - t_last); };
   switch (st.rule.rule) {
     case PlasticityRule::stdp:
     case PlasticityRule::stdp_power_law:
-      for (size_t j = lo; j < hi; ++j) w = dep.up(w, st.seg_k_plus[h] * decay(j));
+      for (size_t j = lo; j < hi; ++j) w = dep.up(w, st.seg_trace[h].k_plus * decay(j));
       break;
     case PlasticityRule::stdp_nn_symmetric:
       for (size_t j = lo; j < hi; ++j) w = dep.up(w, decay(j));

@@ -20,6 +20,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "core/huge_pages.hpp"
 #include "core/local_network.hpp"
 #include "core/spec.hpp"
 
@@ -47,47 +48,72 @@ class StepDecay {
   bool divide_ = true;
 };
 
-// One spike of a target neuron: its step (the engine's spike time, in steps), the trace K- just
-// after it, and how many of the neuron's incoming plastic synapses have read it.
+// One spike of a target neuron: its step (the engine's spike time, in steps: 40 bits last 3.5
+// years at 0.1 ms), how many of the neuron's incoming plastic synapses have read it (24 bits:
+// the build refuses more incoming plastic synapses), and the trace K- just after it. 16 bytes,
+// four to a cache line.
 struct PostSpike {
-  int64_t step;
+  int64_t step : 40;
+  uint64_t reads : 24;
   double k_minus;
-  uint32_t reads;
 };
+inline constexpr uint32_t kMaxPlasticIncoming = (uint32_t(1) << 24) - 1;
 
 // The spike histories of a thread's neurons (by thread-local index). Only neurons with incoming
-// plastic synapses record; a history is a vector used as a queue (spikes[head..]).
+// plastic synapses record; a history is a vector used as a queue (spikes[head..]). What a
+// delivery reads for every synapse is kept apart, a cache line per neuron (Hot): the last spike's
+// step and trace and the step of the one before, so a delivery that finds no target spike, or
+// only the last, since the synapse's previous spike reads nothing else (the last spike's reads
+// are counted there and added to its entry by the next record()), and where the history lies.
+// The rest (Cold) is for record() alone.
 struct PostHistory {
-  struct Neuron {
+  struct alignas(64) Hot {
+    PostSpike* spikes = nullptr;   // the vector's data and size, renewed by record()
+    uint32_t size = 0, head = 0;
+    int64_t last = 0;              // the last spike's step
+    double k_minus = 0;            // K- after it
+    int64_t previous = kNone;      // the spike before it
+    static constexpr int64_t kNone = -(int64_t(1) << 62);
+    uint32_t last_reads = 0;       // reads of the last spike not yet added to its entry
+    bool any() const { return size > head; }
+  };
+  struct Cold {
     std::vector<PostSpike> spikes;
-    uint32_t head = 0;
-    uint32_t incoming = 0;      // plastic synapses onto the neuron
-    double k_minus = 0;         // K- after the last spike
-    int64_t last = 0;           // the last spike's step
+    uint32_t incoming = 0;         // plastic synapses onto the neuron
     const StepDecay* decay = nullptr;   // exp(-k h / tau_minus): its population's
   };
-  std::vector<Neuron> neurons;
-  std::vector<StepDecay> decays;        // one per population (tau_minus)
-  int64_t keep_steps = 0;       // see record()
-  double h = 0.1;               // ms per step
+  std::vector<Hot, HugePageAllocator<Hot>> hot;
+  std::vector<Cold> cold;
+  std::vector<StepDecay> decays;   // one per population (tau_minus)
+  int64_t keep_steps = 0;          // see record()
+  double h = 0.1;                  // ms per step
 
-  bool empty() const { return neurons.empty(); }
+  bool empty() const { return hot.empty(); }
   // The neuron fired at `step`: forget the oldest spikes that every incoming synapse has read
   // once the next one lies more than keep_steps (twice the longest delay and a cycle) back, then
   // append this one with its trace.
   void record(uint64_t k, int64_t step) {
-    Neuron& n = neurons[k];
-    if (!n.incoming) return;
-    while (n.spikes.size() - n.head > 1 && n.spikes[n.head].reads >= n.incoming &&
-           step - n.spikes[n.head + 1].step > keep_steps)
-      ++n.head;
-    if (n.head >= 64 && 2 * n.head >= n.spikes.size()) {   // amortised: the vector stays small
-      n.spikes.erase(n.spikes.begin(), n.spikes.begin() + n.head);
+    Cold& c = cold[k];
+    if (!c.incoming) return;
+    Hot& n = hot[k];
+    auto& v = c.spikes;
+    if (n.any()) v.back().reads += n.last_reads;
+    n.last_reads = 0;
+    while (n.size - n.head > 1 && v[n.head].reads >= c.incoming && step - v[n.head + 1].step > keep_steps) ++n.head;
+    if (n.head >= 16 && 2 * n.head >= n.size) {   // amortised: the vector stays small
+      v.erase(v.begin(), v.begin() + n.head);
       n.head = 0;
     }
-    n.k_minus = n.k_minus * (*n.decay)(step - n.last) + 1.0;
+    n.k_minus = n.k_minus * (*c.decay)(step - n.last) + 1.0;
+    n.previous = n.any() ? n.last : Hot::kNone;
     n.last = step;
-    n.spikes.push_back({step, n.k_minus, 0});
+    PostSpike spike;
+    spike.step = step;
+    spike.reads = 0;
+    spike.k_minus = n.k_minus;
+    v.push_back(spike);
+    n.spikes = v.data();
+    n.size = uint32_t(v.size());
   }
 };
 
@@ -95,23 +121,29 @@ struct PostHistory {
 // segments sorted by target, as SynapseStore's; a weight (double) per synapse. The source's last
 // spike and its trace K+ are per segment (every synapse of a segment shares its pre-synaptic
 // train), except for the nearest-neighbour pre-centred rule, which resets K+ per synapse.
+struct SegmentTrace {
+  int64_t last = 0;                     // the step of the source's last delivered spike (0: none yet)
+  double k_plus = 0;                    // K+ after it
+};
+
 struct PlasticStore {
   uint32_t projection = 0;
   PlasticitySpec rule;
   std::vector<uint32_t> row_head, seg_first;
   std::vector<uint16_t> seg_delay;
-  std::vector<int64_t> seg_last;        // the step of the source's last delivered spike (0: none yet)
-  std::vector<double> seg_k_plus;       // K+ after it
-  std::vector<uint32_t> neuron;         // thread-local index of each synapse's target
-  std::vector<double> weight;
-  std::vector<double> k_plus;           // per synapse: the pre-centred rule only
+  // Read at random, a segment at a time, across hundreds of MB: huge pages spare the TLB misses.
+  std::vector<SegmentTrace, HugePageAllocator<SegmentTrace>> seg_trace;
+  std::vector<uint32_t, HugePageAllocator<uint32_t>> neuron;   // thread-local index of each synapse's target
+  std::vector<double, HugePageAllocator<double>> weight;
+  std::vector<double, HugePageAllocator<double>> k_plus;       // per synapse: the pre-centred rule only
   uint64_t column_offset = 0;           // input column = neuron + column_offset (inhibitory: split input)
   StepDecay decay_plus;                 // exp(-k h / tau_plus)
+  const StepDecay* decay_minus = nullptr;  // exp(-k h / tau_minus) of the targets (PostHistory::decays)
 
   uint64_t size() const { return weight.size(); }
   uint64_t bytes() const {
-    return row_head.size() * 4 + seg_first.size() * 4 + seg_delay.size() * 2 + seg_last.size() * 8 +
-           seg_k_plus.size() * 8 + neuron.size() * 4 + weight.size() * 8 + k_plus.size() * 8;
+    return row_head.size() * 4 + seg_first.size() * 4 + seg_delay.size() * 2 + seg_trace.size() * 16 +
+           neuron.size() * 4 + weight.size() * 8 + k_plus.size() * 8;
   }
 };
 
@@ -120,14 +152,21 @@ struct PlasticStore {
 void build_plastic_store(const EngineConfig& cfg, uint32_t j, const ThreadNeurons& neurons, SynapseStore& grouped,
                          const std::vector<double>& drawn, PlasticStore& out);
 // Counts each neuron's incoming plastic synapses and sets its trace's time constant.
-void build_post_history(const EngineConfig& cfg, const ThreadNeurons& neurons,
-                        const std::vector<PlasticStore>& stores, int64_t keep_steps, PostHistory& out);
+void build_post_history(const EngineConfig& cfg, const ThreadNeurons& neurons, std::vector<PlasticStore>& stores,
+                        int64_t keep_steps, PostHistory& out);
 
-// Delivers segment h of `store`, whose spike is integrated in step `step` (its spike time plus
-// the delay is step + 1): updates every weight, adds the efficacies (fixed point, `scale` units
-// per input unit) to the input row `row`. Returns the synapses delivered.
-uint32_t deliver_plastic_segment(PlasticStore& store, uint32_t h, int64_t step, PostHistory& history, int32_t* row,
-                                 double scale);
+// A plastic segment to deliver: the segment, its synapses and delay (copied from the store when
+// scheduled, so delivery reads no header), and its store (one per plastic projection).
+struct PlasticEntry {
+  uint32_t segment, first, count;
+  uint16_t store, delay;
+};
+
+// Delivers the plastic segments `due` whose spikes are integrated in step `step` (spike time plus
+// delay is step + 1): updates every weight, adds the efficacies (fixed point, `scale` units per
+// input unit) to the input row `row`. Returns the synapses delivered.
+uint64_t deliver_plastic(std::vector<PlasticStore>& stores, const std::vector<PlasticEntry>& due, int64_t step,
+                         PostHistory& history, int32_t* row, double scale);
 
 // A synapse's weight brought up to `now` (steps): the facilitation by the target's spikes that
 // reached the synapse since its last pre-synaptic spike, which NEST applies only at the next one.
