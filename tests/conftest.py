@@ -123,7 +123,7 @@ def run_sweep(ranks: int, tmp_dir: Path, exchanges, overlaps, **kw) -> dict:
     except subprocess.TimeoutExpired as e:
         pytest.fail(f"{describe(ranks, kw)} did not finish in {MPI_TIMEOUT_S} s (deadlock?)\n"
                     f"stdout: {e.stdout}\nstderr: {e.stderr}")
-    paths = {(e, o): Path(f"{base}-{e}-{int(o)}.npz") for e in exchanges for o in overlaps}
+    paths = {(e, o): Path(f"{base}-{e.replace('/', '+')}-{int(o)}.npz") for e in exchanges for o in overlaps}
     if proc.returncode != 0 or not all(p.exists() for p in paths.values()):
         pytest.fail(f"{describe(ranks, kw)} failed with status {proc.returncode}\n"
                     f"command: {' '.join(cmd)}\nstdout:\n{proc.stdout[-4000:]}\nstderr:\n{proc.stderr[-4000:]}")

@@ -29,7 +29,7 @@ import traceback
 import numpy as np
 
 MODELS = ("dpsnn", "burst", "artificial-cells", "mam-benchmark", "microcircuit", "iaf_psc_alpha", "rules",
-          "heterogeneous")
+          "heterogeneous", "plastic")
 # The microcircuit test network: `neurons` sets the scale (of 77,169), and the in-degrees are scaled
 # alike; the thalamic sources fire early so that the Poisson-source cells are exercised too.
 MICROCIRCUIT_TEST = {"thalamus": True, "th_start_ms": 50.0, "th_duration_ms": 20.0}
@@ -203,6 +203,47 @@ def heterogeneous_network(neurons: int, probability: float):
     return net
 
 
+def plastic_network(neurons: int, synapses: int):
+    """Every plasticity rule in one driven network of three areas (so every placement, on up to
+    three ranks, and the two-tier exchange apply): all-to-all STDP, multiplicative (E->E in area a) and additive on
+    inhibitory synapses (I->E, negative w_max); the three nearest-neighbour pairings, inside area
+    b and between the areas (3 ms and more); the power law onto a psc_exp population (pA, split
+    input); static projections beside them. Learning rates are large so weights move in 200 ms.
+    `synapses` is K."""
+    import ranvier as rv
+    n_e, n_i, n_b = neurons * 2 // 5, neurons // 10, neurons * 3 // 10
+    n_p = neurons - n_e - n_i - n_b
+    k = synapses
+    net = rv.Network(name="plastic")
+    net.add_population(rv.Population("E", n_e, dict(RULES_LIF), area="a", tau_minus_ms=30.0))
+    net.add_population(rv.Population("I", n_i, dict(RULES_LIF), excitatory=False, area="a"))
+    net.add_population(rv.Population("B", n_b, dict(RULES_LIF), area="b", tau_minus_ms=15.0))
+    net.add_population(rv.Population("P", n_p, {"E_L_mV": -65.0, "V_th_mV": -50.0, "tau_syn_ms": 0.5,
+                                                "V0_mean_mV": -60.0, "V0_sd_mV": 5.0}, model="psc_exp", area="c"))
+    exp_delays = dict(delay_offset_ms=1.0, delay_scale_ms=2.0, delay_cut_ms=5.0, delay_step_ms=0.5)
+    net.connect(rv.Projection(source="E", target="E", indegree=k, weight=0.25, weight_sd=0.05, **exp_delays,
+                              synapse=rv.STDP(lambda_=0.05, alpha=1.1, w_max=0.6)))
+    net.connect(rv.Projection(source="E", target="I", indegree=k, weight=0.3, delay_ms=1.0))
+    net.connect(rv.Projection(source="I", target="E", indegree=k // 2, weight=-0.8, delay_ms=1.0,
+                              synapse=rv.STDP(lambda_=0.02, mu_plus=0.0, mu_minus=0.0, w_max=-1.6)))
+    net.connect(rv.Projection(source="I", target="I", indegree=k // 2, weight=-0.5, delay_ms=1.0))
+    net.connect(rv.Projection(source="B", target="B", outdegree=k, weight=0.25, delay_ms=2.0,
+                              synapse=rv.STDP(lambda_=0.05, w_max=0.5, pairing="nearest-symmetric")))
+    net.connect(rv.Projection(source="E", target="B", indegree=k // 2, weight=0.2, delay_ms=3.0,
+                              synapse=rv.STDP(lambda_=0.05, w_max=0.5, mu_plus=0.5,
+                                              pairing="nearest-presynaptic-centered")))
+    net.connect(rv.Projection(source="B", target="E", indegree=k // 2, weight=0.2, delay_distribution="normal",
+                              delay_offset_ms=3.0, delay_mean_ms=4.0, delay_sd_ms=1.0,
+                              synapse=rv.STDP(lambda_=0.05, w_max=0.5, pairing="nearest-restricted")))
+    net.connect(rv.Projection(source="B", target="P", indegree=k, weight=30.0, delay_ms=1.5,
+                              synapse=rv.STDPPowerLaw(lambda_=0.05, mu=0.4)))
+    net.connect(rv.Projection(source="P", target="B", indegree=k // 2, weight=0.2, delay_ms=2.0))
+    for tgt in ("E", "I", "B"):
+        net.drive(rv.PoissonDrive(tgt, 400, 5.0, weight=0.9, weight_sd=0.1))
+    net.drive(rv.PoissonDrive("P", 100, 50.0, weight=160.0))
+    return net
+
+
 def run_config(model="dpsnn", neurons=2048, synapses=1125, ms=300.0, threads=1, exchange="allgather",
                placement="round-robin", seed=1, probability=0.02, record=None, comm=None, overlap=False,
                ranks_per_node=0, delay_ratio=10, global_interval=None, areas=MAM_TEST["n_areas"]):
@@ -233,6 +274,8 @@ def run_config(model="dpsnn", neurons=2048, synapses=1125, ms=300.0, threads=1, 
         net = rules_network(neurons, synapses)
     elif model == "heterogeneous":
         net = heterogeneous_network(neurons, probability)
+    elif model == "plastic":
+        net = plastic_network(neurons, synapses)
     elif model == "microcircuit":
         scale = neurons / 77169
         net = rv.models.build("microcircuit", scale=scale, k_scale=scale, **MICROCIRCUIT_TEST)
@@ -257,6 +300,11 @@ def run_config(model="dpsnn", neurons=2048, synapses=1125, ms=300.0, threads=1, 
     t1 = time.perf_counter()
     res = sim.run(ms)
     t_run = time.perf_counter() - t1
+    # the plastic network: every synapse with its weight after the run, and one projection's
+    # weights brought up to date
+    if model == "plastic":
+        gathered = sim.connections()
+        up_to_date = sim.weights("E", "E", up_to_date=True)
     parts = sim.comm.gather(summary)
     if sim.rank != 0:
         return None
@@ -286,6 +334,8 @@ def run_config(model="dpsnn", neurons=2048, synapses=1125, ms=300.0, threads=1, 
     }
     if gathered is not None:
         out.update({f"connections_{k}": np.asarray(v) for k, v in gathered._asdict().items()})
+    if model == "plastic":
+        out.update({f"up_to_date_{k}": np.asarray(v) for k, v in up_to_date._asdict().items()})
     return out
 
 

@@ -32,12 +32,6 @@ struct WeightDependence {
     const double norm_w = (w / p.w_max) - (p.alpha * p.lambda * f * k_minus);
     return norm_w > 0.0 ? norm_w * p.w_max : 0.0;
   }
-  // exp(dt / tau_plus) as NEST writes it for each rule (a division, or the power law's product
-  // with the inverse).
-  double decay_plus(double dt_ms) const {
-    return p.rule == PlasticityRule::stdp_power_law ? std::exp(dt_ms * (1.0 / p.tau_plus_ms))
-                                                    : std::exp(dt_ms / p.tau_plus_ms);
-  }
 };
 
 // The target's spikes in (t1, t2] (NEST's get_history): spikes[lo, hi).
@@ -81,6 +75,9 @@ void build_plastic_store(const EngineConfig& cfg, uint32_t j, const ThreadNeuron
     out.column_offset = column - k;        // the same for every synapse: one target population
     out.weight[i] = drawn[uint32_t(grouped.synapses[i].weight)];
   }
+  // exp(dt / tau_plus) as NEST writes it for each rule: a division, or the power law's product
+  // with the inverse
+  out.decay_plus = StepDecay(cfg.resolution_ms, out.rule.tau_plus_ms, out.rule.rule != PlasticityRule::stdp_power_law);
   const size_t segments = out.seg_delay.size();
   out.seg_last.assign(segments, 0);
   out.seg_k_plus.assign(segments, 0.0);
@@ -97,9 +94,10 @@ void build_post_history(const EngineConfig& cfg, const ThreadNeurons& neurons, c
   out.h = cfg.resolution_ms;
   out.keep_steps = keep_steps;
   out.neurons.resize(neurons.size());
+  out.decays.reserve(cfg.populations.size());          // never reallocated: neurons point into it
+  for (const auto& pop : cfg.populations) out.decays.emplace_back(cfg.resolution_ms, pop.tau_minus_ms, false);
   for (const auto& range : neurons.ranges)
-    for (uint64_t k = range.begin; k < range.end; ++k)
-      out.neurons[k].tau_minus_inv = 1.0 / cfg.populations[range.population].tau_minus_ms;
+    for (uint64_t k = range.begin; k < range.end; ++k) out.neurons[k].decay = &out.decays[range.population];
   for (const auto& st : stores)
     for (uint32_t k : st.neuron) ++out.neurons[k].incoming;
 }
@@ -112,7 +110,6 @@ uint32_t deliver_plastic_segment(PlasticStore& st, uint32_t h, int64_t step, Pos
   const int64_t t_pre = step + 1 - d;       // the pre-synaptic spike's time (steps)
   const int64_t t_last = st.seg_last[h];    // the previous one's
   const double k_plus = st.seg_k_plus[h];
-  const double ms = history.h;
   // Post-synaptic spikes reach the synapse d later: those in (t_last - d, t_pre - d] pair with
   // t_last (facilitation); K- just before t_pre - d depresses.
   const int64_t t1 = t_last - d, t2 = t_pre - d;
@@ -125,31 +122,32 @@ uint32_t deliver_plastic_segment(PlasticStore& st, uint32_t h, int64_t step, Pos
     for (size_t j = lo; j < hi; ++j) ++n.spikes[j].reads;
     const size_t before = last_before(n, hi, t2);
     // exp((t_i - t) / tau_minus) of the last spike before t2, as NEST's archiving node writes it
-    const double nearest = before ? std::exp(double(n.spikes[before - 1].step - t2) * ms * n.tau_minus_inv) : 0.0;
-    auto minus_dt = [&](size_t j) { return double(t_last - (n.spikes[j].step + d)) * ms; };
+    const double nearest = before ? (*n.decay)(t2 - n.spikes[before - 1].step) : 0.0;
+    // exp(minus_dt / tau_plus), minus_dt = t_last - (t_post + d): a target spike's pairing
+    auto decay = [&](size_t j) { return st.decay_plus(n.spikes[j].step + d - t_last); };
     switch (rule) {
       case PlasticityRule::stdp:
       case PlasticityRule::stdp_power_law:
-        for (size_t j = lo; j < hi; ++j) w = dep.up(w, k_plus * dep.decay_plus(minus_dt(j)));
+        for (size_t j = lo; j < hi; ++j) w = dep.up(w, k_plus * decay(j));
         w = dep.down(w, before ? n.spikes[before - 1].k_minus * nearest : 0.0);
         break;
       case PlasticityRule::stdp_nn_symmetric:
-        for (size_t j = lo; j < hi; ++j) w = dep.up(w, dep.decay_plus(minus_dt(j)));
+        for (size_t j = lo; j < hi; ++j) w = dep.up(w, decay(j));
         w = dep.down(w, nearest);
         break;
       case PlasticityRule::stdp_nn_pre_centered: {
         double kp = st.k_plus[i];
         if (lo < hi) {
-          w = dep.up(w, kp * dep.decay_plus(minus_dt(lo)));
+          w = dep.up(w, kp * decay(lo));
           kp = 0;
         }
         w = dep.down(w, nearest);
-        st.k_plus[i] = kp * dep.decay_plus(double(t_last - t_pre) * ms) + 1.0;
+        st.k_plus[i] = kp * st.decay_plus(t_pre - t_last) + 1.0;
         break;
       }
       case PlasticityRule::stdp_nn_restricted:
         if (lo < hi) {
-          w = dep.up(w, dep.decay_plus(minus_dt(lo)));
+          w = dep.up(w, decay(lo));
           w = dep.down(w, nearest);
         }
         break;
@@ -160,7 +158,7 @@ uint32_t deliver_plastic_segment(PlasticStore& st, uint32_t h, int64_t step, Pos
     row[st.neuron[i] + st.column_offset] += to_fixed(w, scale);
   }
   if (rule == PlasticityRule::stdp || rule == PlasticityRule::stdp_power_law)
-    st.seg_k_plus[h] = k_plus * dep.decay_plus(double(t_last - t_pre) * ms) + 1.0;
+    st.seg_k_plus[h] = k_plus * st.decay_plus(t_pre - t_last) + 1.0;
   st.seg_last[h] = t_pre;
   return end - first;
 }
@@ -173,7 +171,7 @@ double weight_up_to_date(const PlasticStore& st, uint32_t h, uint32_t i, const P
   const int64_t d = st.seg_delay[h], t_last = st.seg_last[h];
   size_t lo, hi;
   spikes_between(n, t_last - d, now - d, lo, hi);
-  auto decay = [&](size_t j) { return dep.decay_plus(double(t_last - (n.spikes[j].step + d)) * history.h); };
+  auto decay = [&](size_t j) { return st.decay_plus(n.spikes[j].step + d - t_last); };
   switch (st.rule.rule) {
     case PlasticityRule::stdp:
     case PlasticityRule::stdp_power_law:

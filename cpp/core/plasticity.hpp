@@ -25,6 +25,28 @@
 
 namespace ranvier {
 
+// exp(-k h / tau) for whole steps k, tabulated: the exponentials of the update are all of this
+// form. The table holds exactly what the direct expression gives (the same operations on the same
+// operands), so a value is the same whether it comes from the table or, beyond it, from std::exp.
+// divide: exp((-k h) / tau) (NEST's stdp_synapse); else exp(-k h * (1 / tau)) (its archiving
+// node and the power law).
+class StepDecay {
+ public:
+  static constexpr int64_t kSize = 8192;   // 819 ms at 0.1 ms: most intervals between spikes
+  StepDecay() = default;
+  StepDecay(double h, double tau, bool divide) : h_(h), tau_(tau), inv_(1.0 / tau), divide_(divide) {
+    table_.resize(kSize);
+    for (int64_t k = 0; k < kSize; ++k) table_[k] = direct(k);
+  }
+  double operator()(int64_t k) const { return k >= 0 && k < kSize ? table_[k] : direct(k); }
+
+ private:
+  double direct(int64_t k) const { return divide_ ? std::exp((double(-k) * h_) / tau_) : std::exp(double(-k) * h_ * inv_); }
+  std::vector<double> table_;
+  double h_ = 0.1, tau_ = 1, inv_ = 1;
+  bool divide_ = true;
+};
+
 // One spike of a target neuron: its step (the engine's spike time, in steps), the trace K- just
 // after it, and how many of the neuron's incoming plastic synapses have read it.
 struct PostSpike {
@@ -42,9 +64,10 @@ struct PostHistory {
     uint32_t incoming = 0;      // plastic synapses onto the neuron
     double k_minus = 0;         // K- after the last spike
     int64_t last = 0;           // the last spike's step
-    double tau_minus_inv = 0;   // 1 / tau_minus (1/ms)
+    const StepDecay* decay = nullptr;   // exp(-k h / tau_minus): its population's
   };
   std::vector<Neuron> neurons;
+  std::vector<StepDecay> decays;        // one per population (tau_minus)
   int64_t keep_steps = 0;       // see record()
   double h = 0.1;               // ms per step
 
@@ -62,7 +85,7 @@ struct PostHistory {
       n.spikes.erase(n.spikes.begin(), n.spikes.begin() + n.head);
       n.head = 0;
     }
-    n.k_minus = n.k_minus * std::exp(double(n.last - step) * h * n.tau_minus_inv) + 1.0;
+    n.k_minus = n.k_minus * (*n.decay)(step - n.last) + 1.0;
     n.last = step;
     n.spikes.push_back({step, n.k_minus, 0});
   }
@@ -83,6 +106,7 @@ struct PlasticStore {
   std::vector<double> weight;
   std::vector<double> k_plus;           // per synapse: the pre-centred rule only
   uint64_t column_offset = 0;           // input column = neuron + column_offset (inhibitory: split input)
+  StepDecay decay_plus;                 // exp(-k h / tau_plus)
 
   uint64_t size() const { return weight.size(); }
   uint64_t bytes() const {

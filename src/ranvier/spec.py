@@ -36,6 +36,9 @@ from .plasticity import plasticity_spec
 # plus a fixed allowance per rank for Python, NumPy and MPI.
 BYTES_PER_SYNAPSE_PEAK = 11.0          # 8-byte synapses (measured: 12.4 B/synapse for dpsnn, Python included)
 BYTES_PER_SYNAPSE_PEAK_PACKED = 7.0    # 4-byte synapses (measured: 6.3 B/synapse for the full microcircuit)
+# Plastic synapses (cpp/core/plasticity.hpp) are drawn as wide ones with their weights in double
+# precision (8 + 2 + 8 B), then turned into a 4-byte target and an 8-byte weight while both exist.
+BYTES_PER_PLASTIC_SYNAPSE_PEAK = 30.0
 BASE_BYTES_PER_RANK = 150 * 2**20
 
 # The external drive (Engine::drive, cpp/core/engine.cpp; PoissonTable, cpp/core/distributions.hpp).
@@ -54,9 +57,22 @@ def max_abs_weight(pr) -> float:
     if weights is not None:
         return float(np.abs(weights).max()) if weights.size else 0.0
     m = abs(pr.weight)
-    if pr.weight_sd <= 0:
-        return m
-    return m + 6.5 * pr.weight_sd if pr.weight_clip else 2 * m
+    if pr.weight_sd > 0:
+        m = m + 6.5 * pr.weight_sd if pr.weight_clip else 2 * m
+    return max(m, plastic_weight_bound(pr))
+
+
+def plastic_weight_bound(pr) -> float:
+    """The largest |weight| plasticity can reach: |w_max| for STDP; the power law has no bound,
+    and ten times the largest initial weight is taken (the engine saturates the fixed point)."""
+    if pr.synapse is None:
+        return 0.0
+    if hasattr(pr.synapse, "w_max"):
+        return abs(pr.synapse.w_max)
+    weights = pr.weight_array()
+    initial = float(np.abs(weights).max()) if weights is not None and weights.size else abs(pr.weight) * (
+        2 if pr.weight_sd > 0 else 1)
+    return 10 * initial
 
 
 def typical_abs_weight(pr) -> float | None:
@@ -310,10 +326,12 @@ class EngineSpec:
         and per-thread buffers), drive (the external drive's Poisson tables and event buffers),
         rules (what the connection rules hold during the build: rule_bytes)."""
         net, ranks, threads = self.network, self.ranks, self.threads
-        synapses = net.expected_synapses() / ranks
+        plastic = sum(net.projection_synapses(pr) for pr in net.projections if pr.synapse is not None) / ranks
+        synapses = net.expected_synapses() / ranks - plastic
         neurons = net.size / ranks
         per_thread = net.size * 4 * 2 + self.drive_steps * neurons / threads * 4
-        return {"base": BASE_BYTES_PER_RANK, "synapses": synapses * self.bytes_per_synapse_peak,
+        return {"base": BASE_BYTES_PER_RANK,
+                "synapses": synapses * self.bytes_per_synapse_peak + plastic * BYTES_PER_PLASTIC_SYNAPSE_PEAK,
                 "neurons": neurons * 64 + per_thread * threads,
                 "drive": drive_bytes(net, self.resolution_ms, self.drive_steps, threads, ranks),
                 "rules": rule_bytes(net, threads, ranks)}

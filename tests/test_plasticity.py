@@ -1,0 +1,237 @@
+"""STDP (ranvier.plasticity): exact, and identical under any decomposition.
+
+- Every plastic synapse's final weight equals what NEST's algorithm gives for its own pre- and
+  post-synaptic spike trains: an independent, event-by-event Python transcription of NEST 3.10's
+  stdp_synapse, stdp_nn_*_synapse and stdp_pl_synapse_hom (send(), and the archiving node's
+  get_history / get_K_value) run on the spike trains the engine produced. NEST itself is the
+  reference of tests/test_stdp_nest.py.
+- The plastic network of tests/mpi_runner.py (every rule, two areas) gives identical spikes and
+  identical weights (float64, bit for bit) for ranks {1, 2, 3} x threads {1, 2} x every exchange
+  (overlapped or not, and two-tier) x every placement.
+- A learning rate of zero gives the spikes of static synapses; bad input is refused clearly.
+"""
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+import pytest
+
+import ranvier as rv
+from conftest import counters
+from mpi_runner import plastic_network
+
+PLASTIC_RUN = dict(model="plastic", neurons=600, synapses=30, ms=200.0)
+STRATEGIES = tuple(rv.simulation.STRATEGIES)
+PLACEMENTS = tuple(rv.simulation.PLACEMENTS)
+
+
+# -- NEST's algorithm, transcribed event by event ---------------------------------------------
+def nest_weight(synapse, w, delay, pre, post, tau_minus, h, steps_done):
+    """The weight NEST gives a synapse with these spike trains (steps), after every pre-synaptic
+    spike delivered by `steps_done` (those with t_pre + delay <= steps_done)."""
+    pl = isinstance(synapse, rv.STDPPowerLaw)
+    rule = synapse.rule
+    tau_plus = synapse.tau_plus_ms
+    lam, alpha = synapse.lambda_, synapse.alpha
+
+    def up(w, k):
+        if pl:
+            return w + lam * w ** synapse.mu * k
+        n = w / synapse.w_max + lam * (1.0 - w / synapse.w_max) ** synapse.mu_plus * k
+        return n * synapse.w_max if n < 1.0 else synapse.w_max
+
+    def down(w, k):
+        if pl:
+            n = w - lam * alpha * w * k
+            return n if n > 0.0 else 0.0
+        n = w / synapse.w_max - alpha * lam * (w / synapse.w_max) ** synapse.mu_minus * k
+        return n * synapse.w_max if n > 0.0 else 0.0
+
+    # NEST compares times with a tolerance (stdp_eps), which on the grid is an exact comparison
+    # of steps: the windows are chosen in steps here, the exponentials take milliseconds.
+    history, k_minus, last = [], 0.0, None          # the archiving node: (step, K-) per spike
+    for t in post:
+        k_minus = (k_minus * math.exp((last - t * h) / tau_minus) if last is not None else 0.0) + 1.0
+        last = t * h
+        history.append((t, k_minus))
+    k_plus, t_last, last_step = 0.0, 0.0, 0
+    for t in pre:
+        if t + delay > steps_done:
+            break
+        t_spike, dd = t * h, delay * h
+        window = [(tp, k) for tp, k in history if last_step - delay < tp <= t - delay]
+        before = [(tp, k) for tp, k in history if tp < t - delay]
+        K, nearest = ((before[-1][1] * math.exp((before[-1][0] * h - (t_spike - dd)) / tau_minus),
+                       math.exp((before[-1][0] * h - (t_spike - dd)) / tau_minus)) if before else (0.0, 0.0))
+        decay = [math.exp((t_last - (tp * h + dd)) / tau_plus) for tp, _ in window]
+        if rule in ("stdp", "stdp_power_law"):
+            for e in decay:
+                w = up(w, k_plus * e)
+            w = down(w, K)
+            k_plus = k_plus * math.exp((t_last - t_spike) / tau_plus) + 1.0
+        elif rule == "stdp_nn_symmetric":
+            for e in decay:
+                w = up(w, e)
+            w = down(w, nearest)
+        elif rule == "stdp_nn_pre_centered":
+            if decay:
+                w = up(w, k_plus * decay[0])
+                k_plus = 0.0
+            w = down(w, nearest)
+            k_plus = k_plus * math.exp((t_last - t_spike) / tau_plus) + 1.0
+        elif rule == "stdp_nn_restricted":
+            if decay:
+                w = up(w, decay[0])
+                w = down(w, nearest)
+        t_last, last_step = t_spike, t
+    return w
+
+
+def trains(result):
+    """Spike steps per neuron id."""
+    ids, steps = result.spike_ids, result.spike_steps
+    order = np.argsort(ids, kind="stable")
+    ids, steps = ids[order], steps[order]
+    bounds = np.searchsorted(ids, np.arange(ids.max() + 2))
+    return lambda g: steps[bounds[g]:bounds[g + 1]] if g <= ids.max() else steps[:0]
+
+
+@pytest.fixture(scope="module")
+def plastic_run():
+    net = plastic_network(PLASTIC_RUN["neurons"], PLASTIC_RUN["synapses"])
+    initial = rv.Simulation(net, threads=1, seed=1)
+    sim = rv.Simulation(net, threads=2, seed=1)
+    res = sim.run(PLASTIC_RUN["ms"])
+    return net, initial, sim, res
+
+
+def test_every_rule_gives_nest_weights_for_its_spike_trains(plastic_run):
+    net, initial, sim, res = plastic_run
+    train = trains(res)
+    h, steps_done = sim.resolution_ms, round(res.duration_ms / sim.resolution_ms)
+    rng = np.random.default_rng(0)
+    for pr in net.projections:
+        if pr.synapse is None:
+            continue
+        before, after = initial.weights(pr.source, pr.target), sim.weights(pr.source, pr.target)
+        assert np.array_equal(before.source, after.source) and np.array_equal(before.delay_ms, after.delay_ms)
+        changed = np.count_nonzero(before.weight != after.weight)
+        assert changed > after.weight.size // 2, (pr.source, pr.target, changed)     # the rule did work
+        tau_minus = net.population(pr.target).tau_minus_ms
+        # the engine orders multapses by weight; sort both sides per (source, target, delay)
+        worst = 0.0
+        for i in rng.choice(after.weight.size, 300, replace=False):
+            s, t, d = int(after.source[i]), int(after.target[i]), round(after.delay_ms[i] / h)
+            same = np.flatnonzero((before.source == s) & (before.target == t) & (np.rint(before.delay_ms / h) == d))
+            expected = sorted(nest_weight(pr.synapse, before.weight[j], d, train(s), train(t), tau_minus, h, steps_done)
+                              for j in same)
+            got = sorted(after.weight[same])
+            for e, g in zip(expected, got):
+                worst = max(worst, abs(g - e) / max(abs(e), 1e-300))
+        assert worst < 1e-12, (pr.source, pr.target, type(pr.synapse).__name__, worst)
+
+
+def test_up_to_date_weights_are_the_next_spikes_facilitation(plastic_run):
+    """Brought up to date, an all-to-all weight has had the facilitation of every target spike
+    that reached the synapse; the stored weight has not; reading changes nothing."""
+    net, _, sim, res = plastic_run
+    stored = sim.weights("E", "E")
+    now = sim.weights("E", "E", up_to_date=True)
+    moved = now.weight != stored.weight
+    assert 0 < np.count_nonzero(moved) < stored.weight.size
+    assert np.all(now.weight[moved] > stored.weight[moved])       # only facilitation is pending
+    assert np.array_equal(sim.weights("E", "E").weight, stored.weight)
+
+
+def test_zero_learning_rate_gives_the_spikes_of_static_synapses():
+    def net(synapse):
+        n = rv.Network()
+        n.add_population(rv.Population("E", 400, initial="uniform"))
+        n.add_population(rv.Population("I", 100, initial="uniform", excitatory=False))
+        n.connect(rv.Projection(source="E", target="E", indegree=40, weight=0.5, delay_ms=1.5, synapse=synapse))
+        n.connect(rv.Projection(source="E", target="I", indegree=40, weight=0.5, delay_ms=1.5))
+        n.connect(rv.Projection(source="I", target="E", indegree=10, weight=-2.0, delay_ms=1.0))
+        n.drive(rv.PoissonDrive("E", 100, 20.0, weight=0.5))
+        n.drive(rv.PoissonDrive("I", 100, 20.0, weight=0.5))
+        return n
+    static = rv.Simulation(net(None), threads=1, seed=4).run(500.0)
+    assert static.spikes_total > 300
+    for synapse in (rv.STDP(lambda_=0.0, w_max=1.0), rv.STDP(lambda_=0.0, w_max=1.0, pairing="nearest-symmetric"),
+                    rv.STDPPowerLaw(lambda_=0.0)):
+        sim = rv.Simulation(net(synapse), threads=2, seed=4)
+        plastic = sim.run(500.0)
+        assert np.array_equal(plastic.spike_ids, static.spike_ids), synapse
+        assert np.array_equal(plastic.spike_steps, static.spike_steps), synapse
+        assert np.allclose(sim.weights("E", "E").weight, 0.5, rtol=1e-15, atol=0)
+
+
+def test_weights_of_a_static_projection_and_the_errors():
+    net = plastic_network(300, 10)
+    sim = rv.Simulation(net, threads=1)
+    w = sim.weights("E", "I")
+    stored = np.rint(0.3 * 2.0**sim.fraction_bits) / 2.0**sim.fraction_bits     # static: in fixed point
+    assert w.weight.size == net.population("I").size * 10 and np.all(w.weight == stored)
+    with pytest.raises(rv.ConfigError, match="no projection from 'I' onto 'B'"):
+        sim.weights("I", "B")
+    with pytest.raises(rv.ConfigError, match="does not join them"):
+        sim.weights("E", "E", index=3)
+
+
+@pytest.mark.parametrize("kw,word", [
+    (dict(synapse="stdp"), "'synapse' must be None"),
+    (dict(synapse=rv.STDP(pairing="nearest")), "pairing must be one of"),
+    (dict(synapse=rv.STDP(w_max=0.0)), "'w_max' must not be zero"),
+    (dict(synapse=rv.STDP(tau_plus_ms=-1.0)), "'tau_plus_ms' must be positive"),
+    (dict(synapse=rv.STDP(lambda_=-0.1)), "'lambda_' must be at least 0"),
+    (dict(synapse=rv.STDP(w_max=-1.0)), "must have the sign of w_max"),
+    (dict(weight=-0.5, synapse=rv.STDPPowerLaw()), "power-law STDP needs weights >= 0"),
+])
+def test_bad_plasticity_is_refused_before_anything_is_built(kw, word):
+    net = rv.Network()
+    net.add_population(rv.Population("E", 10))
+    with pytest.raises(rv.ConfigError, match=word) as e:
+        net.connect(rv.Projection(**{"source": "E", "target": "E", "indegree": 2, "weight": 0.5, "delay_ms": 1.0,
+                                     **kw}))
+    assert "projection E->E" in str(e.value)
+
+
+def test_bad_tau_minus_is_refused():
+    with pytest.raises(rv.ConfigError, match="'tau_minus_ms'"):
+        rv.Network().add_population(rv.Population("E", 10, tau_minus_ms=0.0))
+
+
+# -- decomposition invariance -----------------------------------------------------------------
+DECOMPOSITIONS = [c for c in itertools.product((1, 2, 3), (1, 2), PLACEMENTS) if c != (1, 1, "round-robin")]
+
+
+@pytest.fixture(scope="module")
+def plastic_reference(workloads):
+    return workloads(1, threads=1, placement="round-robin", **PLASTIC_RUN)
+
+
+def test_plastic_reference_is_not_trivial(plastic_reference):
+    ref = plastic_reference
+    first = ref["population_first_ids"]
+    by_population = np.bincount(np.searchsorted(first[1:], ref["ids"], side="right"), minlength=4)
+    assert np.all(by_population > 500), by_population              # E, I, B and P all fire
+    assert counters(ref)["synaptic_events_recurrent"] > 100_000
+    assert ref["connections_source"].size == ref["synapses_per_rank"].sum()
+
+
+@pytest.mark.parametrize("ranks,threads,placement", DECOMPOSITIONS,
+                         ids=[f"ranks={r}-threads={t}-{p}" for r, t, p in DECOMPOSITIONS])
+def test_plastic_network_is_decomposition_invariant(workloads, plastic_reference, ranks, threads, placement):
+    ref = plastic_reference
+    runs = workloads.sweep(ranks, STRATEGIES, threads=threads, placement=placement, **PLASTIC_RUN)
+    runs.update(workloads.sweep(ranks, ("two-tier/alltoallv",), overlaps=(False,), threads=threads,
+                                placement=placement, **PLASTIC_RUN))
+    for (exchange, overlap), run in runs.items():
+        what = f"{exchange}, overlap={overlap}"
+        assert run["ranks"] == ranks
+        assert np.array_equal(run["ids"], ref["ids"]) and np.array_equal(run["steps"], ref["steps"]), what
+        for key in ("source", "target", "weight", "delay_ms"):
+            assert np.array_equal(run[f"connections_{key}"], ref[f"connections_{key}"]), (what, key)
+            assert np.array_equal(run[f"up_to_date_{key}"], ref[f"up_to_date_{key}"]), (what, key)
+        assert counters(run)["events_scheduled"] == counters(ref)["events_scheduled"], what
