@@ -43,6 +43,7 @@ SMALL_MC = "--set scale=0.02 --set k_scale=0.05 --duration-ms 100"
 SMALL_MAM = "--set area_size=400 --set K=40 --duration-ms 100"
 VALIDATION = "--scale 0.02 --set k_scale=0.05 --seeds 1 --duration-ms 200 --transient-ms 100"
 NEST_SMALL = "--scale 0.02 --k-scale 0.05 --duration-ms 200 --transient-ms 100"
+STDP_SMALL = "--neurons 1000 --synapses-per-neuron 100 --duration-ms 200 --transient-ms 50 --threads 1"
 
 
 def _wall_meter_trace(scratch: Path) -> str:
@@ -144,6 +145,13 @@ SCALED: dict[str, Scaled] = {
     "--repeats 1 --out bench-results/nest-full": Scaled(NEST_SMALL, needs="nest"),
     "python bench/nest_compare.py microcircuit --scale 0.1 --skip-nest": Scaled(NEST_SMALL),
     "python bench/nest_compare.py microcircuit --scale 0.1 --skip-ranvier": Scaled(NEST_SMALL, needs="nest"),
+    # docs/workloads/dpsnn.md, "Plasticity" (NEST runs too where it is installed)
+    "ranvier run examples/dpsnn-stdp.toml": Scaled(SMALL_DPSNN),
+    "ranvier run dpsnn --set plasticity=stdp --set stdp_lambda=0.02 --duration-ms 2000": Scaled(SMALL_DPSNN),
+    "python bench/stdp_compare.py --neurons 20480 --duration-ms 10000 --threads 2 --out bench-results/stdp":
+        Scaled(STDP_SMALL),
+    "python bench/stdp_compare.py --neurons 5120 --duration-ms 3000 --transient-ms 1000 --skip-nest":
+        Scaled(STDP_SMALL),
     # docs/performance.md: callgrind counts (the scratch folder has its own copy of docs/)
     "python bench/instructions.py": Scaled("--workloads dpsnn", needs="valgrind"),
     "python bench/instructions.py --compare docs/measurements/instructions.json":

@@ -34,7 +34,22 @@ DPSNN_DEFAULTS = {
     "external_weight_exc_mV": 0.858516, "external_weight_inh_mV": 1.12047,
     "external_weight_relative_sd": 0.25,
     "initial": "reset",            # "reset" (V = H, c = 0, as the original) or "uniform" (V ~ U[H, theta))
+    # Plasticity (docs/workloads/dpsnn.md, "Plasticity"): "none" (or None) keeps every synapse static;
+    # "stdp" makes the four excitatory-to-excitatory projections (F, B -> F, B) plastic with NEST's
+    # stdp_synapse rule (rv.STDP); the stdp_* parameters are read only then.
+    "plasticity": "none",
+    "stdp_tau_plus_ms": 20.0,      # pre-synaptic trace K+ (NEST tau_plus)
+    "stdp_tau_minus_ms": 20.0,     # post-synaptic trace K- of F and B neurons (NEST tau_minus, a neuron parameter)
+    "stdp_lambda": 0.01,           # learning rate, in units of w_max (NEST lambda)
+    "stdp_alpha": 1.0,             # depression / potentiation (NEST alpha)
+    "stdp_mu_plus": 1.0,           # weight dependence of potentiation: 0 additive, 1 multiplicative
+    "stdp_mu_minus": 1.0,          # weight dependence of depression: 0 additive, 1 multiplicative
+    "stdp_w_max_factor": 2.0,      # w_max of each plastic projection = factor x its mean efficacy J (NEST Wmax)
+    "stdp_pairing": "all-to-all",  # or "nearest-symmetric", "nearest-presynaptic-centered", "nearest-restricted"
 }
+PLASTICITY_CHOICES = (None, "none", "stdp")
+# The excitatory-to-excitatory projections that "stdp" makes plastic.
+DPSNN_PLASTIC = (("F", "F"), ("F", "B"), ("B", "F"), ("B", "B"))
 
 
 def _check_overrides(model: str, defaults: dict, overrides: dict) -> dict:
@@ -66,9 +81,16 @@ def dpsnn(**overrides) -> Network:
 
     80 % excitatory (F and B, with adaptation), 20 % inhibitory (I, without), every
     ordered pair connected with p = synapses_per_neuron / neurons, exponential delays
-    in whole milliseconds, 400 external Poisson synapses per neuron.
+    in whole milliseconds, 400 external Poisson synapses per neuron. plasticity="stdp" makes
+    the excitatory-to-excitatory synapses plastic (NEST's stdp_synapse, the stdp_* parameters).
     """
+    if overrides.get("plasticity") not in PLASTICITY_CHOICES:
+        raise ConfigError(f"dpsnn: 'plasticity' must be \"stdp\" (STDP on the excitatory-to-excitatory synapses) or "
+                          f"\"none\" (static synapses, the default), got {overrides['plasticity']!r}")
+    if "plasticity" in overrides and overrides["plasticity"] is None:     # Python's spelling of "none"
+        overrides = {**overrides, "plasticity": "none"}
     p = _check_overrides("dpsnn", DPSNN_DEFAULTS, overrides)
+    stdp = _dpsnn_stdp(p, overrides)
     n = p["neurons"]
     if n < 3:
         raise ConfigError(f"dpsnn: 'neurons' must be an integer of at least 3, got {n!r}")
@@ -102,17 +124,20 @@ def dpsnn(**overrides) -> Network:
 
     net = Network(name="dpsnn", parameters=p)
     for name, size, kind in (("F", n_f, "exc"), ("B", n_b, "exc"), ("I", n_i, "inh")):
+        extra = {"tau_minus_ms": p["stdp_tau_minus_ms"]} if stdp is not None and kind == "exc" else {}
         net.add_population(Population(name, size, neuron(kind), initial=p["initial"], excitatory=kind == "exc",
-                                      origin={"tau_arp_ms": f"tau_arp_{kind}_ms"}))
+                                      origin={"tau_arp_ms": f"tau_arp_{kind}_ms"}, **extra))
     prob = k / n   # the spec's p = K / N
     for src in ("F", "B", "I"):
         dmax_key = "delay_max_inh_ms" if src == "I" else "delay_max_exc_ms"
         dmax = p[dmax_key]
         for tgt in ("F", "B", "I"):
             j = p[f"J_{src}{tgt}"]
+            synapse = stdp(j) if stdp is not None and (src, tgt) in DPSNN_PLASTIC else None
             net.connect(Projection(source=src, target=tgt, probability=prob, weight=j,
                                    weight_sd=p["weight_relative_sd"] * abs(j), delay_offset_ms=p["delay_min_ms"],
                                    delay_scale_ms=dmax / math.log(20.0), delay_cut_ms=dmax, delay_step_ms=1.0,
+                                   synapse=synapse,
                                    origin={"delay_offset_ms": "delay_min_ms", "delay_cut_ms": dmax_key,
                                            "delay_scale_ms": f"{dmax_key} / ln 20"}))
     for tgt, kind in (("F", "exc"), ("B", "exc"), ("I", "inh")):
@@ -122,6 +147,47 @@ def dpsnn(**overrides) -> Network:
                                origin={"n_synapses": "external_synapses", "rate_hz": f"external_rate_{kind}_hz",
                                        "weight": f"external_weight_{kind}_mV"}))
     return net
+
+
+def _dpsnn_stdp(p: dict, overrides: dict):
+    """None for static synapses; else a function J -> rv.STDP of a plastic projection of mean
+    efficacy J (w_max = stdp_w_max_factor * J). Every stdp_* value is checked here, by the name
+    of the model parameter, before anything is built."""
+    from .network import MAX_NORMAL_DEVIATE
+    from .plasticity import PAIRINGS, STDP
+
+    if p["plasticity"] == "none":
+        changed = sorted(k for k in overrides if k.startswith("stdp_") and overrides[k] != DPSNN_DEFAULTS[k])
+        if changed:
+            raise ConfigError(f"dpsnn: {changed} set, but 'plasticity' is none (static synapses): add "
+                              f"--set plasticity=stdp (plasticity = \"stdp\" in [parameters]) or drop them")
+        return None
+    for key in ("stdp_tau_plus_ms", "stdp_tau_minus_ms", "stdp_w_max_factor"):
+        if not p[key] > 0:
+            raise ConfigError(f"dpsnn: '{key}' must be positive, got {p[key]!r}")
+    for key in ("stdp_lambda", "stdp_alpha", "stdp_mu_plus", "stdp_mu_minus"):
+        if p[key] < 0:
+            raise ConfigError(f"dpsnn: '{key}' must be at least 0, got {p[key]!r}")
+    if p["stdp_pairing"] not in PAIRINGS:
+        raise ConfigError(f"dpsnn: 'stdp_pairing' must be one of {sorted(PAIRINGS)}, got {p['stdp_pairing']!r}")
+    # The initial efficacies reach J (1 + 6.34 sd) at most (the engine's largest normal deviate),
+    # and never 2 J (they are redrawn outside (0, 2 J)): w_max must not lie below them.
+    sd = p["weight_relative_sd"]
+    top = min(2.0, 1.0 + MAX_NORMAL_DEVIATE * sd) if sd > 0 else 1.0
+    if p["stdp_w_max_factor"] < top:
+        least = math.ceil(top * 1000.0) / 1000.0
+        raise ConfigError(f"dpsnn: 'stdp_w_max_factor' = {p['stdp_w_max_factor']:g} puts w_max below the largest "
+                          f"initial efficacy ({top:.4g} J with weight_relative_sd = {sd:g}): use at least {least:g}")
+    for src, tgt in DPSNN_PLASTIC:
+        if not p[f"J_{src}{tgt}"] > 0:
+            raise ConfigError(f"dpsnn: plasticity \"stdp\" needs excitatory efficacies, but 'J_{src}{tgt}' = "
+                              f"{p[f'J_{src}{tgt}']:g}: make it positive")
+
+    def rule(j: float) -> STDP:
+        return STDP(tau_plus_ms=p["stdp_tau_plus_ms"], lambda_=p["stdp_lambda"], alpha=p["stdp_alpha"],
+                    mu_plus=p["stdp_mu_plus"], mu_minus=p["stdp_mu_minus"], w_max=p["stdp_w_max_factor"] * j,
+                    pairing=p["stdp_pairing"])
+    return rule
 
 
 # artificial-cells: the Blue Gene/P spike-exchange study's communication benchmark
