@@ -29,7 +29,7 @@ import traceback
 import numpy as np
 
 MODELS = ("dpsnn", "burst", "artificial-cells", "mam-benchmark", "microcircuit", "iaf_psc_alpha", "rules",
-          "heterogeneous", "plastic")
+          "heterogeneous", "plastic", "dpsnn-stdp")
 # The microcircuit test network: `neurons` sets the scale (of 77,169), and the in-degrees are scaled
 # alike; the thalamic sources fire early so that the Poisson-source cells are exercised too.
 MICROCIRCUIT_TEST = {"thalamus": True, "th_start_ms": 50.0, "th_duration_ms": 20.0}
@@ -276,6 +276,8 @@ def run_config(model="dpsnn", neurons=2048, synapses=1125, ms=300.0, threads=1, 
         net = heterogeneous_network(neurons, probability)
     elif model == "plastic":
         net = plastic_network(neurons, synapses)
+    elif model == "dpsnn-stdp":      # the plastic dpsnn, with a learning rate that moves weights in a short run
+        net = rv.models.dpsnn(neurons=neurons, synapses_per_neuron=synapses, plasticity="stdp", stdp_lambda=0.1)
     elif model == "microcircuit":
         scale = neurons / 77169
         net = rv.models.build("microcircuit", scale=scale, k_scale=scale, **MICROCIRCUIT_TEST)
@@ -305,6 +307,9 @@ def run_config(model="dpsnn", neurons=2048, synapses=1125, ms=300.0, threads=1, 
     if model == "plastic":
         gathered = sim.connections()
         up_to_date = sim.weights("E", "E", up_to_date=True)
+    if model == "dpsnn-stdp":
+        gathered = sim.connections()
+        up_to_date = sim.weights("F", "F", up_to_date=True)
     parts = sim.comm.gather(summary)
     if sim.rank != 0:
         return None
@@ -334,7 +339,7 @@ def run_config(model="dpsnn", neurons=2048, synapses=1125, ms=300.0, threads=1, 
     }
     if gathered is not None:
         out.update({f"connections_{k}": np.asarray(v) for k, v in gathered._asdict().items()})
-    if model == "plastic":
+    if model in ("plastic", "dpsnn-stdp"):
         out.update({f"up_to_date_{k}": np.asarray(v) for k, v in up_to_date._asdict().items()})
     return out
 

@@ -235,3 +235,39 @@ def test_plastic_network_is_decomposition_invariant(workloads, plastic_reference
             assert np.array_equal(run[f"connections_{key}"], ref[f"connections_{key}"]), (what, key)
             assert np.array_equal(run[f"up_to_date_{key}"], ref[f"up_to_date_{key}"]), (what, key)
         assert counters(run)["events_scheduled"] == counters(ref)["events_scheduled"], what
+
+
+# The plastic dpsnn (issue 15): reduced, E->E STDP with a learning rate that moves weights in
+# 300 ms; the placements without areas (dpsnn has none).
+DPSNN_STDP_RUN = dict(model="dpsnn-stdp", neurons=1024, synapses=200, ms=300.0)
+DPSNN_DECOMPOSITIONS = [c for c in itertools.product((1, 2, 3), (1, 2), ("round-robin", "block"))
+                        if c != (1, 1, "round-robin")]
+
+
+@pytest.fixture(scope="module")
+def dpsnn_stdp_reference(workloads):
+    return workloads(1, threads=1, placement="round-robin", **DPSNN_STDP_RUN)
+
+
+def test_plastic_dpsnn_reference_is_not_trivial(dpsnn_stdp_reference):
+    ref = dpsnn_stdp_reference
+    assert ref["ids"].size > 1000
+    net = rv.models.dpsnn(neurons=1024, synapses_per_neuron=200, plasticity="stdp", stdp_lambda=0.1)
+    initial = rv.Simulation(net, threads=1, seed=1).connections()
+    assert np.array_equal(initial.source, ref["connections_source"])      # the same synapses,
+    assert np.array_equal(initial.target, ref["connections_target"])      # sorted by source and target
+    changed = np.count_nonzero(np.sort(initial.weight) != np.sort(ref["connections_weight"]))
+    assert changed > initial.weight.size // 4                      # the E->E weights moved
+
+
+@pytest.mark.parametrize("ranks,threads,placement", DPSNN_DECOMPOSITIONS,
+                         ids=[f"ranks={r}-threads={t}-{p}" for r, t, p in DPSNN_DECOMPOSITIONS])
+def test_plastic_dpsnn_is_decomposition_invariant(workloads, dpsnn_stdp_reference, ranks, threads, placement):
+    ref = dpsnn_stdp_reference
+    runs = workloads.sweep(ranks, STRATEGIES, threads=threads, placement=placement, **DPSNN_STDP_RUN)
+    for (exchange, overlap), run in runs.items():
+        what = f"{exchange}, overlap={overlap}"
+        assert np.array_equal(run["ids"], ref["ids"]) and np.array_equal(run["steps"], ref["steps"]), what
+        for key in ("source", "target", "weight", "delay_ms"):
+            assert np.array_equal(run[f"connections_{key}"], ref[f"connections_{key}"]), (what, key)
+            assert np.array_equal(run[f"up_to_date_{key}"], ref[f"up_to_date_{key}"]), (what, key)
