@@ -35,7 +35,7 @@ struct WeightDependence {
 };
 
 // The target's spikes in (t1, t2] (NEST's get_history): spikes[lo, hi).
-inline void spikes_between(const PostHistory::Hot& n, int64_t t1, int64_t t2, size_t& lo, size_t& hi) {
+inline void spikes_between(const PostHistory::Where& n, int64_t t1, int64_t t2, size_t& lo, size_t& hi) {
   size_t i = n.size;
   while (i > n.head && n.spikes[i - 1].step > t2) --i;
   hi = i;
@@ -44,7 +44,7 @@ inline void spikes_between(const PostHistory::Hot& n, int64_t t1, int64_t t2, si
 }
 
 // The last spike strictly before t (NEST's get_K_value(s)): its index + 1, or 0 for none.
-inline size_t last_before(const PostHistory::Hot& n, size_t hi, int64_t t) {
+inline size_t last_before(const PostHistory::Where& n, size_t hi, int64_t t) {
   size_t k = hi;
   while (k > n.head && n.spikes[k - 1].step >= t) --k;
   return k > n.head ? k : 0;
@@ -92,6 +92,7 @@ void build_post_history(const EngineConfig& cfg, const ThreadNeurons& neurons, s
   out.h = cfg.resolution_ms;
   out.keep_steps = keep_steps;
   out.hot.resize(neurons.size());
+  out.where.resize(neurons.size());
   out.cold.resize(neurons.size());
   out.decays.reserve(cfg.populations.size());          // never reallocated: neurons point into it
   for (const auto& pop : cfg.populations) out.decays.emplace_back(cfg.resolution_ms, pop.tau_minus_ms, false);
@@ -127,14 +128,21 @@ uint32_t deliver_segment(PlasticStore& st, const PlasticEntry& e, int64_t step, 
   const uint32_t first = e.first, end = e.first + e.count;
   const uint32_t* neuron = st.neuron.data();
   PostHistory::Hot* hot = history.hot.data();
+  const PostHistory::Where* where = history.where.data();
   constexpr uint32_t kLine = 8, kTail = 4;  // synapses ahead: the target's line, its history's tail
   for (uint32_t i = first; i < std::min(end, first + kLine); ++i) __builtin_prefetch(&hot[neuron[i]]);
+  for (uint32_t i = first; i < std::min(end, first + kTail); ++i) __builtin_prefetch(&where[neuron[i]]);
   for (uint32_t i = first; i < end; ++i) {
-    if (i + kLine < end) __builtin_prefetch(&hot[neuron[i + kLine]]);
+    if (i + kLine < end) {
+      __builtin_prefetch(&hot[neuron[i + kLine]]);
+      __builtin_prefetch(&where[neuron[i + kLine]]);
+    }
     if (i + kTail < end) {
       const PostHistory::Hot& ahead = hot[neuron[i + kTail]];
-      if (ahead.any() && ahead.last > t1 && (ahead.last >= t2 || ahead.previous > t1))
-        __builtin_prefetch(ahead.spikes + ahead.size - 1, 1);
+      if (ahead.any() && ahead.last > t1 && (ahead.last >= t2 || ahead.previous > t1)) {
+        const PostHistory::Where& at = where[neuron[i + kTail]];
+        __builtin_prefetch(at.spikes + at.size - 1, 1);
+      }
     }
     PostHistory::Hot& n = hot[neuron[i]];
     double w = st.weight[i];
@@ -177,12 +185,13 @@ uint32_t deliver_segment(PlasticStore& st, const PlasticEntry& e, int64_t step, 
         case PlasticityRule::none: break;
       }
     } else if (n.any()) {
-      PostSpike* spikes = n.spikes;
+      const PostHistory::Where& at = where[neuron[i]];
+      PostSpike* spikes = at.spikes;
       size_t lo, hi;
-      spikes_between(n, t1, t2, lo, hi);
+      spikes_between(at, t1, t2, lo, hi);
       for (size_t j = lo; j < hi; ++j) ++spikes[j].reads;
       // K- and exp((t_i - t2) / tau_minus) of the last spike before t2
-      const size_t before = last_before(n, hi, t2);
+      const size_t before = last_before(at, hi, t2);
       const double nearest = before ? decay_minus(t2 - spikes[before - 1].step) : 0.0;
       const double k_minus = before ? spikes[before - 1].k_minus * nearest : 0.0;
       // exp(minus_dt / tau_plus), minus_dt = t_last - (t_post + d): a target spike's pairing
@@ -263,7 +272,7 @@ double weight_up_to_date(const PlasticStore& st, uint32_t h, uint32_t i, const P
   double w = st.weight[i];
   if (history.empty()) return w;
   const WeightDependence dep{st.rule};
-  const PostHistory::Hot& n = history.hot[st.neuron[i]];
+  const PostHistory::Where& n = history.where[st.neuron[i]];
   const int64_t d = st.seg_delay[h], t_last = st.seg_trace[h].last;
   size_t lo, hi;
   spikes_between(n, t_last - d, now - d, lo, hi);

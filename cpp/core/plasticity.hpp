@@ -60,22 +60,24 @@ struct PostSpike {
 inline constexpr uint32_t kMaxPlasticIncoming = (uint32_t(1) << 24) - 1;
 
 // The spike histories of a thread's neurons (by thread-local index). Only neurons with incoming
-// plastic synapses record; a history is a vector used as a queue (spikes[head..]). What a
-// delivery reads for every synapse is kept apart, a cache line per neuron (Hot): the last spike's
-// step and trace and the step of the one before, so a delivery that finds no target spike, or
-// only the last, since the synapse's previous spike reads nothing else (the last spike's reads
-// are counted there and added to its entry by the next record()), and where the history lies.
-// The rest (Cold) is for record() alone.
+// plastic synapses record; a history is a vector used as a queue (spikes[head..]). What every
+// delivery reads is kept apart, 32 bytes per neuron (Hot): the last spike's step and trace and
+// the step of the one before, so a delivery that finds no target spike, or only the last, since
+// the synapse's previous spike reads nothing else (the last spike's reads are counted there and
+// added to its entry by the next record()). Where the history lies (Where) is read by the other
+// deliveries; the rest (Cold) by record() alone.
 struct PostHistory {
-  struct alignas(64) Hot {
-    PostSpike* spikes = nullptr;   // the vector's data and size, renewed by record()
-    uint32_t size = 0, head = 0;
-    int64_t last = 0;              // the last spike's step
+  static constexpr int64_t kNone = -(int64_t(1) << 62);   // no spike
+  struct alignas(32) Hot {
+    int64_t last = kNone;          // the last spike's step
     double k_minus = 0;            // K- after it
     int64_t previous = kNone;      // the spike before it
-    static constexpr int64_t kNone = -(int64_t(1) << 62);
     uint32_t last_reads = 0;       // reads of the last spike not yet added to its entry
-    bool any() const { return size > head; }
+    bool any() const { return last != kNone; }
+  };
+  struct Where {
+    PostSpike* spikes = nullptr;   // the vector's data and size, renewed by record()
+    uint32_t size = 0, head = 0;
   };
   struct Cold {
     std::vector<PostSpike> spikes;
@@ -83,6 +85,7 @@ struct PostHistory {
     const StepDecay* decay = nullptr;   // exp(-k h / tau_minus): its population's
   };
   std::vector<Hot, HugePageAllocator<Hot>> hot;
+  std::vector<Where, HugePageAllocator<Where>> where;
   std::vector<Cold> cold;
   std::vector<StepDecay> decays;   // one per population (tau_minus)
   int64_t keep_steps = 0;          // see record()
@@ -96,24 +99,26 @@ struct PostHistory {
     Cold& c = cold[k];
     if (!c.incoming) return;
     Hot& n = hot[k];
+    Where& at = where[k];
     auto& v = c.spikes;
     if (n.any()) v.back().reads += n.last_reads;
     n.last_reads = 0;
-    while (n.size - n.head > 1 && v[n.head].reads >= c.incoming && step - v[n.head + 1].step > keep_steps) ++n.head;
-    if (n.head >= 16 && 2 * n.head >= n.size) {   // amortised: the vector stays small
-      v.erase(v.begin(), v.begin() + n.head);
-      n.head = 0;
+    while (at.size - at.head > 1 && v[at.head].reads >= c.incoming && step - v[at.head + 1].step > keep_steps)
+      ++at.head;
+    if (at.head >= 16 && 2 * at.head >= at.size) {   // amortised: the vector stays small
+      v.erase(v.begin(), v.begin() + at.head);
+      at.head = 0;
     }
-    n.k_minus = n.k_minus * (*c.decay)(step - n.last) + 1.0;
-    n.previous = n.any() ? n.last : Hot::kNone;
+    n.k_minus = (n.any() ? n.k_minus * (*c.decay)(step - n.last) : 0.0) + 1.0;
+    n.previous = n.last;
     n.last = step;
     PostSpike spike;
     spike.step = step;
     spike.reads = 0;
     spike.k_minus = n.k_minus;
     v.push_back(spike);
-    n.spikes = v.data();
-    n.size = uint32_t(v.size());
+    at.spikes = v.data();
+    at.size = uint32_t(v.size());
   }
 };
 
