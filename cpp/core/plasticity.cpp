@@ -10,29 +10,46 @@ namespace ranvier {
 
 namespace {
 
-// NEST's facilitate_ / depress_: the stdp* rules in units of w_max (mu 0: additive, 1:
-// multiplicative; pow(x, 0) and pow(x, 1) are exact, so the shortcuts change no bit), and the
-// power law in absolute units.
+// NEST's facilitate_ / depress_: the stdp* rules in units of w_max, and the power law in
+// absolute units. The shape is a template parameter, so the common cases compile to their own
+// loops: mu 0 (additive) and 1 (multiplicative) take no pow (pow(x, 0) = 1 and pow(x, 1) = x
+// exactly, so no bit changes), any other mu takes pow as NEST does.
+enum class Shape { additive, multiplicative, general, power_law };
+
+template <Shape S>
 struct WeightDependence {
   const PlasticitySpec& p;
   double up(double w, double k_plus) const {
-    if (p.rule == PlasticityRule::stdp_power_law) return w + (p.lambda * std::pow(w, p.mu) * k_plus);
-    const double x = 1.0 - (w / p.w_max);
-    const double f = p.mu_plus == 0.0 ? 1.0 : p.mu_plus == 1.0 ? x : std::pow(x, p.mu_plus);
-    const double norm_w = (w / p.w_max) + (p.lambda * f * k_plus);
-    return norm_w < 1.0 ? norm_w * p.w_max : p.w_max;
+    if constexpr (S == Shape::power_law) {
+      return w + (p.lambda * std::pow(w, p.mu) * k_plus);
+    } else {
+      const double x = 1.0 - (w / p.w_max);
+      const double f = S == Shape::additive ? 1.0 : S == Shape::multiplicative ? x : std::pow(x, p.mu_plus);
+      const double norm_w = (w / p.w_max) + (p.lambda * f * k_plus);
+      return norm_w < 1.0 ? norm_w * p.w_max : p.w_max;
+    }
   }
   double down(double w, double k_minus) const {
-    if (p.rule == PlasticityRule::stdp_power_law) {
+    if constexpr (S == Shape::power_law) {
       const double new_w = w - (p.lambda * p.alpha * w * k_minus);
       return new_w > 0.0 ? new_w : 0.0;
+    } else {
+      const double x = w / p.w_max;
+      const double f = S == Shape::additive ? 1.0 : S == Shape::multiplicative ? x : std::pow(x, p.mu_minus);
+      const double norm_w = (w / p.w_max) - (p.alpha * p.lambda * f * k_minus);
+      return norm_w > 0.0 ? norm_w * p.w_max : 0.0;
     }
-    const double x = w / p.w_max;
-    const double f = p.mu_minus == 0.0 ? 1.0 : p.mu_minus == 1.0 ? x : std::pow(x, p.mu_minus);
-    const double norm_w = (w / p.w_max) - (p.alpha * p.lambda * f * k_minus);
-    return norm_w > 0.0 ? norm_w * p.w_max : 0.0;
   }
 };
+
+SegmentDelivery segment_delivery(const PlasticitySpec& p);   // below, with the segment loop
+
+Shape shape_of(const PlasticitySpec& p) {
+  if (p.rule == PlasticityRule::stdp_power_law) return Shape::power_law;
+  if (p.mu_plus == 0.0 && p.mu_minus == 0.0) return Shape::additive;
+  if (p.mu_plus == 1.0 && p.mu_minus == 1.0) return Shape::multiplicative;
+  return Shape::general;
+}
 
 // The target's spikes in (t1, t2] (NEST's get_history): spikes[lo, hi).
 inline void spikes_between(const PostHistory::Where& n, int64_t t1, int64_t t2, size_t& lo, size_t& hi) {
@@ -79,6 +96,7 @@ void build_plastic_store(const EngineConfig& cfg, uint32_t j, const ThreadNeuron
   // with the inverse
   out.decay_plus = StepDecay(cfg.resolution_ms, out.rule.tau_plus_ms, out.rule.rule != PlasticityRule::stdp_power_law);
   out.seg_trace.assign(out.seg_delay.size(), SegmentTrace());
+  out.deliver = segment_delivery(out.rule);
   if (out.rule.rule == PlasticityRule::stdp_nn_pre_centered) out.k_plus.assign(n, 0.0);
   grouped = SynapseStore();
 }
@@ -112,10 +130,10 @@ namespace {
 // history is read only when it spiked since the synapse's previous spike (t1 below): otherwise
 // its last spike and trace (PostHistory::Hot) say everything. Target lines are fetched a few
 // synapses ahead, and the history tails of those that need it a few synapses after that.
+template <PlasticityRule rule, Shape shape>
 uint32_t deliver_segment(PlasticStore& st, const PlasticEntry& e, int64_t step, PostHistory& history, int32_t* row,
                          double scale) {
-  const WeightDependence dep{st.rule};
-  const PlasticityRule rule = st.rule.rule;
+  const WeightDependence<shape> dep{st.rule};
   const StepDecay& decay_minus = *st.decay_minus;
   const int64_t d = e.delay;
   const int64_t t_pre = step + 1 - d;       // the pre-synaptic spike's time (steps)
@@ -148,7 +166,7 @@ uint32_t deliver_segment(PlasticStore& st, const PlasticEntry& e, int64_t step, 
     double w = st.weight[i];
     if (n.any() && n.last <= t1) {          // no target spike since t1: nothing to read or count
       const double nearest = decay_minus(t2 - n.last);
-      switch (rule) {
+      switch (rule) {  // a constant: one case compiles
         case PlasticityRule::stdp:
         case PlasticityRule::stdp_power_law: w = dep.down(w, n.k_minus * nearest); break;
         case PlasticityRule::stdp_nn_symmetric: w = dep.down(w, nearest); break;
@@ -163,7 +181,7 @@ uint32_t deliver_segment(PlasticStore& st, const PlasticEntry& e, int64_t step, 
       ++n.last_reads;
       const double nearest = decay_minus(t2 - n.last);
       const double pairing = st.decay_plus(n.last + d - t_last);
-      switch (rule) {
+      switch (rule) {  // a constant: one case compiles
         case PlasticityRule::stdp:
         case PlasticityRule::stdp_power_law:
           w = dep.up(w, k_plus * pairing);
@@ -196,7 +214,7 @@ uint32_t deliver_segment(PlasticStore& st, const PlasticEntry& e, int64_t step, 
       const double k_minus = before ? spikes[before - 1].k_minus * nearest : 0.0;
       // exp(minus_dt / tau_plus), minus_dt = t_last - (t_post + d): a target spike's pairing
       auto decay = [&](size_t j) { return st.decay_plus(spikes[j].step + d - t_last); };
-      switch (rule) {
+      switch (rule) {  // a constant: one case compiles
         case PlasticityRule::stdp:
         case PlasticityRule::stdp_power_law:
           for (size_t j = lo; j < hi; ++j) w = dep.up(w, k_plus * decay(j));
@@ -226,7 +244,7 @@ uint32_t deliver_segment(PlasticStore& st, const PlasticEntry& e, int64_t step, 
           break;
       }
     } else {                                // the target has not spiked: K- is 0
-      switch (rule) {
+      switch (rule) {  // a constant: one case compiles
         case PlasticityRule::stdp:
         case PlasticityRule::stdp_power_law:
         case PlasticityRule::stdp_nn_symmetric: w = dep.down(w, 0.0); break;
@@ -247,6 +265,31 @@ uint32_t deliver_segment(PlasticStore& st, const PlasticEntry& e, int64_t step, 
   return e.count;
 }
 
+// The segment loop of each rule and shape.
+template <PlasticityRule rule>
+SegmentDelivery for_shape(Shape shape) {
+  switch (shape) {
+    case Shape::additive: return deliver_segment<rule, Shape::additive>;
+    case Shape::multiplicative: return deliver_segment<rule, Shape::multiplicative>;
+    case Shape::general: return deliver_segment<rule, Shape::general>;
+    case Shape::power_law: return deliver_segment<rule, Shape::power_law>;
+  }
+  return nullptr;
+}
+
+SegmentDelivery segment_delivery(const PlasticitySpec& p) {
+  const Shape shape = shape_of(p);
+  switch (p.rule) {
+    case PlasticityRule::stdp: return for_shape<PlasticityRule::stdp>(shape);
+    case PlasticityRule::stdp_nn_symmetric: return for_shape<PlasticityRule::stdp_nn_symmetric>(shape);
+    case PlasticityRule::stdp_nn_pre_centered: return for_shape<PlasticityRule::stdp_nn_pre_centered>(shape);
+    case PlasticityRule::stdp_nn_restricted: return for_shape<PlasticityRule::stdp_nn_restricted>(shape);
+    case PlasticityRule::stdp_power_law: return deliver_segment<PlasticityRule::stdp_power_law, Shape::power_law>;
+    case PlasticityRule::none: break;
+  }
+  throw std::invalid_argument("no delivery for a static projection");
+}
+
 }  // namespace
 
 uint64_t deliver_plastic(std::vector<PlasticStore>& stores, const std::vector<PlasticEntry>& due, int64_t step,
@@ -263,15 +306,17 @@ uint64_t deliver_plastic(std::vector<PlasticStore>& stores, const std::vector<Pl
   uint64_t events = 0;
   for (size_t e = 0; e < due.size(); ++e) {
     if (e + kAhead < due.size()) fetch(due[e + kAhead]);
-    events += deliver_segment(stores[due[e].store], due[e], step, history, row, scale);
+    PlasticStore& st = stores[due[e].store];
+    events += st.deliver(st, due[e], step, history, row, scale);
   }
   return events;
 }
 
-double weight_up_to_date(const PlasticStore& st, uint32_t h, uint32_t i, const PostHistory& history, int64_t now) {
+namespace {
+template <Shape shape>
+double up_to_date(const PlasticStore& st, uint32_t h, uint32_t i, const PostHistory& history, int64_t now) {
   double w = st.weight[i];
-  if (history.empty()) return w;
-  const WeightDependence dep{st.rule};
+  const WeightDependence<shape> dep{st.rule};
   const PostHistory::Where& n = history.where[st.neuron[i]];
   const int64_t d = st.seg_delay[h], t_last = st.seg_trace[h].last;
   size_t lo, hi;
@@ -295,6 +340,18 @@ double weight_up_to_date(const PlasticStore& st, uint32_t h, uint32_t i, const P
       break;
   }
   return w;
+}
+}  // namespace
+
+double weight_up_to_date(const PlasticStore& st, uint32_t h, uint32_t i, const PostHistory& history, int64_t now) {
+  if (history.empty()) return st.weight[i];
+  switch (shape_of(st.rule)) {
+    case Shape::additive: return up_to_date<Shape::additive>(st, h, i, history, now);
+    case Shape::multiplicative: return up_to_date<Shape::multiplicative>(st, h, i, history, now);
+    case Shape::general: return up_to_date<Shape::general>(st, h, i, history, now);
+    case Shape::power_law: return up_to_date<Shape::power_law>(st, h, i, history, now);
+  }
+  return st.weight[i];
 }
 
 }  // namespace ranvier

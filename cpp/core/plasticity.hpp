@@ -131,8 +131,15 @@ struct SegmentTrace {
   double k_plus = 0;                    // K+ after it
 };
 
+struct PlasticStore;
+struct PlasticEntry;
+// The delivery of one segment, compiled per rule and weight dependence, chosen at build.
+using SegmentDelivery = uint32_t (*)(PlasticStore&, const PlasticEntry&, int64_t step, PostHistory&, int32_t* row,
+                                     double scale);
+
 struct PlasticStore {
   uint32_t projection = 0;
+  SegmentDelivery deliver = nullptr;
   PlasticitySpec rule;
   std::vector<uint32_t> row_head, seg_first;
   std::vector<uint16_t> seg_delay;
