@@ -238,6 +238,12 @@ def plastic_network(neurons: int, synapses: int):
     net.connect(rv.Projection(source="B", target="P", indegree=k, weight=30.0, delay_ms=1.5,
                               synapse=rv.STDPPowerLaw(lambda_=0.05, mu=0.4)))
     net.connect(rv.Projection(source="P", target="B", indegree=k // 2, weight=0.2, delay_ms=2.0))
+    # given spike trains (spike_train), plastic onto E
+    rng = np.random.default_rng(5)
+    trains = [np.unique(np.round(rng.uniform(0.1, 199.9, 8), 1)).tolist() for _ in range(20)]
+    net.add_population(rv.Population("S", 20, {"spike_times_ms": trains}, model="spike_train", area="c"))
+    net.connect(rv.Projection(source="S", target="E", indegree=2, weight=0.3, delay_ms=1.0,
+                              synapse=rv.STDP(lambda_=0.05, w_max=0.6)))
     for tgt in ("E", "I", "B"):
         net.drive(rv.PoissonDrive(tgt, 400, 5.0, weight=0.9, weight_sd=0.1))
     net.drive(rv.PoissonDrive("P", 100, 50.0, weight=160.0))

@@ -152,6 +152,8 @@ SCALED: dict[str, Scaled] = {
         Scaled(STDP_SMALL),
     "python bench/stdp_compare.py --neurons 5120 --duration-ms 3000 --transient-ms 1000 --skip-nest":
         Scaled(STDP_SMALL),
+    # docs/plasticity.md: the comparison with NEST (tests/test_stdp_nest.py runs it in full)
+    "python bench/stdp_nest.py": Scaled("--pairing", needs="nest"),
     # docs/performance.md: callgrind counts (the scratch folder has its own copy of docs/)
     "python bench/instructions.py": Scaled("--workloads dpsnn", needs="valgrind"),
     "python bench/instructions.py --compare docs/measurements/instructions.json":

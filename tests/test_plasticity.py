@@ -214,8 +214,9 @@ def plastic_reference(workloads):
 def test_plastic_reference_is_not_trivial(plastic_reference):
     ref = plastic_reference
     first = ref["population_first_ids"]
-    by_population = np.bincount(np.searchsorted(first[1:], ref["ids"], side="right"), minlength=4)
-    assert np.all(by_population > 500), by_population              # E, I, B and P all fire
+    by_population = np.bincount(np.searchsorted(first[1:], ref["ids"], side="right"), minlength=5)
+    assert np.all(by_population[:4] > 500), by_population          # E, I, B and P all fire
+    assert by_population[4] > 100                                  # and the given trains of S
     assert counters(ref)["synaptic_events_recurrent"] > 100_000
     assert ref["connections_source"].size == ref["synapses_per_rank"].sum()
 

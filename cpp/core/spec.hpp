@@ -58,6 +58,10 @@ struct PopulationSpec {
   // rate_hz * h in each step of [start_step, stop_step).
   double source_rate_hz = 0;
   int64_t start_step = 0, stop_step = 0;
+  // Spike trains given in advance (spike_train): neuron x fires in the steps
+  // train_steps[train_begin[x] .. train_begin[x + 1]), increasing (a spike at time t ms is step t / h - 1).
+  std::vector<uint64_t> train_begin;
+  std::vector<int64_t> train_steps;
   // The post-synaptic trace of STDP (NEST's tau_minus of an archiving node): every neuron of the
   // population that is the target of a plastic synapse keeps its spike history with this trace.
   double tau_minus_ms = 20;

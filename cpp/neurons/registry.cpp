@@ -12,7 +12,8 @@
   X(ignore_and_fire)             \
   X(artificial)                  \
   X(poisson_source)              \
-  X(iaf_psc_alpha)
+  X(iaf_psc_alpha)               \
+  X(spike_train)
 
 namespace ranvier {
 
