@@ -21,6 +21,7 @@ VALID = {
     "iaf_psc_alpha": dict(E_L_mV=-65.0, V_th_mV=-50.0, V_reset_mV=-65.0, C_m_pF=250.0, tau_m_ms=10.0,
                           tau_syn_ex_ms=0.5, tau_syn_in_ms=2.0, tau_arp_ms=2.0, I_e_pA=0.0, V0_mean_mV=-58.0,
                           V0_sd_mV=5.0),
+    "spike_train": dict(spike_times_ms=[1.0, 2.5, 10.0]),
 }
 UNITS = {"", "ms", "mV", "mV/ms", "pA", "pF", "Hz"}
 
