@@ -130,7 +130,9 @@ def test_a_second_run_on_the_same_folder_is_refused_while_the_first_writes(tmp_p
     if force:                                         # an earlier result that --force may replace
         assert run(SMALL, *QUICK, "--out", out, cwd=tmp_path).returncode == 0
     flags = ["--force"] if force else []
-    first = start(SMALL, "--neurons", "2000", "--duration-ms", "3000", "--threads", "1", "--out", out, *flags,
+    # long enough that the second run starts while the first still writes, on a fast machine too
+    # (3 s simulated once ended first on a fast core, and the second run then rightly succeeded)
+    first = start(SMALL, "--neurons", "2000", "--duration-ms", "30000", "--threads", "1", "--out", out, *flags,
                   cwd=tmp_path)
     try:
         lock = tmp_path / ".shared.ranvier-lock"
@@ -147,7 +149,7 @@ def test_a_second_run_on_the_same_folder_is_refused_while_the_first_writes(tmp_p
     assert first.returncode == 0, stderr
     assert "results written" in stdout
     summary = json.loads((out / "summary.json").read_text())
-    assert summary["duration_ms"] == 3000.0 and summary["neurons"] == 2000
+    assert summary["duration_ms"] == 30000.0 and summary["neurons"] == 2000
     with h5py.File(out / "spikes.h5") as f:
         assert sum(f[f"spikes/{p}/node_ids"].shape[0] for p in f["spikes"]) == summary["spikes_total"]
     no_staging_left(tmp_path)
