@@ -281,6 +281,19 @@ NB_MODULE(_engine, m) {
         return nb::make_tuple(to_numpy(std::move(s)), to_numpy(std::move(t)), to_numpy(std::move(w)),
                               to_numpy(std::move(d)));
       }, "projection"_a, "up_to_date"_a = false)
+      .def("set_plastic_weights", [](Engine& e, uint32_t projection, DoubleArray w) {
+        e.set_plastic_weights(projection, w.data(), w.shape(0));
+      }, "projection"_a, "weights"_a)
+      .def("plastic_weights_at", [](const Engine& e, uint32_t projection, Int64Array places) {
+        std::vector<uint64_t> at(places.shape(0));
+        for (size_t i = 0; i < at.size(); ++i) {
+          if (places(i) < 0) throw nb::value_error("places must not be negative");
+          at[i] = uint64_t(places(i));
+        }
+        std::vector<double> w;
+        e.plastic_weights_at(projection, at, w);
+        return to_numpy(std::move(w));
+      }, "projection"_a, "places"_a)
       .def("state_trace", [](const Engine& e) {
         std::vector<uint64_t> ids;
         std::vector<double> V, c;

@@ -137,6 +137,10 @@ class Engine {
   // spikes since then applied (read only).
   void plastic_weights(uint32_t j, bool up_to_date, std::vector<uint64_t>& src, std::vector<uint64_t>& tgt,
                        std::vector<double>& w, std::vector<int64_t>& d) const;
+  // Sets projection j's weights on this rank, n of them in plastic_weights' order; the weights
+  // at given places of that order (the weight recorder).
+  void set_plastic_weights(uint32_t j, const double* w, size_t n);
+  void plastic_weights_at(uint32_t j, const std::vector<uint64_t>& places, std::vector<double>& out) const;
   // V and c of the recorded neurons on this rank: ids, and row-major [id][step] arrays.
   void state_trace(std::vector<uint64_t>& ids, std::vector<double>& V, std::vector<double>& c) const;
 

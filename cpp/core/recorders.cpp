@@ -1,6 +1,8 @@
 // What the engine records and hands out: the spike recorder (filled by update, taken per chunk),
 // the state recorder (V and c of chosen neurons every step), the cycle timers, and the synapses.
+#include <algorithm>
 #include <cmath>
+#include <stdexcept>
 
 #include "core/engine.hpp"
 
@@ -100,6 +102,39 @@ void Engine::state_trace(std::vector<uint64_t>& ids, std::vector<double>& V, std
       V[r * steps + s] = trace_V_[s * n + r];
       c[r * steps + s] = trace_c_[s * n + r];
     }
+}
+
+// plastic_weights lists a store's synapses row by row, segment by segment: the order of their
+// index in the store. These two address synapses by their place in that list.
+void Engine::set_plastic_weights(uint32_t j, const double* w, size_t n) {
+  size_t at = 0;
+  for (auto& ts : threads_)
+    for (auto& ps : ts.plastic) {
+      if (ps.projection != j) continue;
+      if (at + ps.size() > n) throw std::invalid_argument("set_plastic_weights: fewer weights than synapses");
+      std::copy(w + at, w + at + ps.size(), ps.weight.begin());
+      at += ps.size();
+    }
+  if (at != n) throw std::invalid_argument("set_plastic_weights: more weights than synapses");
+}
+
+void Engine::plastic_weights_at(uint32_t j, const std::vector<uint64_t>& places, std::vector<double>& out) const {
+  std::vector<const PlasticStore*> stores;
+  std::vector<uint64_t> first;          // place of each store's first synapse
+  uint64_t total = 0;
+  for (const auto& ts : threads_)
+    for (const auto& ps : ts.plastic)
+      if (ps.projection == j) {
+        stores.push_back(&ps);
+        first.push_back(total);
+        total += ps.size();
+      }
+  out.resize(places.size());
+  for (size_t k = 0; k < places.size(); ++k) {
+    if (places[k] >= total) throw std::invalid_argument("plastic_weights_at: a place beyond the synapses");
+    const size_t s = size_t(std::upper_bound(first.begin(), first.end(), places[k]) - first.begin()) - 1;
+    out[k] = stores[s]->weight[places[k] - first[s]];
+  }
 }
 
 }  // namespace ranvier

@@ -33,7 +33,8 @@ from . import activity, models, random
 from .errors import ConfigError
 from .network import Network, PoissonDrive, Population, Projection
 from .plasticity import STDP, STDPPowerLaw
+from .weights import WeightRecorder
 from .simulation import PHASES, Result, Simulation
 
-__all__ = ["ConfigError", "Network", "Population", "Projection", "PoissonDrive", "STDP", "STDPPowerLaw", "Simulation",
+__all__ = ["ConfigError", "Network", "Population", "Projection", "PoissonDrive", "STDP", "STDPPowerLaw", "WeightRecorder", "Simulation",
            "Result", "PHASES", "models", "activity", "random", "__version__"]

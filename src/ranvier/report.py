@@ -600,7 +600,68 @@ def section_rates(ctx) -> Section:
                + "), populations in colour; below, each population's rate over time.")
     fig = figure("raster.png", caption, lambda f: _draw_raster(f, spikes, sizes, run.summary, stride), size=(10, 5.5))
     sec.blocks.append(fig)
+    _plastic_weights(ctx, run, sec)
     return sec
+
+
+def read_weight_traces(path: Path) -> dict:
+    """weights.h5's /weight_trace: {edge population: (times_ms, weights [synapse, sample])}."""
+    import h5py
+    if not path.is_file():
+        return {}
+    with h5py.File(path, "r") as f:
+        if "weight_trace" not in f:
+            return {}
+        return {name: (g["times_ms"][()], g["weights"][()]) for name, g in f["weight_trace"].items()}
+
+
+def _draw_weights(fig, plasticity: dict, traces: dict):
+    names = list(plasticity)
+    axes = fig.subplots(2 if traces else 1, len(names), squeeze=False)
+    for k, name in enumerate(names):
+        ax = axes[0][k]
+        for when, colour in (("initial", "0.6"), ("final", "C0")):
+            d = plasticity[name][when]
+            low, high = d["histogram_range"]
+            counts = np.asarray(d["histogram"])
+            edges = np.linspace(low, high, counts.size + 1)
+            ax.stairs(counts, edges, color=colour, label=f"{when}: mean {d['mean']:.4g}, sd {d['sd']:.3g}",
+                      fill=when == "initial", alpha=0.6 if when == "initial" else 1.0)
+        ax.set_title(name.replace("_to_", " -> "))
+        ax.set_xlabel("weight")
+        ax.legend(fontsize=7)
+        if traces:
+            ax2 = axes[1][k]
+            if name in traces:
+                times, w = traces[name]
+                for row in w:
+                    ax2.plot(times / 1000.0, row, lw=0.8)
+            ax2.set_xlabel("time (s)")
+            ax2.set_ylabel("weight")
+    axes[0][0].set_ylabel("synapses")
+
+
+def _plastic_weights(ctx, run, sec) -> None:
+    """Plastic runs: each projection's weight distribution, initial and final (summary.json), and
+    the weight recorder's traces (weights.h5) when present."""
+    plasticity = run.summary.get("plasticity")
+    if not plasticity:
+        return
+    try:
+        traces = read_weight_traces(run.path / "weights.h5")
+    except (OSError, KeyError):
+        traces = {}
+    rows = [[name.replace("_to_", " -> "), f"{d['final']['synapses']:,}",
+             f"{sig(d['initial']['mean'], 4)} / {sig(d['final']['mean'], 4)}",
+             f"{sig(d['initial']['sd'], 3)} / {sig(d['final']['sd'], 3)}", d.get("synapse", "")]
+            for name, d in plasticity.items()]
+    sec.blocks.append(Table(["plastic projection", "synapses", "mean weight, initial / final",
+                             "sd, initial / final", "rule"], rows))
+    caption = (f"Weights of {ctx.name(run)}'s plastic projections: the distribution at the start (grey) and the "
+               f"end (blue)" + ("; below, the weight recorder's synapses over time." if traces else "."))
+    width = max(6.0, 3.2 * len(plasticity))
+    sec.blocks.append(figure("weights.png", caption, lambda f: _draw_weights(f, plasticity, traces),
+                             size=(width, 6.0 if traces else 3.5)))
 
 
 # -- section 3: profiling (the study's Table I) ----------------------------------------------

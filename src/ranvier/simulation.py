@@ -16,6 +16,7 @@ from typing import NamedTuple
 import numpy as np
 
 from . import _engine, cycle_stats, recording, theory
+from . import weights as weights_io
 from . import placement as placements
 from . import resources
 from .errors import ConfigError
@@ -83,7 +84,8 @@ class Simulation:
                  comm=None, barrier: bool = True, overlap: bool = False, record_spikes: bool | str = True,
                  stream_to=None,
                  record_state: list[int] | None = None, max_memory_bytes: int | None = None,
-                 global_interval: int | None = None, tier_exchange: str = "allgather"):
+                 global_interval: int | None = None, tier_exchange: str = "allgather",
+                 initial_weights=None, record_weights=None):
         if not isinstance(network, Network):
             raise ConfigError(f"Simulation needs a ranvier Network, got {type(network).__name__}")
         self.network = network
@@ -172,6 +174,15 @@ class Simulation:
         self.simulate_seconds = 0.0
         self.steps_done = 0              # steps simulated: always whole cycles
         self.requested_steps = 0         # steps asked for by run() calls, added up (at most steps_done)
+        # Plastic weights: from a saved file (ranvier.weights), and a sampled record of some.
+        if initial_weights is not None:
+            weights_io.apply_initial_weights(self, initial_weights)
+        self._weight_samplers = weights_io.samplers_of(self, record_weights) if record_weights is not None else []
+        for sampler in self._weight_samplers:
+            if sampler.interval_steps % self.steps_per_cycle:
+                raise ConfigError(f"record_weights: interval_ms must be a whole number of communication intervals "
+                                  f"({self.cycle_ms:g} ms here)")
+            sampler.sample(self, 0)
 
     # -- set-up -------------------------------------------------------------------------
     def estimate_memory(self) -> int:
@@ -262,11 +273,18 @@ class Simulation:
             self.recording = self._make_recording()
         t0 = time.perf_counter()
         done = 0
+        L = self.steps_per_cycle
         while done < cycles:
             n = min(chunk, cycles - done)
+            for sampler in self._weight_samplers:      # stop at the next sample's time
+                every = sampler.interval_steps // L
+                n = min(n, every - (self.steps_done // L + done) % every)
             self._engine.run_cycles(n)
             self._collect()
             done += n
+            for sampler in self._weight_samplers:
+                if sampler.due(self.steps_done + done * L):
+                    sampler.sample(self, self.steps_done + done * L)
             if progress is not None and self.rank == 0:
                 progress(done * cycle_ms, cycles * cycle_ms, time.perf_counter() - t0)
         wall = time.perf_counter() - t0
@@ -492,6 +510,9 @@ class Result:
         self.steps_per_cycle = sim.steps_per_cycle
         self.global_interval, self.tier_exchange = sim.global_interval, sim.tier_exchange
         self.lump_cycles = sim.lump_cycles
+        # the weight recorders' samples so far, by edge population (ranvier.weights.WeightSampler.trace),
+        # on rank 0: {name: {times_ms, source, target, delay_ms, weights [synapse, sample]}}
+        self.weight_traces = ({w.name: w.trace() for w in sim._weight_samplers} if comm.rank == 0 else None)
         self.energy = None                             # rank 0 of a run measured with energy= (ranvier.energy)
 
         counters = eng.counters()

@@ -11,6 +11,7 @@ import sys
 
 from .. import config as cfgmod
 from .. import energy, environment, theory
+from .. import weights as weights_io
 from ..errors import ConfigError
 from .arguments import assignment, non_negative_float, positive_float, positive_int, seed
 
@@ -68,8 +69,18 @@ def add_parser(commands, exchanges, placements) -> None:
     run.add_argument("--overlap", action="store_true",
                      help="exchange each interval's spikes while the next is computed (intervals of half the "
                           "minimum delay)")
+    weights = run.add_argument_group("plastic weights (see docs/plasticity.md)")
+    weights.add_argument("--initial-weights", metavar="WEIGHTS.h5",
+                         help="start every plastic projection from the weights a run saved (its --out folder's "
+                              "weights.h5)")
+    weights.add_argument("--record-weights", type=positive_int, metavar="N",
+                         help="sample N synapses of every plastic projection every --weight-interval-ms "
+                              "(into weights.h5 with --out)")
+    weights.add_argument("--weight-interval-ms", type=positive_float, default=100.0, metavar="T",
+                         help="the weight recorder's interval (default 100 ms)")
     run.add_argument("--quiet", action="store_true", help="print nothing but errors")
-    run.add_argument("--out", metavar="DIR", help="write config.toml, summary.json, spikes.h5, timers.h5 here")
+    run.add_argument("--out", metavar="DIR", help="write config.toml, summary.json, spikes.h5, timers.h5 (and "
+                                                "weights.h5 for plastic networks) here")
     run.add_argument("--force", action="store_true", help="replace a non-empty --out folder")
 
 
@@ -128,9 +139,16 @@ def command(args) -> int:
     out = _claim_output(args, comm) if args.out is not None else None
     try:
         # Spikes and timers stream into the claimed folder; without one only the counts are kept.
+        recorders = [weights_io.WeightRecorder(source=network.projections[j].source,
+                                               target=network.projections[j].target, index=j,
+                                               synapses=args.record_weights, interval_ms=args.weight_interval_ms)
+                     for j in weights_io.edge_population_names(network)] if args.record_weights else None
+        if args.record_weights and not recorders:
+            raise ConfigError("--record-weights: the network has no plastic projection")
         sim = Simulation(network, comm=comm, **cfg.simulation_kwargs(),   # its last checks (memory) precede the build
                          record_spikes=True if args.out is not None else "counts",
-                         stream_to=out.staging if out is not None else None)
+                         stream_to=out.staging if out is not None else None,
+                         initial_weights=args.initial_weights, record_weights=recorders)
         if args.out is not None:
             _check_output_space(out, sim, cfg.simulation["duration_ms"])
         return _simulate(args, cfg, network, sim, meter, fit, out, rank)
@@ -189,6 +207,8 @@ def _simulate(args, cfg, network, sim, meter, fit, out, rank) -> int:
             print(f"ranvier: note: {note}", file=sys.stderr, flush=True)
     # The energy session of Simulation.run(energy=...) (ranvier.energy.measure): the idle
     # baseline, then the simulation; the report is in the Result, and in its summary.
+    plastic = bool(weights_io.edge_population_names(network))
+    initial = weights_io.distributions(sim) if plastic else None       # collective, before the run
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", DurationRounded)     # said above, once, and not under --quiet
@@ -197,9 +217,16 @@ def _simulate(args, cfg, network, sim, meter, fit, out, rank) -> int:
     finally:
         if bar:
             bar.close()
+    # collective: every rank hands its plastic synapses over before rank 0 goes on alone
+    final = weights_io.distributions(sim) if plastic else None
+    gathered = weights_io.gather_plastic(sim) if plastic and out is not None else None
     if sim.rank != 0:
         return 0
     summary = result.summary(fit)
+    if plastic:                        # the weight distributions, initial and final (the report draws them)
+        summary["plasticity"] = {name: {"initial": initial[name], "final": final[name],
+                                        "synapse": repr(network.projections[j].synapse)}
+                                 for j, name in weights_io.edge_population_names(network).items()}
     if not args.quiet:                 # the summary first: it survives whatever happens to the files
         print(format_summary(summary), flush=True)
     if out is None:
@@ -210,6 +237,8 @@ def _simulate(args, cfg, network, sim, meter, fit, out, rank) -> int:
         if rec.error is not None:
             from ..output import write_failure
             raise OutputError(write_failure(out.shown, rec.error, rec.bytes_needed()))
+        if gathered is not None:       # weights.h5: SONATA edges, and the recorders' samples
+            weights_io.write_weights(out.staging / "weights.h5", sim, gathered, result.weight_traces)
         env = environment.collect(sim.size, sim.comm.ranks_on_node, sim.threads)
         written = out.publish(resolved_dict(cfg, network, sim), summary, env)
         rec.moved_to(out.path)
