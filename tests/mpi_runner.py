@@ -295,6 +295,9 @@ def run_config(model="dpsnn", neurons=2048, synapses=1125, ms=300.0, threads=1, 
     try:
         strategy, _, tier = exchange.partition("/")
         tiers = {"tier_exchange": tier, "global_interval": global_interval} if tier else {}
+        if model == "plastic":          # the weight recorder joins the invariance tests
+            tiers["record_weights"] = [rv.WeightRecorder(source="E", target="E", synapses=6, interval_ms=50.0),
+                                       rv.WeightRecorder(source="B", target="P", synapses=3, interval_ms=100.0)]
         sim = rv.Simulation(net, threads=threads, exchange=strategy, placement=placement, seed=seed, comm=comm,
                             record_state=recorded_ids(net, record), overlap=bool(overlap), **tiers)
     finally:
@@ -345,6 +348,9 @@ def run_config(model="dpsnn", neurons=2048, synapses=1125, ms=300.0, threads=1, 
     }
     if gathered is not None:
         out.update({f"connections_{k}": np.asarray(v) for k, v in gathered._asdict().items()})
+    if model == "plastic":
+        for name, trace in res.weight_traces.items():
+            out.update({f"trace_{name}_{k}": np.asarray(v) for k, v in trace.items()})
     if model in ("plastic", "dpsnn-stdp"):
         out.update({f"up_to_date_{k}": np.asarray(v) for k, v in up_to_date._asdict().items()})
     return out

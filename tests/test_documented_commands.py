@@ -152,6 +152,12 @@ SCALED: dict[str, Scaled] = {
         Scaled(STDP_SMALL),
     "python bench/stdp_compare.py --neurons 5120 --duration-ms 3000 --transient-ms 1000 --skip-nest":
         Scaled(STDP_SMALL),
+    # docs/plasticity.md: weights out and back in (in this order, in one scratch folder), the report
+    "ranvier run dpsnn --neurons 2048 --duration-ms 1000 --set plasticity=stdp --set stdp_lambda=0.1 "
+    "--out results/learn": Scaled("--duration-ms 100 --force"),
+    "ranvier run dpsnn --neurons 2048 --duration-ms 1000 --set plasticity=stdp --set stdp_lambda=0.1 "
+    "--initial-weights results/learn/weights.h5": Scaled("--duration-ms 100"),
+    "ranvier report results/learn": Scaled(),
     # docs/plasticity.md: the comparison with NEST (tests/test_stdp_nest.py runs it in full)
     "python bench/stdp_nest.py": Scaled("--pairing", needs="nest"),
     # docs/performance.md: callgrind counts (the scratch folder has its own copy of docs/)
@@ -257,6 +263,7 @@ PYTHON_SCALED: dict[str, list[tuple[str, str]]] = {
                   ("run(10_500)", "run(300)"), ("stop_ms=10_500", "stop_ms=300"), ("start_ms=500", "start_ms=100"),
                   ("area_size=10000, K=1000", "area_size=400, K=40"), ("sim.run(2000)", "sim.run(100)")],
     "docs/measuring.md": [("sim.run(10_000,", "sim.run(200,")],
+    "docs/plasticity.md": [("sim.run(1000.0)", "sim.run(200.0)"), ("# (20, 21)", "# (20, 5)")],
     "docs/building-networks.md": [("order = 2500", "order = 250")],
     "docs/microcircuit.md": [("500.0, 10500.0", "100.0, 300.0")],
 }

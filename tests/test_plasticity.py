@@ -213,6 +213,10 @@ def plastic_reference(workloads):
 
 def test_plastic_reference_is_not_trivial(plastic_reference):
     ref = plastic_reference
+    w = ref["trace_E_to_E_weights"]
+    assert w.shape == (6, 5) and np.all(ref["trace_E_to_E_times_ms"] == [0, 50, 100, 150, 200])
+    assert np.count_nonzero(np.diff(w, axis=1)) > 6                # the recorded weights move
+    assert ref["trace_B_to_P_weights"].shape == (3, 3)
     first = ref["population_first_ids"]
     by_population = np.bincount(np.searchsorted(first[1:], ref["ids"], side="right"), minlength=5)
     assert np.all(by_population[:4] > 500), by_population          # E, I, B and P all fire
@@ -236,6 +240,10 @@ def test_plastic_network_is_decomposition_invariant(workloads, plastic_reference
             assert np.array_equal(run[f"connections_{key}"], ref[f"connections_{key}"]), (what, key)
             assert np.array_equal(run[f"up_to_date_{key}"], ref[f"up_to_date_{key}"]), (what, key)
         assert counters(run)["events_scheduled"] == counters(ref)["events_scheduled"], what
+        traces = [k for k in ref if k.startswith("trace_")]
+        assert len(traces) == 10                                   # two recorders, five arrays each
+        for key in traces:
+            assert np.array_equal(run[key], ref[key]), (what, key)
 
 
 # The plastic dpsnn (issue 15): reduced, E->E STDP with a learning rate that moves weights in

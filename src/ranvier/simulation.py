@@ -156,6 +156,16 @@ class Simulation:
                                   f"{threads} threads; use fewer threads or ranks")
             self.placement_segments = (bounds, owners)
 
+        if initial_weights is not None:  # refused before the build: a missing or foreign file
+            error = None
+            if self.comm.rank == 0:
+                try:
+                    weights_io.check_file(initial_weights, network)
+                except ConfigError as e:
+                    error = str(e)
+            error = self.comm.bcast(error)
+            if error:
+                raise ConfigError(error)
         self.recording = None            # made on rank 0 at the first run (ranvier.recording)
         self.closed = False
         self._warn_oversubscription()

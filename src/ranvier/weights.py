@@ -99,6 +99,28 @@ def read_weights(path) -> dict:
         raise ConfigError(f"initial_weights: cannot read {path}: {e}") from None
 
 
+def check_file(path, network) -> None:
+    """Before the build: the file exists, is a weights.h5, and names this network's plastic
+    projections (the synapses themselves are checked after the build, by apply_initial_weights)."""
+    import h5py
+    names = set(edge_population_names(network).values())
+    if not names:
+        raise ConfigError(f"initial_weights: the network has no plastic projection to start from {path}")
+    try:
+        with h5py.File(path, "r") as f:
+            held = set(f["edges"]) if "edges" in f else None
+    except OSError as e:
+        raise ConfigError(f"initial_weights: cannot read {path}: {e}") from None
+    if held is None:
+        raise ConfigError(f"initial_weights: {path} holds no /edges group; give a weights.h5 that a run wrote "
+                          f"(ranvier run --out DIR)")
+    if held != names:
+        missing, extra = sorted(names - held), sorted(held - names)
+        raise ConfigError(f"initial_weights: {path} does not fit the network's plastic projections: "
+                          + (f"missing {missing}" if missing else "") + ("; " if missing and extra else "")
+                          + (f"not in the network {extra}" if extra else ""))
+
+
 def apply_initial_weights(sim, path) -> None:
     """Sets every plastic projection's weights from a weights.h5 (each rank its own synapses),
     after checking that the file describes this network's synapses exactly."""

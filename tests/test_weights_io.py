@@ -1,0 +1,144 @@
+"""Plastic weights in and out (ranvier.weights): weights.h5 in the SONATA edge layout, written
+in an order that does not depend on the decomposition; a simulation started from it holds the
+saved weights exactly, on any ranks and threads; the weight recorder; bad files refused."""
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import h5py
+import numpy as np
+import pytest
+
+import ranvier as rv
+from conftest import ROOT, TESTS, mpiexec_path, needs_mpiexec, subprocess_env
+from mpi_runner import plastic_network
+from ranvier import weights as weights_io
+
+
+def saved(tmp_path, threads=2, ms=200.0):
+    net = plastic_network(600, 30)
+    sim = rv.Simulation(net, threads=threads, seed=1)
+    sim.run(ms)
+    path = tmp_path / "weights.h5"
+    weights_io.write_weights(path, sim, weights_io.gather_plastic(sim))
+    return net, sim, path
+
+
+def test_the_file_is_sonata_edges_in_canonical_order(tmp_path):
+    net, sim, path = saved(tmp_path)
+    with h5py.File(path) as f:
+        names = set(f["edges"])
+        assert names == {"E_to_E", "I_to_E", "B_to_B", "E_to_B", "B_to_E", "B_to_P", "S_to_E"}
+        g = f["edges/E_to_E"]
+        src, tgt = g["source_node_id"][()], g["target_node_id"][()]
+        assert g["source_node_id"].attrs["node_population"] == "E" and g["target_node_id"].attrs["node_population"] == "E"
+        n = src.size
+        assert g["edge_type_id"].shape == g["edge_group_id"].shape == (n,)
+        assert np.array_equal(g["edge_group_index"][()], np.arange(n))
+        w, d = g["0/syn_weight"][()], g["0/delay"][()]
+    order = np.lexsort((d, tgt, src))
+    assert np.array_equal(order, np.arange(n))                     # sorted by (source, target, delay)
+    ours = sim.weights("E", "E")                                   # the same synapses, the same weights
+    assert np.array_equal(np.sort(ours.weight), np.sort(w)) and n == ours.weight.size
+
+
+def test_a_simulation_started_from_saved_weights_holds_them(tmp_path):
+    net, sim, path = saved(tmp_path)
+    again = rv.Simulation(net, threads=1, seed=1, initial_weights=path)
+    fresh = rv.Simulation(net, threads=1, seed=1)
+    for pr in net.projections:
+        if pr.synapse is None:
+            continue
+        a, b = sim.weights(pr.source, pr.target), again.weights(pr.source, pr.target)
+        assert np.array_equal(a.weight, b.weight), (pr.source, pr.target)
+        assert not np.array_equal(fresh.weights(pr.source, pr.target).weight, b.weight)
+    # and it learns on from there
+    again.run(50.0)
+    assert not np.array_equal(again.weights("E", "E").weight, sim.weights("E", "E").weight)
+
+
+LOAD_SCRIPT = """
+import sys, numpy as np, ranvier as rv
+sys.path.insert(0, {tests!r})
+from mpi_runner import plastic_network
+net = plastic_network(600, 30)
+sim = rv.Simulation(net, threads=2, seed=1, placement="block", initial_weights={path!r})
+w = sim.weights("E", "E")
+if sim.rank == 0:
+    np.save({out!r}, w.weight)
+"""
+
+
+@needs_mpiexec
+def test_two_ranks_load_a_file_one_rank_wrote(tmp_path):
+    net, sim, path = saved(tmp_path, threads=1)
+    out = tmp_path / "loaded.npy"
+    script = tmp_path / "load.py"
+    script.write_text(LOAD_SCRIPT.format(tests=str(TESTS), path=str(path), out=str(out)))
+    proc = subprocess.run([mpiexec_path(), "-n", "2", sys.executable, str(script)], cwd=ROOT, env=subprocess_env(),
+                          capture_output=True, text=True, timeout=240)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert np.array_equal(np.load(out), sim.weights("E", "E").weight)
+
+
+def test_a_file_of_another_network_is_refused(tmp_path):
+    net, sim, path = saved(tmp_path)
+    other = plastic_network(600, 30)
+    with pytest.raises(rv.ConfigError, match="E->E.*another network"):
+        rv.Simulation(other, threads=1, seed=2, initial_weights=path)
+    smaller = plastic_network(500, 30)
+    with pytest.raises(rv.ConfigError, match="another network"):
+        rv.Simulation(smaller, threads=1, seed=1, initial_weights=path)
+    static = rv.models.dpsnn(neurons=600, synapses_per_neuron=30)
+    with pytest.raises(rv.ConfigError, match="not in the network"):
+        rv.Simulation(static, threads=1, initial_weights=path)
+    with pytest.raises(rv.ConfigError, match="cannot read"):
+        rv.Simulation(net, threads=1, initial_weights=tmp_path / "missing.h5")
+
+
+def test_the_weight_recorder(tmp_path):
+    net = plastic_network(600, 30)
+    probe = rv.Simulation(net, threads=1, seed=1).weights("E", "E")
+    pairs = [(int(probe.source[k]), int(probe.target[k])) for k in (0, 500)]
+    sim = rv.Simulation(net, threads=2, seed=1, record_weights=[
+        rv.WeightRecorder(source="E", target="E", synapses=pairs, interval_ms=20.0),
+        rv.WeightRecorder(source="B", target="B", synapses=4, interval_ms=100.0)])
+    res = sim.run(150.0)
+    ee = res.weight_traces["E_to_E"]
+    assert np.allclose(ee["times_ms"], np.arange(0, 141, 20.0))     # whole intervals within the run
+    assert [(s, t) for s, t in zip(ee["source"], ee["target"])] == pairs
+    final = sim.weights("E", "E")
+    for k, (s, t) in enumerate(pairs):
+        first = np.flatnonzero((final.source == s) & (final.target == t))
+        assert ee["weights"][k, 0] == probe.weight[first].min() or ee["weights"][k, 0] in probe.weight[first]
+    assert res.weight_traces["B_to_B"]["weights"].shape == (4, 2)
+    with pytest.raises(rv.ConfigError, match="is static"):
+        rv.Simulation(net, threads=1, record_weights=rv.WeightRecorder(source="E", target="I"))
+    with pytest.raises(rv.ConfigError, match="whole number of communication intervals"):
+        rv.Simulation(net, threads=1, record_weights=rv.WeightRecorder(source="E", target="E", interval_ms=0.5))
+    with pytest.raises(rv.ConfigError, match="has no synapse"):
+        rv.Simulation(net, threads=1, record_weights=rv.WeightRecorder(source="E", target="E",
+                                                                       synapses=[(0, 10**6 - 1)]))
+
+
+def test_ranvier_run_writes_weights_and_starts_from_them(tmp_path):
+    from ranvier import cli
+    first, second = tmp_path / "first", tmp_path / "second"
+    base = ["run", "dpsnn", "--neurons", "1024", "--set", "synapses_per_neuron=100", "--set", "plasticity=stdp",
+            "--set", "stdp_lambda=0.1", "--duration-ms", "200", "--quiet", "--threads", "1"]
+    assert cli.main(base + ["--record-weights", "3", "--weight-interval-ms", "50", "--out", str(first)]) == 0
+    with h5py.File(first / "weights.h5") as f:
+        assert set(f["edges"]) == {"F_to_F", "F_to_B", "B_to_F", "B_to_B"}
+        assert f["weight_trace/F_to_F/weights"].shape == (3, 5)
+        saved_w = f["edges/B_to_B/0/syn_weight"][()]
+    import json
+    summary = json.loads((first / "summary.json").read_text())
+    dist = summary["plasticity"]["F_to_F"]
+    assert sum(dist["final"]["histogram"]) == dist["final"]["synapses"] > 0
+    assert dist["initial"]["mean"] != dist["final"]["mean"]
+    assert cli.main(base + ["--duration-ms", "1", "--initial-weights", str(first / "weights.h5"),
+                            "--out", str(second)]) == 0
+    with h5py.File(second / "weights.h5") as f:
+        # 1 ms later: only synapses whose source spiked since could move
+        assert np.mean(f["edges/B_to_B/0/syn_weight"][()] == saved_w) > 0.9
