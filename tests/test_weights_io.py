@@ -91,7 +91,7 @@ def test_a_file_of_another_network_is_refused(tmp_path):
     with pytest.raises(rv.ConfigError, match="another network"):
         rv.Simulation(smaller, threads=1, seed=1, initial_weights=path)
     static = rv.models.dpsnn(neurons=600, synapses_per_neuron=30)
-    with pytest.raises(rv.ConfigError, match="not in the network"):
+    with pytest.raises(rv.ConfigError, match="no plastic projection to start from"):
         rv.Simulation(static, threads=1, initial_weights=path)
     with pytest.raises(rv.ConfigError, match="cannot read"):
         rv.Simulation(net, threads=1, initial_weights=tmp_path / "missing.h5")
