@@ -137,6 +137,11 @@ def test_ranvier_run_writes_weights_and_starts_from_them(tmp_path):
     dist = summary["plasticity"]["F_to_F"]
     assert sum(dist["final"]["histogram"]) == dist["final"]["synapses"] > 0
     assert dist["initial"]["mean"] != dist["final"]["mean"]
+    # the report draws the distributions and the traces
+    assert cli.main(["report", str(first), "--out", str(tmp_path / "report")]) == 0
+    assert (tmp_path / "report" / "figures" / "weights.png").stat().st_size > 10_000
+    text = (tmp_path / "report" / "report.md").read_text()
+    assert "plastic projection" in text and "F -> F" in text
     assert cli.main(base + ["--duration-ms", "1", "--initial-weights", str(first / "weights.h5"),
                             "--out", str(second)]) == 0
     with h5py.File(second / "weights.h5") as f:
