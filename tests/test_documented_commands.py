@@ -158,6 +158,9 @@ SCALED: dict[str, Scaled] = {
     "ranvier run dpsnn --neurons 2048 --duration-ms 1000 --set plasticity=stdp --set stdp_lambda=0.1 "
     "--initial-weights results/learn/weights.h5": Scaled("--duration-ms 100"),
     "ranvier report results/learn": Scaled(),
+    "ranvier run dpsnn --neurons 2048 --duration-ms 1000 --set plasticity=stdp --set stdp_lambda=0.1 "
+    "--record-weights 10 --weight-interval-ms 50 --out results/traced": Scaled("--duration-ms 100 --force"),
+    "ranvier report results/traced": Scaled(),
     # docs/plasticity.md: the comparison with NEST (tests/test_stdp_nest.py runs it in full)
     "python bench/stdp_nest.py": Scaled("--pairing", needs="nest"),
     # docs/performance.md: callgrind counts (the scratch folder has its own copy of docs/)

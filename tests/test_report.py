@@ -518,3 +518,53 @@ def test_figures_line_only_when_figures_were_written(archives, tmp_path, monkeyp
     written = report.write_report([bare], tmp_path / "bare-report")
     assert written.figures == [] and "<img" not in written.html.read_text()
     assert "No phase_seconds_per_rank in the summaries" in written.markdown.read_text()
+
+
+def _distribution(mean, low, high, counts):
+    return {"projection": "", "synapses": int(sum(counts)), "mean": mean, "sd": 0.01, "min": low, "max": high,
+            "histogram": counts, "histogram_range": [low, high]}
+
+
+def test_plastic_weights_drawn(archives, tmp_path):
+    """A plastic run: a table and a figure of each projection's initial and final weights, with
+    the weight recorder's traces below when weights.h5 holds them; drawn without spikes.h5 too,
+    without an unreadable weights.h5, and gone from the figures of a later static report."""
+    import h5py
+    from matplotlib.figure import Figure
+
+    s = summary(archives.t1)
+    plasticity = {
+        "E_to_E": {"initial": _distribution(0.25, 0.0, 0.6, [0] * 15 + [700, 600] + [0] * 23),
+                   "final": _distribution(0.31, 0.0, 0.6, [0] * 10 + [100] * 13 + [0] * 17),
+                   "synapse": "STDP(lambda_=0.05)"},
+        "B_to_P": {"initial": _distribution(30.0, 0.0, 300.0, [0, 0, 0, 0, 500] + [0] * 35),
+                   "final": _distribution(28.5, 0.0, 300.0, [0, 0, 0, 250, 250] + [0] * 35),
+                   "synapse": "STDPPowerLaw(lambda_=0.05)"}}
+    plastic = variant(archives.t1, tmp_path / "runs" / "plastic")
+    (plastic / "summary.json").write_text(json.dumps({**s, "plasticity": plasticity}))
+    with h5py.File(plastic / "weights.h5", "w") as f:
+        g = f.create_group("weight_trace/E_to_E")
+        g["times_ms"] = np.arange(0.0, 201.0, 50.0)
+        g["weights"] = np.linspace(0.2, 0.4, 15).reshape(3, 5)
+    out = read_report([plastic], tmp_path / "report")
+    row = table_row(out.md, "E -> E", "plastic projection")
+    sig = report.sig
+    assert row[1:4] == ["1,300", f"{sig(0.25, 4)} / {sig(0.31, 4)}", f"{sig(0.01, 3)} / {sig(0.01, 3)}"]
+    assert row[4] == "STDP(lambda_=0.05)"
+    assert table_row(out.md, "B -> P", "plastic projection")[2] == f"{sig(30.0, 4)} / {sig(28.5, 4)}"
+    assert tmp_path / "report" / "figures" / "weights.png" in out.figures
+    assert "the weight recorder's synapses over time" in out.md
+    fig = Figure()
+    report._draw_weights(fig, plasticity, report.read_weight_traces(plastic / "weights.h5"))
+    assert len(fig.axes) == 4                                  # histograms above, traces below
+    assert len(fig.axes[0].patches) == 2 and len(fig.axes[2].lines) == 3
+    assert fig.axes[1].get_xlim()[1] >= 300.0                  # each projection over its own range
+    # no spikes.h5 (no raster), a weights.h5 that is not HDF5 (no traces): the distributions stay
+    (plastic / "spikes.h5").unlink()
+    (plastic / "weights.h5").write_bytes(b"not hdf5")
+    out = read_report([plastic], tmp_path / "report")
+    assert "No raster" in out.md and [p.name for p in out.figures].count("weights.png") == 1
+    assert "the weight recorder's synapses over time" not in out.md
+    # a static run reported into the same folder leaves no weights figure behind
+    out = read_report([archives.t1], tmp_path / "report")
+    assert "plastic projection" not in out.md and not (tmp_path / "report" / "figures" / "weights.png").exists()

@@ -3,6 +3,7 @@ in an order that does not depend on the decomposition; a simulation started from
 saved weights exactly, on any ranks and threads; the weight recorder; bad files refused."""
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 
@@ -62,24 +63,75 @@ LOAD_SCRIPT = """
 import sys, numpy as np, ranvier as rv
 sys.path.insert(0, {tests!r})
 from mpi_runner import plastic_network
+from ranvier import weights as weights_io
 net = plastic_network(600, 30)
+plastic = [(pr.source, pr.target) for pr in net.projections if pr.synapse is not None]
+# a file one rank wrote, read by two ranks of two threads: every plastic weight
 sim = rv.Simulation(net, threads=2, seed=1, placement="block", initial_weights={path!r})
-w = sim.weights("E", "E")
-if sim.rank == 0:
-    np.save({out!r}, w.weight)
+loaded = {{f"{{s}}_{{t}}": sim.weights(s, t) for s, t in plastic}}       # collective: rank 0 receives
+# the same run on two ranks writes the same file
+fresh = rv.Simulation(net, threads=2, seed=1)
+fresh.run(200.0)
+gathered = weights_io.gather_plastic(fresh)
+if fresh.rank == 0:
+    np.savez({out!r}, **{{k: w.weight for k, w in loaded.items()}})
+    weights_io.write_weights({written!r}, fresh, gathered)
+# a file with one synapse changed: refused on every rank, whichever rank holds that synapse
+for bad in {tampered!r}:
+    try:
+        rv.Simulation(net, threads=2, seed=1, initial_weights=bad)
+        message = "accepted"
+    except rv.ConfigError as e:
+        message = str(e)
+    with open(bad + f".rank{{sim.rank}}.txt", "w") as f:
+        f.write(message)
 """
 
 
+def tamper(src, dst, name: str, place: int, dataset: str, value) -> None:
+    import shutil
+    shutil.copy(src, dst)
+    with h5py.File(dst, "r+") as f:
+        f[f"edges/{name}/{dataset}"][place] = value
+
+
 @needs_mpiexec
-def test_two_ranks_load_a_file_one_rank_wrote(tmp_path):
+def test_two_ranks_load_a_file_one_rank_wrote_and_write_the_same(tmp_path):
     net, sim, path = saved(tmp_path, threads=1)
-    out = tmp_path / "loaded.npy"
+    # the last E->E synapse's delay, and the first B->E synapse's target: held by different ranks
+    last = tmp_path / "delay.h5"
+    with h5py.File(path) as f:
+        n, d_last = f["edges/E_to_E/0/delay"].shape[0], f["edges/E_to_E/0/delay"][-1]
+    tamper(path, last, "E_to_E", n - 1, "0/delay", d_last + 0.5)
+    first = tmp_path / "target.h5"
+    tamper(path, first, "B_to_E", 0, "target_node_id", 0)     # fewer onto one target, more onto 0
+    out, written = tmp_path / "loaded.npz", tmp_path / "written.h5"
     script = tmp_path / "load.py"
-    script.write_text(LOAD_SCRIPT.format(tests=str(TESTS), path=str(path), out=str(out)))
+    script.write_text(LOAD_SCRIPT.format(tests=str(TESTS), path=str(path), out=str(out), written=str(written),
+                                         tampered=[str(last), str(first)]))
     proc = subprocess.run([mpiexec_path(), "-n", "2", sys.executable, str(script)], cwd=ROOT, env=subprocess_env(),
                           capture_output=True, text=True, timeout=240)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    assert np.array_equal(np.load(out), sim.weights("E", "E").weight)
+    loaded = np.load(out)
+    for pr in net.projections:
+        if pr.synapse is not None:
+            assert np.array_equal(loaded[f"{pr.source}_{pr.target}"], sim.weights(pr.source, pr.target).weight)
+    with h5py.File(path) as a, h5py.File(written) as b:         # 2 ranks x 2 threads wrote 1 rank's file
+        names = []
+        a.visit(names.append)
+        assert names and sorted(names) == sorted(_names(b))
+        for name in names:
+            if isinstance(a[name], h5py.Dataset):
+                assert np.array_equal(a[name][()], b[name][()]), name
+    for bad, words in ((last, "'E_to_E'.*stands where the network has"), (first, "'B_to_E'.*synapse 0->0 ")):
+        messages = [(tmp_path / f"{bad.name}.rank{r}.txt").read_text() for r in (0, 1)]
+        assert messages[0] == messages[1] and re.search(words + ".*another network", messages[0]), messages
+
+
+def _names(f) -> list[str]:
+    names = []
+    f.visit(names.append)
+    return names
 
 
 def test_a_file_of_another_network_is_refused(tmp_path):
@@ -147,3 +199,53 @@ def test_ranvier_run_writes_weights_and_starts_from_them(tmp_path):
     with h5py.File(second / "weights.h5") as f:
         # 1 ms later: only synapses whose source spiked since could move
         assert np.mean(f["edges/B_to_B/0/syn_weight"][()] == saved_w) > 0.9
+
+
+def test_weight_settings_in_a_run_configuration(tmp_path, monkeypatch, capsys):
+    import tomllib
+
+    from ranvier import cli
+    monkeypatch.chdir(tmp_path)
+    model = ('model = "dpsnn"\n[parameters]\nneurons = 1024\nsynapses_per_neuron = 100\nplasticity = "stdp"\n'
+             'stdp_lambda = 0.1\n')
+    (tmp_path / "learn.toml").write_text(model + "[simulation]\nduration_ms = 100.0\nthreads = 1\n")
+    assert cli.main(["run", "learn.toml", "--quiet", "--out", "learn"]) == 0
+    (tmp_path / "go-on.toml").write_text(model + '[simulation]\nduration_ms = 100.0\nthreads = 1\n'
+                                         'initial_weights = "learn/weights.h5"\nrecord_weights = 2\n'
+                                         'weight_interval_ms = 50.0\n')
+    assert cli.main(["run", "go-on.toml", "--quiet", "--out", "go-on"]) == 0
+    with h5py.File("go-on/weights.h5") as f, h5py.File("learn/weights.h5") as g:
+        assert f["weight_trace/F_to_F/weights"].shape == (2, 3)           # t = 0, 50, 100 ms
+        first = g["edges/F_to_F/0/syn_weight"][()]
+        place = np.flatnonzero((g["edges/F_to_F/source_node_id"][()] == f["weight_trace/F_to_F/source"][0])
+                               & (g["edges/F_to_F/target_node_id"][()] == f["weight_trace/F_to_F/target"][0]))[0]
+        assert f["weight_trace/F_to_F/weights"][0, 0] == first[place]     # it started from the saved weights
+    written = tomllib.loads((tmp_path / "go-on" / "config.toml").read_text())["simulation"]
+    assert written["initial_weights"] == str(tmp_path / "learn" / "weights.h5")      # absolute: reruns anywhere
+    assert (written["record_weights"], written["weight_interval_ms"]) == (2, 50.0)
+    # the flags override the file; the run's own config.toml reruns it
+    assert cli.main(["run", "go-on/config.toml", "--record-weights", "3", "--quiet", "--out", "again"]) == 0
+    with h5py.File("again/weights.h5") as f, h5py.File("go-on/weights.h5") as g:
+        assert f["weight_trace/F_to_F/weights"].shape == (3, 3)
+        assert np.array_equal(f["edges/F_to_F/0/syn_weight"][()], g["edges/F_to_F/0/syn_weight"][()])
+    static = "[simulation]\nduration_ms = 100.0\nthreads = 1\n"
+    for text, words in (("record_weights = -1\n", "'record_weights' must be a whole number"),
+                        ("record_weights = 2.5\n", "'record_weights' must be a whole number"),
+                        ("weight_interval_ms = 0.0\n", "'weight_interval_ms' must be positive"),
+                        ("initial_weights = 3\n", "'initial_weights' must be the path"),
+                        ("record_weights = 2\n", "no plastic projection")):
+        (tmp_path / "bad.toml").write_text('model = "dpsnn"\n[parameters]\nneurons = 1024\n'
+                                           'synapses_per_neuron = 100\n' + static + text)
+        capsys.readouterr()
+        assert cli.main(["run", "bad.toml", "--quiet"]) != 0
+        assert re.search(words, capsys.readouterr().err), words
+    assert "config.toml" not in {p.name for p in tmp_path.iterdir()}          # nothing written by them
+
+
+def test_canonical_order_is_lexsorts():
+    rng = np.random.default_rng(3)
+    for n in (0, 1, 7, 5000):
+        s, t, d = rng.integers(-5, 50, n), rng.integers(100, 130, n), rng.integers(1, 4, n)   # many multapses
+        assert np.array_equal(weights_io.canonical_order(s, t, d), np.lexsort((np.arange(n), d, t, s)))
+    s, t, d = np.array([0, 2**40, 5, 5]), np.array([0, 2**30, 1, 1]), np.array([0, 2**10, 3, 3])   # no 63-bit key
+    assert np.array_equal(weights_io.canonical_order(s, t, d), [0, 2, 3, 1])

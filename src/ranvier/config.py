@@ -14,6 +14,9 @@
     overlap = false       # exchange each interval while the next is computed (intervals of half the minimum delay)
     global_interval = 10  # exchange = "two-tier" (multi-area models): all ranks every D cycles
     tier_exchange = "allgather"   # two-tier: the strategy of both tiers
+    initial_weights = "results/learn/weights.h5"   # plastic networks: start from saved weights
+    record_weights = 20   # plastic networks: synapses of each plastic projection sampled (0: none)
+    weight_interval_ms = 100.0    # ... every this many ms (docs/plasticity.md)
 """
 from __future__ import annotations
 
@@ -45,7 +48,12 @@ SIMULATION_DEFAULTS = {
     "overlap": False,
     "global_interval": None,      # two-tier: cycles between global exchanges; omitted = automatic
     "tier_exchange": "allgather", # two-tier: the strategy of both tiers
+    "initial_weights": None,      # plastic networks: a weights.h5 to start from; omitted = the drawn weights
+    "record_weights": 0,          # plastic networks: synapses sampled per plastic projection (0: none)
+    "weight_interval_ms": 100.0,  # the weight recorder's interval
 }
+# Settings of the run command's plastic weights (ranvier.weights), not keyword arguments of Simulation.
+WEIGHT_KEYS = ("initial_weights", "record_weights", "weight_interval_ms")
 
 
 @dataclass
@@ -55,8 +63,10 @@ class RunConfig:
     simulation: dict = field(default_factory=lambda: dict(SIMULATION_DEFAULTS))
 
     def simulation_kwargs(self) -> dict:
-        """Keyword arguments for Simulation(...): every setting except duration_ms."""
-        return {k: v for k, v in self.simulation.items() if k != "duration_ms"}
+        """Keyword arguments for Simulation(...): every setting except duration_ms and the plastic
+        weights' (WEIGHT_KEYS: the run command turns them into Simulation's initial_weights and
+        record_weights)."""
+        return {k: v for k, v in self.simulation.items() if k != "duration_ms" and k not in WEIGHT_KEYS}
 
 
 def _unknown(where: str, keys, known) -> None:
@@ -250,3 +260,20 @@ def check_simulation(cfg: RunConfig, network) -> None:
                           f"{longest:.10g} ms here ({longest / 8.64e7:.3g} days): choose a shorter duration_ms")
     if not isinstance(s["barrier"], bool):
         raise ConfigError(f"[simulation] 'barrier' must be true or false, got {s['barrier']!r}")
+    check_weight_settings(s)
+
+
+def check_weight_settings(s: dict) -> None:
+    """[simulation]'s plastic weight settings (WEIGHT_KEYS): their types; whether the network has
+    plastic projections, and the file itself, are checked by Simulation before the build."""
+    initial = s.get("initial_weights")
+    if initial is not None and not (isinstance(initial, (str, os.PathLike)) and str(initial)):
+        raise ConfigError(f"[simulation] 'initial_weights' must be the path of a weights.h5 (a string), got "
+                          f"{initial!r}")
+    n = s.get("record_weights", 0)
+    if isinstance(n, bool) or not isinstance(n, int) or n < 0:
+        raise ConfigError(f"[simulation] 'record_weights' must be a whole number of synapses per plastic "
+                          f"projection (0: none), got {n!r}")
+    interval = _number("weight_interval_ms", s.get("weight_interval_ms", 100.0))
+    if interval <= 0:
+        raise ConfigError(f"[simulation] 'weight_interval_ms' must be positive, got {s['weight_interval_ms']!r}")

@@ -583,15 +583,21 @@ def section_rates(ctx) -> Section:
                      *(_fixed(by_type.get(t), 2) for t in types), f"{c.median_run.summary.get('spikes_total', 0):,}"])
     sec.blocks.append(Table(["configuration", "window (s)", *(f"{p} (Hz)" for p in pops),
                              *(f"{t} (Hz)" for t in types), "spikes"], rows))
+    _raster(ctx, run, sec)
+    _plastic_weights(ctx, sec)
+    return sec
+
+
+def _raster(ctx, run, sec) -> None:
     spike_file = run.path / "spikes.h5"
     if not spike_file.is_file():
         sec.blocks.append(f"No raster: {ctx.name(run)} has no spikes.h5.")
-        return sec
+        return
     try:
         spikes = read_spikes(spike_file, order=list(run.summary.get("rates_hz") or {}))
     except (OSError, KeyError) as e:
         sec.blocks.append(f"No raster: {spike_file} cannot be read ({e}).")
-        return sec
+        return
     sizes = _population_sizes(spikes, run.summary)
     total = sum(ids.size for ids, _ in spikes.values())
     stride = max(1, math.ceil(total / RASTER_MAX_SPIKES))   # every stride-th neuron: whole spike trains
@@ -600,8 +606,6 @@ def section_rates(ctx) -> Section:
                + "), populations in colour; below, each population's rate over time.")
     fig = figure("raster.png", caption, lambda f: _draw_raster(f, spikes, sizes, run.summary, stride), size=(10, 5.5))
     sec.blocks.append(fig)
-    _plastic_weights(ctx, run, sec)
-    return sec
 
 
 def read_weight_traces(path: Path) -> dict:
@@ -641,12 +645,15 @@ def _draw_weights(fig, plasticity: dict, traces: dict):
     axes[0][0].set_ylabel("synapses")
 
 
-def _plastic_weights(ctx, run, sec) -> None:
+def _plastic_weights(ctx, sec) -> None:
     """Plastic runs: each projection's weight distribution, initial and final (summary.json), and
-    the weight recorder's traces (weights.h5) when present."""
-    plasticity = run.summary.get("plasticity")
-    if not plasticity:
+    the weight recorder's traces (weights.h5) when present; of the raster's run when it is
+    plastic, else of the first plastic run."""
+    plastic = [r for r in ctx.runs if r.summary.get("plasticity")]
+    if not plastic:
         return
+    run = ctx.raster_run if any(r is ctx.raster_run for r in plastic) else plastic[0]
+    plasticity = run.summary["plasticity"]
     try:
         traces = read_weight_traces(run.path / "weights.h5")
     except (OSError, KeyError):
@@ -1180,7 +1187,7 @@ def render_markdown(title: str, intro: str, sections: list[Section]) -> str:
     return "\n".join(out)
 
 
-FIGURE_NAMES = ("raster.png", "scaling.png", "phases.png", "cycle_times.png")
+FIGURE_NAMES = ("raster.png", "scaling.png", "phases.png", "cycle_times.png", "weights.png")
 
 
 class Written(NamedTuple):

@@ -40,8 +40,17 @@ def local_weights(sim, j: int):
 
 
 def canonical_order(source, target, delay_steps) -> np.ndarray:
-    """By (source, target, delay); ties (multapses) in the order given (storage order)."""
-    return np.lexsort((np.arange(source.size), delay_steps, target, source))
+    """By (source, target, delay); ties (multapses) in the order given (storage order): the
+    permutation np.lexsort((arange, delay, target, source)) gives, found as a stable sort of one
+    combined key where the three fit in 63 bits (twice as fast)."""
+    if source.size == 0:
+        return np.zeros(0, np.int64)
+    lows = [int(a.min()) for a in (source, target, delay_steps)]
+    spans = [int(a.max()) - low + 1 for a, low in zip((source, target, delay_steps), lows)]
+    if spans[0] * spans[1] * spans[2] >= 2**63:
+        return np.lexsort((np.arange(source.size), delay_steps, target, source))
+    key = ((source - lows[0]) * spans[1] + (target - lows[1])) * spans[2] + (delay_steps - lows[2])
+    return np.argsort(key, kind="stable")
 
 
 def gather_plastic(sim) -> dict | None:
@@ -121,12 +130,31 @@ def check_file(path, network) -> None:
                           + (f"not in the network {extra}" if extra else ""))
 
 
+def agree(comm, error: str | None) -> None:
+    """A collective check: raises the first rank's error on every rank (ConfigError), so that
+    no rank goes on alone into the next collective call while another has stopped."""
+    errors = comm.gather(error)
+    first = next((e for e in errors if e is not None), None) if errors is not None else None
+    first = comm.bcast(first)
+    if first is not None:
+        raise ConfigError(first)
+
+
 def apply_initial_weights(sim, path) -> None:
     """Sets every plastic projection's weights from a weights.h5 (each rank its own synapses),
-    after checking that the file describes this network's synapses exactly."""
+    after checking that the file describes this network's synapses exactly. Every rank reads the
+    file itself (nothing of it passes through rank 0) and keeps the synapses onto its own
+    targets; a mismatch on any rank stops every rank with the same error."""
     net, h = sim.network, sim.resolution_ms
-    data = read_weights(path) if sim.rank == 0 else None
-    data = sim.comm.bcast(data)
+    data, error = None, None
+    try:
+        data = read_weights(path)
+    except ConfigError as e:
+        error = str(e)
+    except KeyError as e:
+        error = f"initial_weights: {path} lacks a dataset of the SONATA edge layout ({e}); give a weights.h5 " \
+                f"that a run wrote (ranvier run --out DIR)"
+    agree(sim.comm, error)
     names = edge_population_names(net)
     missing = sorted(set(names.values()) - set(data))
     extra = sorted(set(data) - set(names.values()))
@@ -134,30 +162,44 @@ def apply_initial_weights(sim, path) -> None:
         raise ConfigError(f"initial_weights: {path} does not fit the network's plastic projections: "
                           + (f"missing {missing}" if missing else "") + ("; " if missing and extra else "")
                           + (f"not in the network {extra}" if extra else ""))
+    updates = []
     for j, name in names.items():
         pr = net.projections[j]
         s_first, t_first = net.population(pr.source).first_id, net.population(pr.target).first_id
         f_src, f_tgt, f_delay, f_w = data[name]
         f_src, f_tgt, f_delay = f_src + s_first, f_tgt + t_first, np.rint(f_delay / h).astype(np.int64)
         src, tgt, d, _ = local_weights(sim, j)
-        mine = np.isin(f_tgt, np.unique(tgt))           # the file's synapses onto this rank's targets
-        order = canonical_order(src, tgt, d)
-        counts = sim.comm.gather(src.size)
-        total = sim.comm.bcast(sum(counts) if sim.rank == 0 else None)
-        if total != f_src.size or np.count_nonzero(mine) != src.size:
-            raise ConfigError(f"initial_weights: projection {pr.source}->{pr.target} ('{name}') has {total} synapses, "
-                              f"{path} {f_src.size}; the file belongs to another network (seed, sizes or rules)")
-        fs, ft, fd, fw = f_src[mine], f_tgt[mine], f_delay[mine], f_w[mine]
-        ls, lt, ld = src[order], tgt[order], d[order]
-        bad = np.flatnonzero((fs != ls) | (ft != lt) | (fd != ld))
-        if bad.size:
-            k = bad[0]
-            raise ConfigError(f"initial_weights: projection {pr.source}->{pr.target} ('{name}'): the file's synapse "
-                              f"{fs[k] - s_first}->{ft[k] - t_first} ({fd[k] * h:g} ms) stands where the network has "
-                              f"{ls[k] - s_first}->{lt[k] - t_first} ({ld[k] * h:g} ms); the file belongs to another "
-                              f"network (seed, sizes or rules)")
-        w = np.empty(src.size, np.float64)
-        w[order] = fw
+        total = sum(sim.comm.gather(src.size) or [0])
+        total = sim.comm.bcast(total if sim.rank == 0 else None)
+        error = None
+        if total != f_src.size:
+            error = (f"initial_weights: projection {pr.source}->{pr.target} ('{name}') has {total:,} synapses, "
+                     f"{path} {f_src.size:,}; the file belongs to another network (seed, sizes or rules)")
+        else:
+            mine = np.isin(f_tgt, np.unique(tgt))           # the file's synapses onto this rank's targets
+            order = canonical_order(src, tgt, d)
+            fs, ft, fd, fw = f_src[mine], f_tgt[mine], f_delay[mine], f_w[mine]
+            ls, lt, ld = src[order], tgt[order], d[order]
+            n = min(fs.size, ls.size)
+            bad = np.flatnonzero((fs[:n] != ls[:n]) | (ft[:n] != lt[:n]) | (fd[:n] != ld[:n]))
+            if bad.size:
+                k = bad[0]
+                error = (f"initial_weights: projection {pr.source}->{pr.target} ('{name}'): the file's synapse "
+                         f"{fs[k] - s_first}->{ft[k] - t_first} ({fd[k] * h:g} ms) stands where the network has "
+                         f"{ls[k] - s_first}->{lt[k] - t_first} ({ld[k] * h:g} ms); the file belongs to another "
+                         f"network (seed, sizes or rules)")
+            elif fs.size != ls.size:
+                t = int((lt[n] if ls.size > n else ft[n]) - t_first)
+                error = (f"initial_weights: projection {pr.source}->{pr.target} ('{name}'): target {t} has "
+                         f"{np.count_nonzero(lt == t + t_first)} synapses in the network, "
+                         f"{np.count_nonzero(ft == t + t_first)} in {path}; the file belongs to another network "
+                         f"(seed, sizes or rules)")
+            else:
+                w = np.empty(src.size, np.float64)
+                w[order] = fw
+                updates.append((j, w))
+        agree(sim.comm, error)
+    for j, w in updates:          # only once every projection fits, on every rank
         sim._engine.set_plastic_weights(j, np.ascontiguousarray(w))
 
 
@@ -248,13 +290,18 @@ class WeightSampler:
             except (TypeError, ValueError):
                 raise ConfigError("record_weights: synapses must be a number or a list of (source id, target id) "
                                   "pairs, population-local") from None
+            if not wanted:
+                raise ConfigError("record_weights: synapses is an empty list; give at least one (source id, "
+                                  "target id) pair, or a number of synapses")
         src, tgt, d, _ = local_weights(sim, self.j)
-        order = canonical_order(src, tgt, d)
+        # only the synapses onto the chosen targets (a few in-degrees), in canonical order: the
+        # first synapse of each (source, target), and of each target
+        near = np.flatnonzero(np.isin(tgt, np.unique([t for _, t in wanted])))
         first_of = {}
-        for place in order:                      # the first synapse of each (source, target), and of each target
+        for place in near[canonical_order(src[near], tgt[near], d[near])]:
             key_pair, key_target = (int(src[place]), int(tgt[place])), (None, int(tgt[place]))
-            first_of.setdefault(key_pair, place)
-            first_of.setdefault(key_target, place)
+            first_of.setdefault(key_pair, int(place))
+            first_of.setdefault(key_target, int(place))
         local = [(k, first_of[w]) for k, w in enumerate(wanted) if w in first_of]
         self.slots = np.array([k for k, _ in local], dtype=np.int64)          # which chosen synapse
         self.places = np.array([p for _, p in local], dtype=np.int64)         # where it is stored here

@@ -8,6 +8,7 @@ energy), print the summary table and write the run archive (--out DIR).
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 from .. import config as cfgmod
 from .. import energy, environment, theory
@@ -76,8 +77,9 @@ def add_parser(commands, exchanges, placements) -> None:
     weights.add_argument("--record-weights", type=positive_int, metavar="N",
                          help="sample N synapses of every plastic projection every --weight-interval-ms "
                               "(into weights.h5 with --out)")
-    weights.add_argument("--weight-interval-ms", type=positive_float, default=100.0, metavar="T",
-                         help="the weight recorder's interval (default 100 ms)")
+    weights.add_argument("--weight-interval-ms", type=positive_float, metavar="T",
+                         help="the weight recorder's interval, a whole number of communication intervals "
+                              "(default 100 ms)")
     run.add_argument("--quiet", action="store_true", help="print nothing but errors")
     run.add_argument("--out", metavar="DIR", help="write config.toml, summary.json, spikes.h5, timers.h5 (and "
                                                 "weights.h5 for plastic networks) here")
@@ -94,7 +96,9 @@ def resolve_config(args) -> cfgmod.RunConfig:
     simulation = {"duration_ms": args.duration_ms, "threads": args.threads, "exchange": args.exchange,
                   "placement": args.placement, "seed": args.seed, "resolution_ms": args.resolution_ms,
                   "barrier": False if args.no_barrier else None, "overlap": True if args.overlap else None,
-                  "global_interval": args.global_interval, "tier_exchange": args.tier_exchange}
+                  "global_interval": args.global_interval, "tier_exchange": args.tier_exchange,
+                  "initial_weights": args.initial_weights, "record_weights": args.record_weights,
+                  "weight_interval_ms": args.weight_interval_ms}
     return cfgmod.override(base, model=args.model, parameters=parameters, simulation=simulation)
 
 
@@ -116,6 +120,14 @@ def resolved_dict(cfg: cfgmod.RunConfig, network, sim) -> dict:
         simulation["global_interval"] = sim.global_interval
     else:
         simulation.pop("global_interval", None)      # TOML has no None: omitted means automatic
+    if weights_io.edge_population_names(network):  # plastic: the weights' settings, the file made absolute
+        if simulation.get("initial_weights") is not None:
+            simulation["initial_weights"] = str(Path(simulation["initial_weights"]).resolve())
+        else:
+            simulation.pop("initial_weights", None)
+    else:
+        for key in cfgmod.WEIGHT_KEYS:
+            simulation.pop(key, None)
     return {"model": cfg.model, "parameters": parameters, "simulation": simulation}
 
 
@@ -139,16 +151,18 @@ def command(args) -> int:
     out = _claim_output(args, comm) if args.out is not None else None
     try:
         # Spikes and timers stream into the claimed folder; without one only the counts are kept.
+        settings = cfg.simulation
+        n = settings.get("record_weights") or 0
         recorders = [weights_io.WeightRecorder(source=network.projections[j].source,
-                                               target=network.projections[j].target, index=j,
-                                               synapses=args.record_weights, interval_ms=args.weight_interval_ms)
-                     for j in weights_io.edge_population_names(network)] if args.record_weights else None
-        if args.record_weights and not recorders:
-            raise ConfigError("--record-weights: the network has no plastic projection")
+                                               target=network.projections[j].target, index=j, synapses=n,
+                                               interval_ms=float(settings.get("weight_interval_ms", 100.0)))
+                     for j in weights_io.edge_population_names(network)] if n else None
+        if n and not recorders:
+            raise ConfigError("record_weights (--record-weights): the network has no plastic projection")
         sim = Simulation(network, comm=comm, **cfg.simulation_kwargs(),   # its last checks (memory) precede the build
                          record_spikes=True if args.out is not None else "counts",
                          stream_to=out.staging if out is not None else None,
-                         initial_weights=args.initial_weights, record_weights=recorders)
+                         initial_weights=settings.get("initial_weights"), record_weights=recorders)
         if args.out is not None:
             _check_output_space(out, sim, cfg.simulation["duration_ms"])
         return _simulate(args, cfg, network, sim, meter, fit, out, rank)
