@@ -316,6 +316,10 @@ def run_config(model="dpsnn", neurons=2048, synapses=1125, ms=300.0, threads=1, 
     if model == "plastic":
         gathered = sim.connections()
         up_to_date = sim.weights("E", "E", up_to_date=True)
+        # weights.h5's arrays: canonical order, multapses in draw order (not sorted by weight)
+        from ranvier import weights as weights_io
+        names = weights_io.edge_population_names(net)
+        in_file = {names[j]: arrays for j, arrays in (weights_io.gather_plastic(sim) or {}).items()}
     if model == "dpsnn-stdp":
         gathered = sim.connections()
         up_to_date = sim.weights("F", "F", up_to_date=True)
@@ -351,6 +355,8 @@ def run_config(model="dpsnn", neurons=2048, synapses=1125, ms=300.0, threads=1, 
     if model == "plastic":
         for name, trace in res.weight_traces.items():
             out.update({f"trace_{name}_{k}": np.asarray(v) for k, v in trace.items()})
+        for name, arrays in in_file.items():
+            out.update({f"file_{name}_{k}": a for k, a in zip(("source", "target", "delay", "weight"), arrays)})
     if model in ("plastic", "dpsnn-stdp"):
         out.update({f"up_to_date_{k}": np.asarray(v) for k, v in up_to_date._asdict().items()})
     return out

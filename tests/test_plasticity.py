@@ -217,6 +217,11 @@ def test_plastic_reference_is_not_trivial(plastic_reference):
     assert w.shape == (6, 5) and np.all(ref["trace_E_to_E_times_ms"] == [0, 50, 100, 150, 200])
     assert np.count_nonzero(np.diff(w, axis=1)) > 6                # the recorded weights move
     assert ref["trace_B_to_P_weights"].shape == (3, 3)
+    # multapses (equal source, target, delay) with different weights: their order in weights.h5
+    # is the engine's draw order, which the decomposition must not change
+    s, t, d, w = (ref[f"file_E_to_E_{k}"] for k in ("source", "target", "delay", "weight"))
+    same = (s[1:] == s[:-1]) & (t[1:] == t[:-1]) & (d[1:] == d[:-1])
+    assert np.count_nonzero(same & (w[1:] != w[:-1])) > 0
     first = ref["population_first_ids"]
     by_population = np.bincount(np.searchsorted(first[1:], ref["ids"], side="right"), minlength=5)
     assert np.all(by_population[:4] > 500), by_population          # E, I, B and P all fire
@@ -243,6 +248,10 @@ def test_plastic_network_is_decomposition_invariant(workloads, plastic_reference
         traces = [k for k in ref if k.startswith("trace_")]
         assert len(traces) == 10                                   # two recorders, five arrays each
         for key in traces:
+            assert np.array_equal(run[key], ref[key]), (what, key)
+        in_file = [k for k in ref if k.startswith("file_")]     # weights.h5's arrays, multapses in draw order
+        assert len(in_file) == 4 * 7                                # 7 plastic projections
+        for key in in_file:
             assert np.array_equal(run[key], ref[key]), (what, key)
 
 

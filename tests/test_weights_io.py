@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
+from pathlib import Path
 
 import h5py
 import numpy as np
@@ -59,6 +60,71 @@ def test_a_simulation_started_from_saved_weights_holds_them(tmp_path):
     assert not np.array_equal(again.weights("E", "E").weight, sim.weights("E", "E").weight)
 
 
+
+def plastic_weights_of(sim, net) -> dict:
+    return {(pr.source, pr.target): sim.weights(pr.source, pr.target) for pr in net.projections
+            if pr.synapse is not None}
+
+
+def test_one_second_saved_then_one_more_from_the_file(tmp_path):
+    """1 s + 1 s in one simulation, against 1 s, save, load, 1 s: the loaded simulation starts
+    from exactly the saved weights; what follows differs, since neuron state and spike traces
+    start afresh (the file holds weights, not a checkpoint)."""
+    net = plastic_network(600, 30)
+    one = rv.Simulation(net, threads=2, seed=1, record_weights=rv.WeightRecorder(source="E", target="E",
+                                                                                  synapses=5, interval_ms=500.0))
+    one.run(1000.0)
+    path = one.save_weights(tmp_path / "weights.h5")
+    assert path == tmp_path / "weights.h5" and [p.name for p in tmp_path.iterdir()] == ["weights.h5"]
+    at_1s = plastic_weights_of(one, net)
+    with h5py.File(path) as f:                      # the recorder's samples so far went with them
+        assert np.array_equal(f["weight_trace/E_to_E/times_ms"][()], [0.0, 500.0, 1000.0])
+        traced = f["weight_trace/E_to_E/weights"][()]
+    loaded = rv.Simulation(net, threads=1, seed=1, placement="block", initial_weights=path,
+                           record_weights=rv.WeightRecorder(source="E", target="E", synapses=5, interval_ms=500.0))
+    for key, w in plastic_weights_of(loaded, net).items():
+        assert np.array_equal(w.source, at_1s[key].source) and np.array_equal(w.delay_ms, at_1s[key].delay_ms)
+        assert np.array_equal(w.weight, at_1s[key].weight), key                # exactly, at t = 0
+    first = one.run(1000.0)
+    second = loaded.run(1000.0)
+    assert np.array_equal(second.weight_traces["E_to_E"]["weights"][:, 0], traced[:, -1])
+    assert np.array_equal(first.weight_traces["E_to_E"]["weights"][:, 2], traced[:, -1])
+    after_2s, after_load = plastic_weights_of(one, net), plastic_weights_of(loaded, net)
+    assert not np.array_equal(after_2s[("E", "E")].weight, at_1s[("E", "E")].weight)       # both learned on,
+    assert not np.array_equal(after_load[("E", "E")].weight, at_1s[("E", "E")].weight)
+    assert not np.array_equal(after_2s[("E", "E")].weight, after_load[("E", "E")].weight)  # not alike
+
+
+def test_save_weights_writes_whole_files_or_none(tmp_path, monkeypatch):
+    from ranvier.output import OutputError
+    net, sim, path = saved(tmp_path)
+    before = path.read_bytes()
+    sim.run(20.0)
+
+    def fails(tmp, *args):
+        Path(tmp).write_bytes(b"half a file")
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(weights_io, "_write_weights_file", fails)
+    with pytest.raises(OutputError, match="save_weights: cannot write .*No space left on device"):
+        sim.save_weights(path)
+    monkeypatch.undo()
+    assert path.read_bytes() == before and [p.name for p in tmp_path.iterdir()] == ["weights.h5"]
+    with pytest.raises(OutputError, match="cannot write .*missing"):
+        sim.save_weights(tmp_path / "missing" / "weights.h5")
+    sim.save_weights(path)                                          # replaced, readable by others
+    assert path.read_bytes() != before and path.stat().st_mode & 0o044 == 0o044
+    static = rv.Simulation(rv.models.dpsnn(neurons=600, synapses_per_neuron=30), threads=1)
+    with pytest.raises(rv.ConfigError, match="save_weights: the network has no plastic projection"):
+        static.save_weights(tmp_path / "static.h5")
+
+
+def test_one_recorder_per_projection():
+    net = plastic_network(600, 30)
+    with pytest.raises(rv.ConfigError, match="two recorders on projection E->E .*one WeightRecorder"):
+        rv.Simulation(net, threads=1, record_weights=[rv.WeightRecorder(source="E", target="E", synapses=2),
+                                                      rv.WeightRecorder(source="E", target="E", synapses=[(0, 1)])])
+
 LOAD_SCRIPT = """
 import sys, numpy as np, ranvier as rv
 sys.path.insert(0, {tests!r})
@@ -72,10 +138,10 @@ loaded = {{f"{{s}}_{{t}}": sim.weights(s, t) for s, t in plastic}}       # colle
 # the same run on two ranks writes the same file
 fresh = rv.Simulation(net, threads=2, seed=1)
 fresh.run(200.0)
-gathered = weights_io.gather_plastic(fresh)
+returned = fresh.save_weights({written!r})                     # collective: rank 0 writes
+assert (returned is None) == (fresh.rank != 0)
 if fresh.rank == 0:
     np.savez({out!r}, **{{k: w.weight for k, w in loaded.items()}})
-    weights_io.write_weights({written!r}, fresh, gathered)
 # a file with one synapse changed: refused on every rank, whichever rank holds that synapse
 for bad in {tampered!r}:
     try:

@@ -71,6 +71,12 @@ class Simulation:
     stream_to: a folder; spikes and timers are appended there (spikes.h5, SONATA layout, and
     timers.h5) chunk by chunk instead of kept in memory, so memory stays flat; the files are
     complete after close() (or at the end of a `with Simulation(...) as sim:` block).
+    Plastic networks: save_weights(path) writes the weights (weights.h5) for initial_weights.
+
+    initial_weights: a weights.h5 (save_weights, ranvier run --out) to set every plastic
+    synapse's weight from, after the build; the file must describe this network's synapses.
+    record_weights: a ranvier.WeightRecorder, or a list of them (one per plastic projection):
+    chosen synapses' weights sampled at whole intervals, in Result.weight_traces.
 
     exchange="two-tier" (structure-aware simulation of multi-area models): spikes reach the ranks
     of their own area group through `tier_exchange` every cycle (the minimum delay), and all
@@ -466,6 +472,16 @@ class Simulation:
             return mine
         parts = self.comm.gather(mine)
         return _sorted_connections(parts) if self.rank == 0 else None
+
+    def save_weights(self, path):
+        """Writes every plastic projection's weights now (and the weight recorders' samples so far)
+        to `path`: the weights.h5 that `ranvier run --out` writes (SONATA edges, in an order that
+        does not depend on the decomposition; ranvier.weights) and that
+        Simulation(initial_weights=path) starts from. A collective call: every rank hands its
+        synapses to rank 0, which writes the file whole or not at all (beside it, then renamed).
+        Returns the path on rank 0, None elsewhere. Only the weights: neuron state and the
+        synapses' spike traces start afresh in a simulation started from the file."""
+        return weights_io.save(self, path)
 
     def _projection_index(self, source: str, target: str, index: int | None) -> int:
         joining = [j for j, pr in enumerate(self.network.projections) if pr.source == source and pr.target == target]

@@ -9,6 +9,7 @@ the target's input unit) and delay (ms). The synapses are in a canonical order: 
 target, delay), and multapses with equal (source, target, delay) in the order the engine drew
 them, which is the same for any decomposition (all synapses onto a target are drawn on one
 thread, in a fixed order). A weight recorder's samples go to /weight_trace in the same file.
+Simulation.save_weights (save below) writes it from Python, whole or not at all.
 """
 from __future__ import annotations
 
@@ -67,7 +68,31 @@ def gather_plastic(sim) -> dict | None:
 
 
 def write_weights(path, sim, gathered: dict, traces: dict | None = None) -> None:
-    """weights.h5 from gather_plastic's arrays (and Result.weight_traces)."""
+    """weights.h5 from gather_plastic's arrays (and Result.weight_traces), whole or not at all:
+    written into a hidden file beside `path`, flushed to the disk, then renamed onto it (an
+    earlier file stays as it was if the write fails)."""
+    import os
+    import tempfile
+    from pathlib import Path
+
+    path = Path(path)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".ranvier-tmp", dir=path.parent)
+    os.close(fd)
+    try:
+        _write_weights_file(tmp, sim, gathered, traces)
+        fd = os.open(tmp, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.chmod(tmp, 0o644)                  # mkstemp makes it private
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _write_weights_file(path, sim, gathered: dict, traces: dict | None) -> None:
     import h5py
     net, h = sim.network, sim.resolution_ms
     names = edge_population_names(net)
@@ -92,6 +117,29 @@ def write_weights(path, sim, gathered: dict, traces: dict | None = None) -> None
             t = f.require_group("weight_trace").create_group(name)
             for key, value in one.items():
                 t.create_dataset(key, data=value)
+
+
+def save(sim, path):
+    """Simulation.save_weights: every plastic projection's weights now and the weight recorders'
+    samples so far, gathered on rank 0, which writes `path`. A collective call; a failed write
+    raises OutputError on every rank. Returns the path on rank 0, None elsewhere."""
+    from pathlib import Path
+
+    from .output import OutputError
+    if not edge_population_names(sim.network):          # the same answer on every rank
+        raise ConfigError("save_weights: the network has no plastic projection (static weights are the seed's: "
+                          "read them with Simulation.connections)")
+    gathered = gather_plastic(sim)
+    error = None
+    if sim.rank == 0:
+        try:
+            write_weights(path, sim, gathered, {s.name: s.trace() for s in sim._weight_samplers})
+        except OSError as e:
+            error = f"save_weights: cannot write {path}: {e.strerror or e}"
+    error = sim.comm.bcast(error)
+    if error is not None:
+        raise OutputError(error)
+    return Path(path) if sim.rank == 0 else None
 
 
 def read_weights(path) -> dict:
@@ -255,7 +303,15 @@ class WeightRecorder:
 def samplers_of(sim, record_weights) -> list:
     """record_weights (a WeightRecorder, or a list of them) resolved for this simulation."""
     recorders = record_weights if isinstance(record_weights, (list, tuple)) else [record_weights]
-    return [WeightSampler(sim, r) for r in recorders]
+    samplers = [WeightSampler(sim, r) for r in recorders]
+    seen = {}
+    for s in samplers:                   # one record per projection: Result.weight_traces and the file name it
+        if s.name in seen:
+            pr = sim.network.projections[s.j]
+            raise ConfigError(f"record_weights: two recorders on projection {pr.source}->{pr.target} ('{s.name}'); "
+                              f"give one WeightRecorder with all its synapses")
+        seen[s.name] = s
+    return samplers
 
 
 class WeightSampler:
