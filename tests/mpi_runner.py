@@ -318,8 +318,8 @@ def run_config(model="dpsnn", neurons=2048, synapses=1125, ms=300.0, threads=1, 
         up_to_date = sim.weights("E", "E", up_to_date=True)
         # weights.h5's arrays: canonical order, multapses in draw order (not sorted by weight)
         from ranvier import weights as weights_io
-        names = weights_io.edge_population_names(net)
-        in_file = {names[j]: arrays for j, arrays in (weights_io.gather_plastic(sim) or {}).items()}
+        edge_names = weights_io.edge_population_names(net)
+        in_file = {edge_names[j]: arrays for j, arrays in (weights_io.gather_plastic(sim) or {}).items()}
     if model == "dpsnn-stdp":
         gathered = sim.connections()
         up_to_date = sim.weights("F", "F", up_to_date=True)
