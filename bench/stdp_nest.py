@@ -6,13 +6,14 @@
     python bench/stdp_nest.py --network       # the recurrent network only
 
 Pairing protocol: 60 pre/post pairs at 1 Hz, the post-synaptic spike Delta ms after the
-pre-synaptic one, Delta from -50 to +50 ms every 1 ms, one independent pair of neurons per Delta
-(101 synapses in one run). NEST: spike_generator -> parrot_neuron (pre) -stdp-> parrot_neuron
-(post, receptor 1: the plastic input does not make it fire), the post parrot driven by its own
-spike_generator; Ranvier: two spike_train populations given exactly the parrots' spike times.
-The final weight of every synapse must agree to 1e-9 relative, for every rule: stdp_synapse
-additive, multiplicative and with other exponents, the three nearest-neighbour variants and
-stdp_pl_synapse_hom. The delay (1.5 ms) is dendritic in both.
+pre-synaptic one, Delta from -50 to +50 ms every 1 ms and every 0.1 ms around 0 and +-1.5 ms (the
+delay), one independent pair of neurons per Delta (109 synapses in one run). NEST:
+spike_generator -> parrot_neuron (pre) -stdp-> parrot_neuron (post, receptor 1: the plastic input
+does not make it fire), the post parrot driven by its own spike_generator; Ranvier: two
+spike_train populations given exactly the parrots' spike times. The final weight of every synapse
+must agree to 1e-9 relative, for every rule: stdp_synapse additive, multiplicative and with other
+exponents, the three nearest-neighbour variants and stdp_pl_synapse_hom. The delay (1.5 ms) is
+dendritic in both.
 
 Recurrent network (1000 neurons, 1 s): 800 excitatory and 200 inhibitory iaf_psc_delta neurons (Ranvier's lifca
 with NEST's defaults), fixed in-degrees drawn once and given to both simulators as explicit
@@ -39,7 +40,10 @@ import numpy as np
 
 H = 0.1                 # ms
 DELAY_MS = 1.5          # dendritic, in both simulators
-DELTAS_MS = np.arange(-50, 51, 1.0)
+# every 1 ms, and densely around 0 and +-DELAY_MS: NEST sees a post-synaptic spike at the synapse
+# a (dendritic) delay after it, so Delta = -DELAY_MS is where a pair flips from depressing to
+# facilitating, and the window edges (t_last - d, t_pre - d] are met exactly there
+DELTAS_MS = np.union1d(np.arange(-50, 51, 1.0), [-1.6, -1.5, -1.4, -0.1, 0.1, 1.4, 1.5, 1.6])
 PAIRS, PERIOD_MS, FIRST_MS = 60, 1000.0, 100.0
 W0 = 50.0               # initial weight (the parrots ignore it; stdp_synapse needs w <= Wmax)
 
