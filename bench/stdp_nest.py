@@ -114,7 +114,8 @@ def nest_pairing(model: str, params: dict) -> tuple[np.ndarray, list, list]:
     nest.CopyModel(model, "plastic", {"tau_plus": TAU_PLUS_MS, **_nest_params(params)})
     nest.Connect(pre, post, "one_to_one", {"synapse_model": "plastic", "weight": W0, "delay": DELAY_MS,
                                            "receptor_type": 1})
-    duration = FIRST_MS + PERIOD_MS * PAIRS + 100.0
+    # A whole number of communication intervals (Ranvier's is the 1.5 ms delay), so both run the same time.
+    duration = float(np.ceil((FIRST_MS + PERIOD_MS * PAIRS + 100.0) / DELAY_MS) * DELAY_MS)
     nest.Simulate(duration)
     conns = nest.GetConnections(pre, post)
     order = np.argsort(np.asarray(conns.get("source")))
