@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -156,8 +157,8 @@ SynapseDraw draw_synapse_slow(const EngineConfig& cfg, const Key& key, uint32_t 
 }
 
 // Groups each row by delay (stable counting sort: targets stay sorted) and writes the headers.
-template <class Vec>
-void group_by_delay(uint64_t N, const std::vector<uint64_t>& row_start, const std::vector<uint16_t>& delay,
+template <class Vec, class DelayVec>
+void group_by_delay(uint64_t N, const std::vector<uint64_t>& row_start, const DelayVec& delay,
                     uint64_t max_delay, Vec& syn, SynapseStore& out) {
   out.row_head.assign(N + 1, 0);
   out.seg_first.clear();
@@ -355,6 +356,166 @@ double max_abs_weight(const ProjectionSpec& pr) {
   return pr.weight_clip ? m + 6.5 * pr.weight_sd : 2.0 * m;
 }
 
+namespace {
+
+// The largest delay (steps) projection j can draw; every drawn delay is checked against it.
+uint64_t max_delay_steps(const ProjectionSpec& pr, double h) {
+  uint64_t d = uint64_t(pr.delay_offset_steps);
+  if (pr.list_delays()) {
+    for (uint16_t x : pr.list->delay_steps) d = std::max<uint64_t>(d, x);
+  } else if (pr.delay_constant) {
+  } else if (pr.delay_normal) {  // uniforms lie in [2^-33, 1 - 2^-33]: |z| < 6.5
+    d = std::max<uint64_t>(d, uint64_t(std::llround(std::min((pr.delay_mean_ms + 6.5 * std::abs(pr.delay_sd_ms)) / h, 1e6))));
+  } else {                       // x < cut
+    d += uint64_t(std::floor(pr.delay_cut_ms / pr.delay_step_ms)) * uint64_t(pr.delay_step_steps);
+  }
+  return d;
+}
+
+// One drawn synapse of a target: its source, its weight (unrounded) and its delay in steps.
+struct Drawn { uint64_t source; double weight; uint16_t delay; };
+
+// Every synapse onto target t (all of `projections`, in order): sources, then weights and delays
+// from each synapse's stream. Block 0 of every stream 8 synapses at a time; the central normals
+// of the weight's and the delay's uniforms vectorised; tails, rejections and the exponential
+// law's logarithm per synapse. `kinds` gets the projection of each synapse.
+struct TargetDraw {
+  std::vector<uint32_t> words, synapse_words;
+  std::vector<uint64_t> sources;
+  std::vector<double> w;         // this projection's weights and delays (steps), vectorised
+  std::vector<int32_t> d;
+  std::vector<uint8_t> exact;    // 1: drawn again by the per-synapse code (tails, rejections)
+  std::vector<Drawn> drawn;
+  std::vector<uint32_t> projection;
+
+  // need_weights = false: the weights are left at the mean unless a weight's rejection decides
+  // the delay (pass 1 of the direct layout only needs the delays).
+  void draw(const EngineConfig& cfg, const ConnectivityPlan& plan, const Placement& placement, const Key& key,
+            const std::vector<uint32_t>& projections, uint64_t t, bool need_weights = true) {
+    auto in_tail = [](double u) { return u < kNormalLow || u > 1.0 - kNormalLow; };
+    drawn.clear();
+    projection.clear();
+    for (uint32_t j : projections) {
+      const auto& pr = cfg.projections[j];
+      const double floor_steps =
+          pr.delay_redraw_below_ms >= 0 ? pr.delay_redraw_below_ms / cfg.resolution_ms : double(pr.delay_offset_steps);
+      const uint64_t* entries = sources_of(cfg, plan, placement, key, j, t, words, sources);
+      const size_t m = sources.size();
+      if (m == 0) continue;
+      // Drawn unless the list gives it (weights, delays) or it is a constant.
+      const bool weight_draw = pr.weight_sd > 0 && !pr.list_weights();
+      const bool delay_draw = !pr.delay_constant && !pr.list_delays();
+      // |z| < 6.5 (uniforms in [2^-33, 1 - 2^-33]): no weight is rejected when 6.5 sd stays well
+      // inside the mean, so the ratio test can be skipped, and with it the weight when unneeded.
+      const bool weight_rejects = weight_draw && !pr.weight_clip && !(6.5 * pr.weight_sd < 0.999 * std::abs(pr.weight_mean));
+      const bool weight_now = weight_draw && (need_weights || weight_rejects);
+      if (synapse_words.size() < 4 * m) synapse_words.resize(4 * m);
+      if (w.size() < m) { w.resize(m); d.resize(m); exact.resize(m); }
+      const uint32_t* wu = synapse_words.data();
+      const uint32_t* du = synapse_words.data() + (weight_draw ? m : 0);
+      const double mean = pr.weight_mean, sd = pr.weight_sd, h = cfg.resolution_ms;
+      const double offset = double(pr.delay_offset_steps);
+      double* W = w.data();
+      int32_t* D = d.data();
+      uint8_t* X = exact.data();
+      // The common case vectorised: central normals, the rounding of the delay, and a flag for
+      // every synapse whose draw the per-synapse code below must make (about 5 % per normal).
+      if (weight_draw || delay_draw) philox4x32_10_series(make_counter(t, Purpose::synapse, j, 0, 0), 2, m, key, synapse_words.data(), m);
+      if (weight_now) {
+        const bool clip = pr.weight_clip;
+#pragma omp simd
+        for (size_t i = 0; i < m; ++i) {
+          const double u = to_uniform(wu[i]);
+          const double x = mean + sd * inverse_normal_central(u);
+          const double ratio = x / mean;
+          W[i] = x;
+          X[i] = in_tail(u) | (clip ? !(ratio > 0.0) : weight_rejects && !(ratio > 0.0 && ratio < 2.0));
+        }
+      } else {
+        std::fill(W, W + m, mean);
+        std::fill(X, X + m, uint8_t(0));
+      }
+      if (delay_draw && pr.delay_normal) {
+#pragma omp simd
+        for (size_t i = 0; i < m; ++i) {
+          const double u = to_uniform(du[i]);
+          const double y = (pr.delay_mean_ms + pr.delay_sd_ms * inverse_normal_central(u)) / h;
+          const double yc = std::min(y, 1e6), whole = std::trunc(yc);
+          D[i] = int32_t(std::max(offset, whole + (yc - whole >= 0.5 ? 1.0 : 0.0)));  // std::llround for y >= 0
+          X[i] |= in_tail(u) | !(y >= floor_steps);
+        }
+      } else if (delay_draw) {  // the exponential law: a logarithm each
+        for (size_t i = 0; i < m; ++i) {
+          const double x = -pr.delay_scale_ms * std::log(to_uniform(du[i]));
+          D[i] = int32_t(std::min<uint64_t>(uint64_t(pr.delay_offset_steps) +
+                                                uint64_t(std::floor(x / pr.delay_step_ms)) * uint64_t(pr.delay_step_steps),
+                                            0x10000));
+          X[i] |= !(x < pr.delay_cut_ms);
+        }
+      } else {
+        std::fill(D, D + m, int32_t(std::min<int64_t>(pr.delay_offset_steps, 0x10000)));
+      }
+      // The flagged ones, one at a time, exactly as drawn without the vector pass.
+      for (size_t i = 0; i < m; ++i) {
+        if (!X[i]) continue;
+        double x = mean;
+        bool ok = true;
+        if (weight_now) {
+          const double u = to_uniform(wu[i]);
+          x = mean + sd * (in_tail(u) ? inverse_normal(u) : inverse_normal_central(u));
+          if (pr.weight_clip) { if (!(x / mean > 0.0)) x = 0.0; }
+          else if (weight_rejects) ok = x / mean > 0.0 && x / mean < 2.0;
+        }
+        uint64_t delay = uint64_t(pr.delay_offset_steps);
+        if (ok && delay_draw && pr.delay_normal) {
+          const double u = to_uniform(du[i]);
+          const double y = (pr.delay_mean_ms + pr.delay_sd_ms * (in_tail(u) ? inverse_normal(u) : inverse_normal_central(u))) / h;
+          ok = y >= floor_steps;
+          delay = std::max<uint64_t>(uint64_t(pr.delay_offset_steps), uint64_t(std::llround(std::min(y, 1e6))));
+        } else if (ok && delay_draw) {
+          const double e = -pr.delay_scale_ms * std::log(to_uniform(du[i]));
+          ok = e < pr.delay_cut_ms;
+          delay = uint64_t(pr.delay_offset_steps) + uint64_t(std::floor(e / pr.delay_step_ms)) * uint64_t(pr.delay_step_steps);
+        }
+        if (!ok) {
+          const SynapseDraw slow = draw_synapse_slow(cfg, key, j, t, uint32_t(i), floor_steps, weight_draw, delay_draw);
+          x = slow.weight;
+          delay = slow.delay;
+        }
+        W[i] = x;
+        D[i] = int32_t(std::min<uint64_t>(delay, 0x10000));
+      }
+      for (size_t i = 0; i < m; ++i) {
+        double x = W[i];
+        int64_t delay = D[i];
+        if (entries) {        // an explicit list: its own weight and delay where it gives them
+          if (pr.list_weights()) x = pr.list->weights[entries[i]];
+          if (pr.list_delays()) delay = pr.list->delay_steps[entries[i]];
+        }
+        if (delay > 0xFFFF) throw std::runtime_error("a delay exceeds 65535 steps: use a coarser resolution_ms");
+        drawn.push_back({sources[i], x, uint16_t(delay)});
+        projection.push_back(j);
+      }
+    }
+  }
+};
+
+// The direct layout's table of (source, delay) cells: used where it stays small next to the
+// synapses themselves (at most this many cells per thread), else rows are grouped by delay after.
+constexpr uint64_t kMaxDelayCells = uint64_t(1) << 24;
+
+}  // namespace
+
+// Two layouts of the same build, which produce the same store: each source's row holds its
+// segments by increasing delay, each segment its synapses by increasing target (targets are
+// visited in increasing order, and each target's synapses in draw order).
+// - Direct (small networks x delay ranges): pass 1 draws every synapse and counts it in its
+//   (source, delay) cell; pass 2 draws them again and writes each at its final place. Nothing
+//   per synapse but the store itself is held (the delays are not kept).
+// - Grouped (otherwise): pass 1 counts synapses per source from the sources alone; pass 2 places
+//   each in its source row and keeps its delay beside it; each row is then grouped by delay.
+// The stores are placed at random across the whole array, so each pass 2 prefetches the
+// destinations a few synapses ahead and the arrays use huge pages (TLB misses otherwise).
 void build_thread_synapses(const EngineConfig& cfg, const Placement& placement, const ConnectivityPlan& plan,
                            const ThreadNeurons& neurons, SynapseStore& out, int plastic_projection,
                            std::vector<double>* plastic_weights) {
@@ -363,33 +524,71 @@ void build_thread_synapses(const EngineConfig& cfg, const Placement& placement, 
   const Key key = key_from_seed(cfg.seed);
   const double scale = std::ldexp(1.0, cfg.fraction_bits);
 
-  // Projections by target population.
+  // Projections by target population; the range of delays they can draw.
   std::vector<std::vector<uint32_t>> into(cfg.populations.size());
+  uint64_t d_min = UINT64_MAX, d_max = 0;
   for (uint32_t j = 0; j < cfg.projections.size(); ++j)
-    if (plastic ? int(j) == plastic_projection : !cfg.projections[j].plastic())
+    if (plastic ? int(j) == plastic_projection : !cfg.projections[j].plastic()) {
       into[cfg.projections[j].target].push_back(j);
+      d_min = std::min<uint64_t>(d_min, uint64_t(std::max<int64_t>(cfg.projections[j].delay_offset_steps, 0)));
+      d_max = std::max(d_max, max_delay_steps(cfg.projections[j], cfg.resolution_ms));
+    }
   if (plastic) plastic_weights->clear();
+  const uint64_t delays = d_max >= d_min ? d_max - d_min + 1 : 1;
+  const bool direct = d_max <= 0xFFFF && N * delays <= kMaxDelayCells && std::getenv("RANVIER_BUILD_GROUPED") == nullptr;
+  if (d_min == UINT64_MAX) d_min = 0;
+  TargetDraw td;
 
-  // Pass 1: count synapses per source row.
-  std::vector<uint64_t> fill(N + 1, 0);
-  std::vector<uint32_t> words;
+  // Pass 1: count synapses per cell, (source, delay) or source.
+  const uint64_t cells = direct ? N * delays : N;
+  std::vector<uint32_t, HugePageAllocator<uint32_t>> fill(cells + 1, 0);  // counts, then cursors
   std::vector<uint64_t> sources;
+  std::vector<uint32_t> words;
   for (const auto& range : neurons.ranges)
-    for (uint64_t k = range.begin; k < range.end; ++k)
-      for (uint32_t j : into[range.population]) {
-        sources_of(cfg, plan, placement, key, j, neurons.gid[k], words, sources);
-        for (uint64_t src : sources) ++fill[src + 1];
+    for (uint64_t k = range.begin; k < range.end; ++k) {
+      if (direct) {
+        td.draw(cfg, plan, placement, key, into[range.population], neurons.gid[k], false);
+        for (const Drawn& x : td.drawn) {
+          if (x.delay < d_min || x.delay > d_max) throw std::logic_error("a drawn delay lies outside its law's bounds");
+          ++fill[x.source * delays + (x.delay - d_min) + 1];
+        }
+      } else {
+        for (uint32_t j : into[range.population]) {
+          sources_of(cfg, plan, placement, key, j, neurons.gid[k], words, sources);
+          for (uint64_t src : sources) ++fill[src + 1];
+        }
       }
-  for (uint64_t s = 0; s < N; ++s) fill[s + 1] += fill[s];
-  const uint64_t total = fill[N];
-  if (total >= (uint64_t(1) << 32)) throw std::runtime_error("more than 2^32 synapses on one thread: use more threads or ranks");
-  std::vector<uint64_t> row_start(fill.begin(), fill.end());
+    }
+  uint64_t total = 0;
+  for (uint64_t c = 0; c <= cells; ++c) {
+    total += fill[c];
+    if (total >= (uint64_t(1) << 32)) throw std::runtime_error("more than 2^32 synapses on one thread: use more threads or ranks");
+    fill[c] = uint32_t(total);
+  }
+  std::vector<uint64_t> row_start;
+  if (direct) {  // the segments: the non-empty cells, row by row
+    out.row_head.assign(N + 1, 0);
+    out.seg_first.clear();
+    out.seg_delay.clear();
+    for (uint64_t s = 0; s < N; ++s) {
+      out.row_head[s] = uint32_t(out.seg_first.size());
+      for (uint64_t d = 0; d < delays; ++d) {
+        const uint64_t c = s * delays + d;
+        if (fill[c + 1] == fill[c]) continue;
+        out.seg_first.push_back(uint32_t(fill[c]));
+        out.seg_delay.push_back(uint16_t(d_min + d));
+      }
+    }
+    out.row_head[N] = uint32_t(out.seg_first.size());
+    out.seg_first.push_back(uint32_t(total));
+    out.seg_first.shrink_to_fit();
+    out.seg_delay.shrink_to_fit();
+  } else {
+    row_start.assign(fill.begin(), fill.end());
+  }
 
-  // Pass 2: regenerate, draw weight and delay, place each synapse in its source row. Targets
-  // are visited in increasing order, so every row comes out sorted by target. A target's
-  // synapses are drawn first and then stored while the destinations (random rows across the
-  // whole array) are prefetched a few ahead: the stores then overlap instead of stalling.
-  // Packed when every local index and every weight this thread can draw fit in 32 bits.
+  // Pass 2: draw again, place each synapse. Packed when every local index and every weight this
+  // thread can draw fit in 32 bits.
   int bits = 1;
   while ((uint64_t(1) << bits) < neurons.input_columns) ++bits;
   double bound = 0;
@@ -400,108 +599,53 @@ void build_thread_synapses(const EngineConfig& cfg, const Placement& placement, 
   out.packed.clear();
   if (out.is_packed()) out.packed.resize(total);
   else out.synapses.resize(total);
-  std::vector<uint16_t> delay(total);
+  std::vector<uint16_t, HugePageAllocator<uint16_t>> delay(direct ? 0 : total);
   uint64_t max_delay = 0;
-  // weight: fixed point, or (plastic) the index of the drawn weight in plastic_weights.
-  struct Drawn { uint64_t source; int32_t weight; uint16_t delay; bool inhibitory; };
-  std::vector<Drawn> drawn;
-  std::vector<uint32_t> synapse_words;
-  std::vector<double> z;
-  auto in_tail = [](double u) { return u < kNormalLow || u > 1.0 - kNormalLow; };
+  struct Placed { uint64_t cell; int32_t weight; uint16_t delay; bool inhibitory; };
+  std::vector<Placed> placed;
   for (const auto& range : neurons.ranges) {
     for (uint64_t k = range.begin; k < range.end; ++k) {
-      const uint64_t t = neurons.gid[k];
       // Split input: synapses with negative weights add into the neuron's inhibitory column.
       const uint64_t inhibitory_column = range.inhibitory_offset ? k + range.inhibitory_offset : k;
-      drawn.clear();
-      for (uint32_t j : into[range.population]) {
-        const auto& pr = cfg.projections[j];
-        const double floor_steps =
-            pr.delay_redraw_below_ms >= 0 ? pr.delay_redraw_below_ms / cfg.resolution_ms : double(pr.delay_offset_steps);
-        const uint64_t* entries = sources_of(cfg, plan, placement, key, j, t, words, sources);
-        const size_t m = sources.size();
-        if (m == 0) continue;
-        // Drawn unless the list gives it (weights, delays) or it is a constant.
-        const bool weight_draw = pr.weight_sd > 0 && !pr.list_weights();
-        const bool delay_draw = !pr.delay_constant && !pr.list_delays();
-        // Block 0 of every synapse's stream, 8 synapses at a time; the central normals of the
-        // weight's and the delay's uniforms vectorised; tails, rejections and the exponential
-        // law's logarithm per synapse.
-        if (synapse_words.size() < 4 * m) { synapse_words.resize(4 * m); z.resize(2 * m); }
-        const uint32_t* wu = synapse_words.data();
-        const uint32_t* du = synapse_words.data() + (weight_draw ? m : 0);
-        double* zw = z.data();
-        double* zd = z.data() + m;
-        if (weight_draw || delay_draw) {
-          philox4x32_10_series(make_counter(t, Purpose::synapse, j, 0, 0), 2, m, key, synapse_words.data(), m);
-#pragma omp simd
-          for (size_t i = 0; i < m; ++i) {
-            zw[i] = inverse_normal_central(to_uniform(wu[i]));
-            zd[i] = inverse_normal_central(to_uniform(du[i]));
-          }
-        }
-        const double mean = pr.weight_mean, sd = pr.weight_sd, h = cfg.resolution_ms;
-        for (size_t i = 0; i < m; ++i) {
-          double w = mean;
-          bool ok = true;
-          if (weight_draw) {
-            const double u = to_uniform(wu[i]);
-            w = mean + sd * (in_tail(u) ? inverse_normal(u) : zw[i]);
-            if (pr.weight_clip) { if (!(w / mean > 0.0)) w = 0.0; }
-            else ok = w / mean > 0.0 && w / mean < 2.0;
-          }
-          uint64_t d = uint64_t(pr.delay_offset_steps);
-          if (ok && delay_draw && pr.delay_normal) {
-            const double u = to_uniform(du[i]);
-            const double y = (pr.delay_mean_ms + pr.delay_sd_ms * (in_tail(u) ? inverse_normal(u) : zd[i])) / h;
-            ok = y >= floor_steps;
-            d = std::max<uint64_t>(uint64_t(pr.delay_offset_steps), uint64_t(std::llround(std::min(y, 1e6))));
-          } else if (ok && delay_draw) {
-            const double x = -pr.delay_scale_ms * std::log(to_uniform(du[i]));
-            ok = x < pr.delay_cut_ms;
-            d = uint64_t(pr.delay_offset_steps) + uint64_t(std::floor(x / pr.delay_step_ms)) * uint64_t(pr.delay_step_steps);
-          }
-          if (!ok) {
-            const SynapseDraw slow = draw_synapse_slow(cfg, key, j, t, uint32_t(i), floor_steps, weight_draw, delay_draw);
-            w = slow.weight;
-            d = slow.delay;
-          }
-          if (entries) {        // an explicit list: its own weight and delay where it gives them
-            if (pr.list_weights()) w = pr.list->weights[entries[i]];
-            if (pr.list_delays()) d = pr.list->delay_steps[entries[i]];
-          }
-          if (d > 0xFFFF) throw std::runtime_error("a delay exceeds 65535 steps: use a coarser resolution_ms");
-          max_delay = std::max(max_delay, d);
-          if (plastic) {       // the weight itself, unrounded: plasticity changes it from there
-            if (plastic_weights->size() >= (uint64_t(1) << 31))
-              throw std::runtime_error("more than 2^31 plastic synapses of one projection on one thread: use more threads or ranks");
-            drawn.push_back({sources[i], int32_t(plastic_weights->size()), uint16_t(d),
-                             pr.plasticity.rule != PlasticityRule::stdp_power_law && pr.plasticity.w_max < 0});
-            plastic_weights->push_back(w);
-          } else {
-            const int32_t fixed = int32_t(std::rint(w * scale));
-            drawn.push_back({sources[i], fixed, uint16_t(d), fixed < 0});
-          }
+      td.draw(cfg, plan, placement, key, into[range.population], neurons.gid[k]);
+      placed.clear();
+      for (size_t i = 0; i < td.drawn.size(); ++i) {
+        const Drawn& x = td.drawn[i];
+        const auto& pr = cfg.projections[td.projection[i]];
+        max_delay = std::max<uint64_t>(max_delay, x.delay);
+        const uint64_t cell = direct ? x.source * delays + (x.delay - d_min) : x.source;
+        if (plastic) {  // the weight itself, unrounded: plasticity changes it from there
+          if (plastic_weights->size() >= (uint64_t(1) << 31))
+            throw std::runtime_error("more than 2^31 plastic synapses of one projection on one thread: use more threads or ranks");
+          placed.push_back({cell, int32_t(plastic_weights->size()), x.delay,
+                            pr.plasticity.rule != PlasticityRule::stdp_power_law && pr.plasticity.w_max < 0});
+          plastic_weights->push_back(x.weight);
+        } else {
+          const int32_t fixed = int32_t(std::rint(x.weight * scale));
+          placed.push_back({cell, fixed, x.delay, fixed < 0});
         }
       }
+      // The cells' cursors two groups ahead, the destinations one group ahead.
       constexpr size_t kAhead = 16;
-      for (size_t i = 0; i < drawn.size(); ++i) {
-        if (i + kAhead < drawn.size()) {
-          const uint64_t ahead = fill[drawn[i + kAhead].source];
+      for (size_t i = 0; i < placed.size(); ++i) {
+        if (i + 2 * kAhead < placed.size()) __builtin_prefetch(&fill[placed[i + 2 * kAhead].cell], 1);
+        if (i + kAhead < placed.size()) {
+          const uint64_t ahead = fill[placed[i + kAhead].cell];
           if (out.is_packed()) __builtin_prefetch(&out.packed[ahead], 1);
           else __builtin_prefetch(&out.synapses[ahead], 1);
-          __builtin_prefetch(&delay[ahead], 1);
+          if (!direct) __builtin_prefetch(&delay[ahead], 1);
         }
-        const uint64_t pos = fill[drawn[i].source]++;
-        const uint32_t column = uint32_t(drawn[i].inhibitory ? inhibitory_column : k);
-        if (out.is_packed()) out.packed[pos] = (uint32_t(drawn[i].weight) << bits) | column;
-        else out.synapses[pos] = {column, drawn[i].weight};
-        delay[pos] = drawn[i].delay;
+        const uint64_t pos = fill[placed[i].cell]++;
+        const uint32_t column = uint32_t(placed[i].inhibitory ? inhibitory_column : k);
+        if (out.is_packed()) out.packed[pos] = (uint32_t(placed[i].weight) << bits) | column;
+        else out.synapses[pos] = {column, placed[i].weight};
+        if (!direct) delay[pos] = placed[i].delay;
       }
     }
   }
 
-  std::vector<uint64_t>().swap(fill);
+  decltype(fill)().swap(fill);
+  if (direct) return;
   if (out.is_packed()) group_by_delay(N, row_start, delay, max_delay, out.packed, out);
   else group_by_delay(N, row_start, delay, max_delay, out.synapses, out);
 }
