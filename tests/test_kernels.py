@@ -20,6 +20,9 @@ LEVELS = ("scalar", "avx2", "avx512")
 WORKLOADS = {
     "dpsnn": ("rv.models.dpsnn(neurons=1000, synapses_per_neuron=200)", 300.0, {}),
     "microcircuit": ("rv.models.microcircuit(scale=0.02, k_scale=0.05)", 200.0, {}),
+    # About 12 external events per neuron and step: many counts reach the vector kernels' cap
+    # (PoissonTable::kCounted) and are drawn exactly after.
+    "microcircuit-strong-drive": ("rv.models.microcircuit(scale=0.02, k_scale=0.05, bg_rate_hz=60.0)", 100.0, {}),
     "mam-benchmark": ("rv.models.mam_benchmark(n_areas=2, area_size=500, K=50)", 100.0, {}),
     "artificial-cells": ("rv.models.artificial_cells(cells=2000, targets_per_cell=50)", 100.0, {}),
     "dpsnn-2-threads": ("rv.models.dpsnn(neurons=1000, synapses_per_neuron=200)", 300.0, {"threads": 2}),

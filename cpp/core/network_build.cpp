@@ -500,6 +500,30 @@ struct TargetDraw {
   }
 };
 
+// The synapses projection j is expected to give a range of a thread's targets: exact for every
+// rule but the pairwise one (its mean).
+double expected_synapses(const EngineConfig& cfg, const ConnectivityPlan& plan, const Placement& placement,
+                         uint32_t j, const ThreadNeurons& neurons, const PopulationRange& range) {
+  const auto& pr = cfg.projections[j];
+  const auto& tgt = cfg.populations[pr.target];
+  double n = 0;
+  for (uint64_t k = range.begin; k < range.end; ++k) {
+    const uint64_t t = neurons.gid[k];
+    switch (pr.rule) {
+      case ConnectionRule::fixed_total: n += plan[j].indegrees[t - tgt.first]; break;
+      case ConnectionRule::fixed_indegree: n += double(pr.degree); break;
+      case ConnectionRule::fixed_outdegree:
+      case ConnectionRule::list: {
+        const uint64_t x = placement.rank_index(t) - plan[j].first_index;
+        n += double(plan[j].begin[x + 1] - plan[j].begin[x]);
+        break;
+      }
+      case ConnectionRule::pairwise: n += pr.probability * double(cfg.populations[pr.source].size); break;
+    }
+  }
+  return n;
+}
+
 // The direct layout's table of (source, delay) cells: used where it stays small next to the
 // synapses themselves (at most this many cells per thread), else rows are grouped by delay after.
 constexpr uint64_t kMaxDelayCells = uint64_t(1) << 24;
@@ -535,7 +559,19 @@ void build_thread_synapses(const EngineConfig& cfg, const Placement& placement, 
     }
   if (plastic) plastic_weights->clear();
   const uint64_t delays = d_max >= d_min ? d_max - d_min + 1 : 1;
-  const bool direct = d_max <= 0xFFFF && N * delays <= kMaxDelayCells && std::getenv("RANVIER_BUILD_GROUPED") == nullptr;
+  // Direct where it holds less than the delays it saves (4-byte cells against 2 bytes per
+  // synapse) and its second draw is cheap: not with the exponential delay law, whose logarithm
+  // per synapse made dpsnn's build twice as long.
+  double expected = 0;
+  bool exponential = false;
+  for (const auto& range : neurons.ranges)
+    for (uint32_t j : into[range.population]) {
+      const auto& pr = cfg.projections[j];
+      exponential |= !pr.delay_constant && !pr.list_delays() && !pr.delay_normal;
+      expected += expected_synapses(cfg, plan, placement, j, neurons, range);
+    }
+  const bool direct = d_max <= 0xFFFF && N * delays <= kMaxDelayCells && 4.0 * double(N * delays) <= 2.0 * expected &&
+                      !exponential && std::getenv("RANVIER_BUILD_GROUPED") == nullptr;
   if (d_min == UINT64_MAX) d_min = 0;
   TargetDraw td;
 
