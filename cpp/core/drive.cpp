@@ -63,45 +63,6 @@ RANVIER_AVX512 uint64_t poisson_counts_avx512(const uint32_t* __restrict w, uint
   return i;
 }
 
-// The fixed-weight drive of m neurons in one pass: each word's count (by a branch-free binary
-// search of the thresholds, held in one register) times the weight added into the input; the
-// same counts as poisson_counts. Counts that reach the cap are listed in `capped` for the caller
-// to draw exactly. Returns the events counted here (capped ones at kCounts).
-RANVIER_AVX512 uint64_t fixed_drive_avx512(const uint32_t* __restrict w, uint64_t m, const uint32_t* T, int32_t weight,
-                                           int32_t* __restrict in, uint32_t* __restrict capped, uint64_t& n_capped) {
-  alignas(64) uint32_t padded[16];
-  for (uint32_t j = 0; j < 16; ++j) padded[j] = j < kCounts ? T[j] : 0xFFFFFFFFu;  // never reached: words are capped below
-  const __m512i table = _mm512_load_si512(padded), cap = _mm512_set1_epi32(int(0xFFFFFFFEu));
-  const __m512i wt = _mm512_set1_epi32(weight), full = _mm512_set1_epi32(int(kCounts));
-  const __m512i lane = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
-  __m512i sum = _mm512_setzero_si512();
-  uint64_t i = 0;
-  for (; i + 16 <= m; i += 16) {
-    const __m512i word = _mm512_min_epu32(_mm512_loadu_si512(w + i), cap);
-    __m512i c = _mm512_setzero_si512();
-    for (int step = 8; step >= 1; step >>= 1) {  // thresholds are non-decreasing
-      const __m512i probe = _mm512_permutexvar_epi32(_mm512_add_epi32(c, _mm512_set1_epi32(step - 1)), table);
-      c = _mm512_mask_add_epi32(c, _mm512_cmpge_epu32_mask(word, probe), c, _mm512_set1_epi32(step));
-    }
-    _mm512_storeu_si512(in + i, _mm512_add_epi32(_mm512_loadu_si512(in + i), _mm512_mullo_epi32(c, wt)));
-    sum = _mm512_add_epi32(sum, c);
-    const __mmask16 at_cap = _mm512_cmpeq_epi32_mask(c, full);
-    if (at_cap) {
-      _mm512_storeu_si512(capped + n_capped, _mm512_maskz_compress_epi32(at_cap, _mm512_add_epi32(_mm512_set1_epi32(int(i)), lane)));
-      n_capped += uint64_t(__builtin_popcount(at_cap));
-    }
-  }
-  uint64_t events = uint64_t(_mm512_reduce_add_epi32(sum));  // a lane adds at most 10 per vector: no overflow
-  for (; i < m; ++i) {
-    const uint32_t word = std::min(w[i], 0xFFFFFFFEu);
-    uint32_t c = 0;
-    for (uint32_t j = 0; j < kCounts; ++j) c += word >= T[j];
-    in[i] += int32_t(c) * weight;
-    events += c;
-    if (c == kCounts) capped[n_capped++] = uint32_t(i);
-  }
-  return events;
-}
 #endif
 
 bool poisson_counts(const uint32_t* __restrict w, uint64_t m, const uint32_t* T, uint32_t* __restrict count) {
@@ -305,6 +266,13 @@ RANVIER_PHASE void Engine::drive(ThreadState& ts, int64_t cycle) {
   ts.counters.synaptic_events_external += events;
 }
 
+#if defined(RANVIER_HAVE_AVX512_KERNELS)
+namespace {
+RANVIER_AVX512 uint64_t fixed_drive_avx512(const uint32_t* __restrict w, uint64_t m, const uint32_t* T, int32_t weight,
+                                           int32_t* __restrict in, uint32_t* __restrict capped, uint64_t& n_capped);
+}  // namespace
+#endif
+
 // The drive of one-step windows with a fixed efficacy (the microcircuit's): only a count per
 // neuron and step, k events adding k * weight. One Philox block per neuron serves four steps
 // (word window % 4 of the block keyed by window / 4), drawn for all neurons at once (AVX2).
@@ -358,5 +326,49 @@ uint64_t Engine::fixed_weight_drive(ThreadState& ts, const PopulationRange& rang
   }
   return events;
 }
+
+#if defined(RANVIER_HAVE_AVX512_KERNELS)
+namespace {
+// The fixed-weight drive of m neurons in one pass: each word's count (by a branch-free binary
+// search of the thresholds, held in one register) times the weight added into the input; the
+// same counts as poisson_counts. Counts that reach the cap are listed in `capped` for the caller
+// to draw exactly. Returns the events counted here (capped ones at kCounts).
+RANVIER_AVX512 uint64_t fixed_drive_avx512(const uint32_t* __restrict w, uint64_t m, const uint32_t* T, int32_t weight,
+                                           int32_t* __restrict in, uint32_t* __restrict capped, uint64_t& n_capped) {
+  alignas(64) uint32_t padded[16];
+  for (uint32_t j = 0; j < 16; ++j) padded[j] = j < kCounts ? T[j] : 0xFFFFFFFFu;  // never reached: words are capped below
+  const __m512i table = _mm512_load_si512(padded), cap = _mm512_set1_epi32(int(0xFFFFFFFEu));
+  const __m512i wt = _mm512_set1_epi32(weight), full = _mm512_set1_epi32(int(kCounts));
+  const __m512i lane = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+  __m512i sum = _mm512_setzero_si512();
+  uint64_t i = 0;
+  for (; i + 16 <= m; i += 16) {
+    const __m512i word = _mm512_min_epu32(_mm512_loadu_si512(w + i), cap);
+    __m512i c = _mm512_setzero_si512();
+    for (int step = 8; step >= 1; step >>= 1) {  // thresholds are non-decreasing
+      const __m512i probe = _mm512_permutexvar_epi32(_mm512_add_epi32(c, _mm512_set1_epi32(step - 1)), table);
+      c = _mm512_mask_add_epi32(c, _mm512_cmpge_epu32_mask(word, probe), c, _mm512_set1_epi32(step));
+    }
+    _mm512_storeu_si512(in + i, _mm512_add_epi32(_mm512_loadu_si512(in + i), _mm512_mullo_epi32(c, wt)));
+    sum = _mm512_add_epi32(sum, c);
+    const __mmask16 at_cap = _mm512_cmpeq_epi32_mask(c, full);
+    if (at_cap) {
+      _mm512_storeu_si512(capped + n_capped, _mm512_maskz_compress_epi32(at_cap, _mm512_add_epi32(_mm512_set1_epi32(int(i)), lane)));
+      n_capped += uint64_t(__builtin_popcount(at_cap));
+    }
+  }
+  uint64_t events = uint64_t(_mm512_reduce_add_epi32(sum));  // a lane adds at most 10 per vector: no overflow
+  for (; i < m; ++i) {
+    const uint32_t word = std::min(w[i], 0xFFFFFFFEu);
+    uint32_t c = 0;
+    for (uint32_t j = 0; j < kCounts; ++j) c += word >= T[j];
+    in[i] += int32_t(c) * weight;
+    events += c;
+    if (c == kCounts) capped[n_capped++] = uint32_t(i);
+  }
+  return events;
+}
+}  // namespace
+#endif
 
 }  // namespace ranvier

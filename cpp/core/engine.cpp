@@ -1,5 +1,8 @@
 #include "core/engine.hpp"
 
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
 #include <omp.h>
 
 #include <algorithm>
@@ -98,6 +101,12 @@ void Engine::build() {
   for (const auto& d : cfg_.drives)
     poisson_[d.target] = PoissonTable(double(d.n_synapses) * d.rate_hz * 1e-3 * cfg_.resolution_ms * cfg_.drive_steps);
 
+  // The build's scratch memory back to the system before the run's buffers are placed: where
+  // they landed in the build's leftovers, dpsnn's update ran about 5 % slower (AVX-512, measured
+  // back to back against the same store).
+#if defined(__GLIBC__)
+  malloc_trim(0);
+#endif
   build_delivery_queues();
   build_state_recorder();
 

@@ -635,7 +635,7 @@ void build_thread_synapses(const EngineConfig& cfg, const Placement& placement, 
   out.packed.clear();
   if (out.is_packed()) out.packed.resize(total);
   else out.synapses.resize(total);
-  std::vector<uint16_t, HugePageAllocator<uint16_t>> delay(direct ? 0 : total);
+  std::vector<uint16_t> delay(direct ? 0 : total);
   uint64_t max_delay = 0;
   struct Placed { uint64_t cell; int32_t weight; uint16_t delay; bool inhibitory; };
   std::vector<Placed> placed;
