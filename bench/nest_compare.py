@@ -1,20 +1,31 @@
 #!/usr/bin/env python3
-"""The same workload on NEST and on Ranvier, side by side, on this machine.
+"""The same workloads on NEST and on Ranvier, side by side, on this machine.
 
-    python bench/nest_compare.py microcircuit --scale 0.1 --threads 2 --duration-ms 1000 \\
-        --transient-ms 500 --seed 1 [--k-scale K] [--input poisson|dc] [--out DIR] \\
-        [--skip-nest] [--skip-ranvier] [--repeats N]
+    python bench/nest_compare.py MODEL [MODEL ...] [--threads T] [--duration-ms D] [--transient-ms T0]
+        [--seed N] [--repeats N] [--out DIR] [--skip-nest] [--skip-ranvier]
+        microcircuit: [--scale S] [--k-scale K] [--input poisson|dc] [--nest-implementation ours|inm6]
+        dpsnn:        [--neurons N] [--synapses-per-neuron K] [--dpsnn-nest-neuron aeif_psc_delta|iaf_psc_delta]
 
-Each simulator runs in a process of its own (so each peak resident memory is its own),
-one after the other, never at once, with the same number of threads. Ranvier runs as
-`ranvier run --model microcircuit ...` and is read back from its summary.json and spikes.h5;
-NEST (the `nest-simulator` package, never a dependency of Ranvier) runs the PyNEST
-implementation of the Potjans-Diesmann microcircuit below, written from
-docs/workloads/microcircuit.md. The table gives network construction, simulation wall time,
-real-time factor, peak resident memory, bytes per synapse, synapse count and the rates of
-the eight populations after the transient, with the ratio NEST / Ranvier of each figure and
-the deviation of each simulator's rates from the spec's reference rates. See
-docs/nest-comparison.md.
+MODEL is microcircuit, dpsnn, or all (both). Each simulator runs in a process of its own (so
+each peak resident memory is its own), one after the other, never at once, with the same
+number of threads; the models run one after the other too.
+
+microcircuit: Ranvier runs as `ranvier run --model microcircuit ...` and is read back from its
+summary.json and spikes.h5. NEST (the `nest-simulator` package, never a dependency of Ranvier)
+runs the PyNEST implementation of the Potjans-Diesmann microcircuit below, written from
+docs/workloads/microcircuit.md ("ours"), or, with --nest-implementation inm6, the model of the
+INM-6 `microcircuit` package from PyPI (the PyNEST reference implementation; never a
+dependency either), scaled with its own N_scaling and K_scaling.
+
+dpsnn: the static DPSNN (docs/workloads/dpsnn.md). Both sides are bench/stdp_compare.py's
+children: Ranvier through the Python API (ranvier.models.dpsnn), NEST through that harness's
+PyNEST network, built from the parameters Ranvier resolved.
+
+Per model, the tables give network construction, simulation wall time, real-time factor, peak
+resident memory, bytes per synapse, synapse count and the rates of the populations after the
+transient, with the ratio NEST / Ranvier of each figure (and, for the microcircuit, the
+deviation of each simulator's rates from the spec's reference rates); with more than one
+model a combined table of all of them ends the output. See docs/nest-comparison.md.
 """
 from __future__ import annotations
 
@@ -69,13 +80,22 @@ REFERENCE_NEST = {"label": "NEST 3.10, 2 threads, full scale (docs/workloads/mic
                   "threads": 2, "construction_s": 120.0, "real_time_factor": 260.0,
                   "peak_rss_bytes": 14.5e9, "bytes_per_synapse": 49.0}
 
-MODELS = ("microcircuit",)
+MODELS = ("microcircuit", "dpsnn")
+MODEL_CHOICES = MODELS + ("all",)
 INPUTS = ("poisson", "dc")
+IMPLEMENTATIONS = ("ours", "inm6")   # the microcircuit's NEST side: this file's, or the INM-6 package's
+DPSNN_POPULATIONS = ("F", "B", "I", "E", "all")   # E: F and B together; all: every neuron
+DPSNN_NEST_NEURONS = ("aeif_psc_delta", "iaf_psc_delta")   # as bench/stdp_compare.py's NEST_NEURONS
 MAX_SEED = 2**31 - 1            # NEST's rng_seed range is [1, 2^31 - 1]
 NEST_INSTALL = ("install it with `pip install nest-simulator` (or the optional extra `pip install .[nest]`); "
                 "the NEST figures and the ratios NEST / Ranvier are unavailable.")
 NEST_MISSING = "NEST is not installed (no module `nest`): " + NEST_INSTALL
 NEST_BROKEN = "NEST is installed but `import nest` failed ({why}): " + NEST_INSTALL
+INM6_INSTALL = ("--nest-implementation inm6 runs the model of the INM-6 `microcircuit` package (PyPI, the PyNEST "
+                "Potjans-Diesmann implementation; never a dependency of Ranvier): install it with "
+                "`pip install microcircuit`, or use --nest-implementation ours (the default)")
+INM6_MISSING = "the INM-6 microcircuit package is not installed (no module `microcircuit`): " + INM6_INSTALL
+INM6_BROKEN = "the INM-6 microcircuit package did not load ({why}): " + INM6_INSTALL
 
 
 class HarnessError(ValueError):
@@ -177,15 +197,30 @@ def _usable_cores() -> int:
 def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(
         prog="nest_compare.py",
-        description="Run one workload on NEST and on Ranvier, one after the other with the same threads, "
-                    "and print construction time, simulation time, real-time factor, peak memory, bytes "
+        description="Run workloads (the microcircuit, the dpsnn) on NEST and on Ranvier, one after the other "
+                    "with the same threads, and print construction time, simulation time, real-time factor, "
+                    "peak memory, bytes "
                     "per synapse, synapses and population rates side by side with the ratios NEST / Ranvier.")
-    ap.add_argument("model", choices=MODELS, help="the workload (docs/workloads/<model>.md)")
-    ap.add_argument("--scale", type=float, default=0.1, help="neuron number scaling (1 = full scale, 77,169 "
+    ap.add_argument("models", nargs="+", choices=MODEL_CHOICES, metavar="MODEL",
+                    help="the workloads, one after the other: microcircuit, dpsnn, or all (both) "
+                         "(docs/workloads/<model>.md)")
+    mc = ap.add_argument_group("microcircuit")
+    mc.add_argument("--scale", type=float, default=0.1, help="neuron number scaling (1 = full scale, 77,169 "
                     "neurons, about 299 M synapses and 14.5 GB in NEST; default 0.1)")
-    ap.add_argument("--k-scale", type=float, default=None, help="in-degree scaling in (0, 1] (weights / "
+    mc.add_argument("--k-scale", type=float, default=None, help="in-degree scaling in (0, 1] (weights / "
                     "sqrt(k), DC compensation of the lost mean input; default 1, not passed to Ranvier)")
-    ap.add_argument("--input", choices=INPUTS, default=None, help="external input: poisson (default) or dc")
+    mc.add_argument("--input", choices=INPUTS, default=None, help="external input: poisson (default) or dc")
+    mc.add_argument("--nest-implementation", choices=IMPLEMENTATIONS, default="ours",
+                    help="NEST side: ours (this harness's PyNEST model, the default) or inm6 (the model of the "
+                         "INM-6 `microcircuit` package, pip install microcircuit; never a dependency)")
+    dp = ap.add_argument_group("dpsnn")
+    dp.add_argument("--neurons", type=int, default=2048, help="network size (default 2048; the benchmark's "
+                    "is 20480)")
+    dp.add_argument("--synapses-per-neuron", type=int, default=1125,
+                    help="expected out-degree, below --neurons (default 1125, the benchmark's)")
+    dp.add_argument("--dpsnn-nest-neuron", choices=DPSNN_NEST_NEURONS, default="aeif_psc_delta",
+                    help="NEST model of the excitatory neurons: aeif_psc_delta (lifca's adaptation, the default) "
+                         "or iaf_psc_delta (no adaptation: another network); see bench/stdp_compare.py")
     ap.add_argument("--threads", type=int, default=_usable_cores(),
                     help="threads of each simulator (default: the usable cores, here %(default)s)")
     ap.add_argument("--duration-ms", type=float, default=1000.0, help="simulated time, transient included "
@@ -203,7 +238,14 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def check_args(a: argparse.Namespace) -> argparse.Namespace:
-    """Raise HarnessError with a clear message for a bad combination; fill in defaults."""
+    """Raise HarnessError with a clear message for a bad combination; fill in defaults (a.models:
+    the models to run, in order, "all" expanded)."""
+    models = []
+    for m in a.models:
+        for x in (MODELS if m == "all" else (m,)):
+            if x not in models:
+                models.append(x)
+    a.models = models
     if not (math.isfinite(a.scale) and 0.0 < a.scale <= 1.0):
         raise HarnessError(f"--scale must lie in (0, 1], got {a.scale}")
     if a.k_scale is not None and not (math.isfinite(a.k_scale) and 0.0 < a.k_scale <= 1.0):
@@ -223,6 +265,22 @@ def check_args(a: argparse.Namespace) -> argparse.Namespace:
         raise HarnessError(f"--seed must lie in [1, {MAX_SEED}] (NEST's rng_seed range), got {a.seed}")
     if a.repeats < 1:
         raise HarnessError(f"--repeats must be at least 1, got {a.repeats}")
+    if "dpsnn" in a.models:
+        if a.neurons < 3:
+            raise HarnessError(f"--neurons must be at least 3, got {a.neurons}")
+        if not 0 <= a.synapses_per_neuron < a.neurons:
+            raise HarnessError(f"--synapses-per-neuron must lie in [0, --neurons = {a.neurons}), got "
+                               f"{a.synapses_per_neuron}: for a network this small give, say, "
+                               f"--synapses-per-neuron {max(1, a.neurons // 10)}")
+    if a.nest_implementation == "inm6":
+        if "microcircuit" not in a.models:
+            raise HarnessError("--nest-implementation applies to the microcircuit only; add the model "
+                               "microcircuit or leave the option out")
+        empty = [p for p, n in zip(POPULATIONS, N_FULL) if round(n * a.scale) < 1]
+        if empty:
+            raise HarnessError(f"--scale {a.scale:g} with --nest-implementation inm6: the package rounds "
+                               f"{', '.join(empty)} to no neuron at all (it keeps no minimum of one); "
+                               f"give --scale {1.0 / min(N_FULL):.5f} or more")
     if a.skip_nest and a.skip_ranvier:
         raise HarnessError("--skip-nest and --skip-ranvier together leave nothing to run")
     if a.out is not None and a.out.exists() and not a.out.is_dir():
@@ -240,11 +298,26 @@ def parse_args(argv=None) -> argparse.Namespace:
 
 
 def workload(a: argparse.Namespace) -> dict:
-    """What both simulators run, as plain data (also what the NEST child gets)."""
-    return {"model": a.model, "scale": a.scale, "k_scale": 1.0 if a.k_scale is None else a.k_scale,
+    """The microcircuit both simulators run, as plain data (also what the NEST child gets)."""
+    return {"model": "microcircuit", "nest_implementation": a.nest_implementation, "scale": a.scale,
+            "k_scale": 1.0 if a.k_scale is None else a.k_scale,
             "k_scale_given": a.k_scale is not None, "input": a.input or "poisson",
             "input_given": a.input is not None, "threads": a.threads, "duration_ms": a.duration_ms,
             "transient_ms": a.transient_ms, "seed": a.seed, "repeats": a.repeats, "resolution_ms": RESOLUTION_MS}
+
+
+def dpsnn_workload(a: argparse.Namespace) -> dict:
+    """The static dpsnn both simulators run: what bench/stdp_compare.py's children read (its
+    workload, plastic False, the E->E weights not read back)."""
+    return {"model": "dpsnn", "neurons": a.neurons, "synapses_per_neuron": a.synapses_per_neuron, "sets": [],
+            "threads": a.threads, "duration_ms": a.duration_ms, "transient_ms": a.transient_ms, "seed": a.seed,
+            "repeats": a.repeats, "resolution_ms": RESOLUTION_MS, "nest_neuron": a.dpsnn_nest_neuron,
+            "plastic": False, "read_weights": False}
+
+
+def workloads(a: argparse.Namespace) -> dict:
+    """model -> its workload, in the order the models run."""
+    return {m: workload(a) if m == "microcircuit" else dpsnn_workload(a) for m in a.models}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -364,9 +437,9 @@ def nest_simulate(w: dict) -> dict:
         spikes += int(times.size)
         rates[name] = int(np.count_nonzero(times >= w["transient_ms"])) / size / window_s
     status = nest.GetKernelStatus()
-    timers = {key: (float(v[0]) if hasattr(v, "__len__") else float(v)) for key, v in status.items()
-              if key.startswith("time_") and not key.endswith("_cpu")}
-    return {"simulator": f"NEST {nest.__version__}", "neurons": sum(sizes), "synapses": int(synapses),
+    timers = _nest_timers(status)
+    return {"simulator": f"NEST {nest.__version__}", "implementation": "ours", "neurons": sum(sizes),
+            "synapses": int(synapses),
             "device_connections": int(connections - synapses), "construction_s": construction,
             "create_s": create_s, "simulate_s": simulate,
             "real_time_factor": simulate / (w["duration_ms"] * 1e-3), "peak_rss_bytes": _peak_rss_self(),
@@ -377,16 +450,105 @@ def nest_simulate(w: dict) -> dict:
                                                           "OMP_WAIT_POLICY") if k in os.environ}}
 
 
-def _nest_child_main(workload_json: str, result_path: str) -> int:
-    """`nest_compare.py _nest-child WORKLOAD.json RESULT.json`: exit 3 when `import nest` fails."""
+def _nest_timers(status: dict) -> dict:
+    return {key: (float(v[0]) if hasattr(v, "__len__") else float(v)) for key, v in status.items()
+            if key.startswith("time_") and not key.endswith("_cpu")}
+
+
+def inm6_simulate(w: dict, folder: Path) -> dict:
+    """Build and simulate the model of the INM-6 `microcircuit` package (PyPI; the PyNEST
+    Potjans-Diesmann implementation) in this process, scaled with its own N_scaling = scale and
+    K_scaling = k_scale, its bg_input_type = input, this run's seed, threads and resolution.
+    Nothing of the package is changed but the spike recorders' backend (memory instead of its
+    ASCII files, as the other runs record). Its construction (Network() through connect()) ends
+    with nest.Prepare(), so NEST's connection infrastructure is built there, not in Simulate."""
+    import copy
+
+    import nest
+    import numpy as np
+    import microcircuit
+    from microcircuit import network_params, sim_params, stimulus_params
+
+    if hasattr(nest, "VerbosityLevel"):          # NEST 3.10
+        nest.verbosity = nest.VerbosityLevel.ERROR
+    else:  # pragma: no cover - older NEST
+        nest.set_verbosity("M_ERROR")
+    rss_after_import = _rss_now()
+    sim = copy.deepcopy(sim_params.default_sim_dict)
+    net = copy.deepcopy(network_params.default_net_dict)
+    stim = copy.deepcopy(stimulus_params.default_stim_dict)
+    net.update(N_scaling=w["scale"], K_scaling=w["k_scale"], bg_input_type=w["input"])
+    data = folder / "inm6-data"
+    sim.update(sim_resolution=w["resolution_ms"], local_num_threads=w["threads"], rng_seed=w["seed"],
+               print_time=False, overwrite_files=True, data_path=str(data) + os.sep, rec_dev=["spike_recorder"],
+               store_metadata=False)
+    stim.update(thalamic_input=False, dc_transient=False)
+
+    start = time.perf_counter()
+    network = microcircuit.Network(sim, net, stim)
+    network.create()
+    network.spike_recorders.set(record_to="memory")
+    create_s = time.perf_counter() - start
+    network.connect()
+    construction = time.perf_counter() - start
+    connections = int(nest.GetKernelStatus("num_connections"))
+    devices = len(nest.GetConnections(target=network.spike_recorders))
+    if w["input"] == "poisson":
+        devices += len(nest.GetConnections(source=network.poisson_bg_input))
+    prepare_s = _nest_timers(nest.GetKernelStatus()).get("time_communicate_prepare", 0.0)
+
+    start = time.perf_counter()
+    network.simulate(w["duration_ms"])
+    simulate = time.perf_counter() - start
+    peak = _peak_rss_self()
+
+    sizes = [int(n) for n in network.num_neurons]
+    window_s = (w["duration_ms"] - w["transient_ms"]) * 1e-3
+    rates, spikes = {}, 0
+    for i, name in enumerate(net["populations"]):
+        times = np.asarray(network.spike_recorders[i].get("events")["times"])
+        spikes += int(times.size)
+        rates[name] = int(np.count_nonzero(times >= w["transient_ms"])) / sizes[i] / window_s
+    status = nest.GetKernelStatus()
+    return {"simulator": f"NEST {nest.__version__} (INM-6 microcircuit {microcircuit.__version__})",
+            "implementation": "inm6", "package_version": microcircuit.__version__,
+            "package_file": str(Path(microcircuit.__file__).parent),
+            "package_parameters": {"N_scaling": w["scale"], "K_scaling": w["k_scale"], "bg_input_type": w["input"],
+                                   "V0_type": net["V0_type"], "rng_seed": w["seed"],
+                                   "local_num_threads": w["threads"]},
+            "neurons": sum(sizes), "population_sizes": dict(zip(net["populations"], sizes)),
+            "synapses": connections - devices, "synapses_planned": int(np.sum(network.num_synapses)),
+            "device_connections": devices, "construction_s": construction, "create_s": create_s,
+            "prepare_in_construction_s": prepare_s, "simulate_s": simulate,
+            "real_time_factor": simulate / (w["duration_ms"] * 1e-3), "peak_rss_bytes": peak,
+            "rss_after_import_bytes": rss_after_import, "rates_hz": rates, "spikes_total": spikes,
+            "nest_kernel_timers_s": _nest_timers(status), "threads": int(status["local_num_threads"])}
+
+
+def _nest_child_main(kind: str, workload_json: str, result_path: str) -> int:
+    """`nest_compare.py _nest-child|_inm6-child WORKLOAD.json RESULT.json`: exit 3 when `import nest`
+    fails, 4 when the INM-6 package (_inm6-child) does not load."""
     w = json.loads(Path(workload_json).read_text())
     os.environ.setdefault("OMP_NUM_THREADS", str(w["threads"]))
+    os.environ.setdefault("MPLBACKEND", "Agg")     # the INM-6 package imports matplotlib.pyplot
+    result = Path(result_path)
     try:
         import nest  # noqa: F401
     except Exception as e:  # noqa: BLE001  (ImportError, or any failure of a broken installation)
-        Path(result_path).write_text(json.dumps({"import_error": f"{type(e).__name__}: {e}"}))
+        result.write_text(json.dumps({"import_error": f"{type(e).__name__}: {e}"}))
         return 3
-    Path(result_path).write_text(json.dumps(nest_simulate(w)))
+    if kind == "_inm6-child":
+        try:
+            import microcircuit
+            from microcircuit import network_params, sim_params, stimulus_params  # noqa: F401
+            if not hasattr(microcircuit, "Network"):
+                raise ImportError(f"{microcircuit.__file__} has no Network: not the INM-6 package")
+        except Exception as e:  # noqa: BLE001
+            result.write_text(json.dumps({"inm6_error": f"{type(e).__name__}: {e}"}))
+            return 4
+        result.write_text(json.dumps(inm6_simulate(w, result.parent)))
+        return 0
+    result.write_text(json.dumps(nest_simulate(w)))
     return 0
 
 
@@ -404,25 +566,39 @@ class NestUnavailable(RuntimeError):
     pass
 
 
-def run_nest(w: dict, folder: Path) -> dict:
-    folder.mkdir(parents=True, exist_ok=True)
+class Inm6Unavailable(RuntimeError):
+    """--nest-implementation inm6 and the INM-6 package is missing or does not load: the run stops."""
+
+
+def module_found(name: str) -> bool:
     try:
-        found = importlib.util.find_spec("nest") is not None
+        return importlib.util.find_spec(name) is not None
     except (ImportError, ValueError):
-        found = False
-    if not found:
+        return False
+
+
+def run_nest(w: dict, folder: Path) -> dict:
+    """The microcircuit on NEST in a child process: this file's model, or the INM-6 package's."""
+    folder.mkdir(parents=True, exist_ok=True)
+    if not module_found("nest"):
         raise NestUnavailable(NEST_MISSING)
+    inm6 = w.get("nest_implementation") == "inm6"
+    if inm6 and not module_found("microcircuit"):
+        raise Inm6Unavailable(INM6_MISSING)
     spec, result, log = folder / "workload.json", folder / "result.json", folder / "nest.log"
     spec.write_text(json.dumps(w))
     result.unlink(missing_ok=True)
     env = nest_env(w["threads"])
-    code, rss_parent, wall = _run_child([sys.executable, str(Path(__file__).resolve()), "_nest-child",
-                                         str(spec), str(result)], log, env)
+    code, rss_parent, wall = _run_child([sys.executable, str(Path(__file__).resolve()),
+                                         "_inm6-child" if inm6 else "_nest-child", str(spec), str(result)], log, env)
     if code == 3:
         why = json.loads(result.read_text()).get("import_error", "")
         raise NestUnavailable(NEST_BROKEN.format(why=why))
+    if code == 4 and result.exists():
+        raise Inm6Unavailable(INM6_BROKEN.format(why=json.loads(result.read_text()).get("inm6_error", "")))
     if code != 0 or not result.exists():
-        raise RuntimeError(f"the NEST run failed (exit {code}); the end of {log}:\n{_tail(log)}")
+        what = "the INM-6 microcircuit package's model on NEST" if inm6 else "the NEST run"
+        raise RuntimeError(f"{what} failed (exit {code}); the end of {log}:\n{_tail(log)}")
     r = json.loads(result.read_text())
     r["peak_rss_bytes_wait4"] = rss_parent
     r["process_wall_s"] = wall
@@ -484,6 +660,40 @@ def run_ranvier(w: dict, folder: Path) -> dict:
             "peak_rss_bytes_wait4": rss_parent, "process_wall_s": wall,
             "rates_hz": ranvier_rates(out, s, w["transient_ms"]), "spikes_total": s.get("spikes_total"),
             "threads": s.get("threads")}
+
+
+def _stdp_compare():
+    """bench/stdp_compare.py, whose children run the dpsnn (its NEST network and its Ranvier side).
+    It imports this module as `nest_compare`: run as a script, this module is `__main__`, so it is
+    registered under that name too (one module, one NestUnavailable)."""
+    sys.modules.setdefault("nest_compare", sys.modules[__name__])
+    here = str(Path(__file__).resolve().parent)
+    if here not in sys.path:
+        sys.path.insert(0, here)
+    import stdp_compare
+    return stdp_compare
+
+
+def resolve_dpsnn(w: dict, folder: Path) -> dict:
+    """The dpsnn's parameters as Ranvier resolves them (and the population sizes), from
+    stdp_compare.py's `_resolve` child; a ConfigError of the model raises HarnessError."""
+    sc = _stdp_compare()
+    try:
+        return sc._child("_resolve", w, folder, dict(os.environ, OMP_NUM_THREADS=str(w["threads"])))
+    except sc.ConfigRefused as e:
+        raise HarnessError(str(e)) from None
+
+
+def run_dpsnn_nest(w: dict, folder: Path) -> dict:
+    """The static dpsnn on NEST: stdp_compare.py's `_nest` child (its PyNEST network)."""
+    if not module_found("nest"):
+        raise NestUnavailable(NEST_MISSING)
+    return _stdp_compare()._child("_nest", w, folder, nest_env(w["threads"]))
+
+
+def run_dpsnn_ranvier(w: dict, folder: Path) -> dict:
+    """The static dpsnn on Ranvier: stdp_compare.py's `_ranvier` child (the Python API)."""
+    return _stdp_compare()._child("_ranvier", w, folder, dict(os.environ, OMP_NUM_THREADS=str(w["threads"])))
 
 
 def aggregate(runs: list[dict]) -> dict | None:
@@ -565,10 +775,13 @@ def comparison_rows(nest: dict | None, ranvier: dict | None, reference: dict | N
     return rows
 
 
-def rate_rows(nest: dict | None, ranvier: dict | None) -> list[dict]:
+def rate_rows(nest: dict | None, ranvier: dict | None, populations=POPULATIONS,
+              reference: dict | None = REFERENCE_RATES_HZ) -> list[dict]:
+    """One row per population: the reference (None without one), each rate, its deviation from
+    the reference (%) and NEST / Ranvier."""
     rows = []
-    for p in POPULATIONS:
-        ref = REFERENCE_RATES_HZ[p]
+    for p in populations:
+        ref = None if reference is None else reference.get(p)
         a = None if nest is None else nest["rates_hz"].get(p)
         b = None if ranvier is None else ranvier["rates_hz"].get(p)
         rows.append({"population": p, "reference": ref, "nest": a, "nest_dev_pct": deviation_pct(a, ref),
@@ -576,12 +789,12 @@ def rate_rows(nest: dict | None, ranvier: dict | None) -> list[dict]:
     return rows
 
 
-def format_table(headers: list[str], rows: list[list[str]]) -> str:
-    """Plain text, first column left-aligned, the others right-aligned."""
+def format_table(headers: list[str], rows: list[list[str]], left: int = 1) -> str:
+    """Plain text, the first `left` columns left-aligned, the others right-aligned."""
     widths = [max(len(str(x)) for x in col) for col in zip(headers, *rows)]
     lines = []
     for k, row in enumerate([headers] + rows):
-        cells = [str(c).ljust(widths[0]) if i == 0 else str(c).rjust(widths[i]) for i, c in enumerate(row)]
+        cells = [str(c).ljust(widths[i]) if i < left else str(c).rjust(widths[i]) for i, c in enumerate(row)]
         lines.append("  ".join(cells).rstrip())
         if k == 0:
             lines.append("  ".join("-" * wd for wd in widths))
@@ -602,12 +815,19 @@ def format_comparison(nest: dict | None, ranvier: dict | None, reference: dict |
     return format_table(headers, body)
 
 
-def format_rates(nest: dict | None, ranvier: dict | None) -> str:
+def format_rates(nest: dict | None, ranvier: dict | None, populations=POPULATIONS,
+                 reference: dict | None = REFERENCE_RATES_HZ) -> str:
+    rows = rate_rows(nest, ranvier, populations, reference)
+    if reference is None:
+        headers = ["population", "NEST (Hz)", "Ranvier (Hz)", "NEST / Ranvier"]
+        body = [[r["population"], _fmt("{:.3f}", r["nest"]), _fmt("{:.3f}", r["ranvier"]), _fmt("{:.2f}", r["ratio"])]
+                for r in rows]
+        return format_table(headers, body)
     headers = ["population", "reference (Hz)", "NEST (Hz)", "NEST dev. (%)", "Ranvier (Hz)",
                "Ranvier dev. (%)", "NEST / Ranvier"]
     body = [[r["population"], f"{r['reference']:.3f}", _fmt("{:.3f}", r["nest"]), _fmt("{:+.1f}", r["nest_dev_pct"]),
              _fmt("{:.3f}", r["ranvier"]), _fmt("{:+.1f}", r["ranvier_dev_pct"]), _fmt("{:.2f}", r["ratio"])]
-            for r in rate_rows(nest, ranvier)]
+            for r in rows]
     return format_table(headers, body)
 
 
@@ -625,13 +845,25 @@ def cpu_model() -> str:
     return "unknown CPU"
 
 
-def describe(w: dict) -> str:
+def _common(w: dict) -> str:
     repeats = w.get("repeats", 1)
-    return (f"{w['model']}: scale {w['scale']:g}, k_scale {w['k_scale']:g}, {w['input']} input, "
-            f"{w['threads']} thread(s), {w['duration_ms']:g} ms simulated, rates over "
+    return (f"{w['threads']} thread(s), {w['duration_ms']:g} ms simulated, rates over "
             f"[{w['transient_ms']:g}, {w['duration_ms']:g}) ms, seed {w['seed']}"
-            + (f", {repeats} repeats (median times, largest memory)" if repeats > 1 else "")
-            + f"\nhost: {cpu_model()}, {_usable_cores()} usable core(s)")
+            + (f", {repeats} repeats (median times, largest memory)" if repeats > 1 else ""))
+
+
+def describe(w: dict) -> str:
+    nest_side = ("\nNEST side: the model of the INM-6 `microcircuit` package (PyPI), N_scaling = scale, "
+                 "K_scaling = k_scale" if w.get("nest_implementation") == "inm6" else "")
+    return (f"{w['model']}: scale {w['scale']:g}, k_scale {w['k_scale']:g}, {w['input']} input, {_common(w)}"
+            + nest_side + f"\nhost: {cpu_model()}, {_usable_cores()} usable core(s)")
+
+
+def describe_dpsnn(w: dict, resolved: dict | None) -> str:
+    sizes = "" if not resolved else " (" + ", ".join(f"{k} {v:,}" for k, v in resolved["sizes"].items()) + ")"
+    return (f"dpsnn (static): {w['neurons']:,} neurons{sizes}, {w['synapses_per_neuron']} synapses per neuron, "
+            f"{_common(w)}\nNEST side: bench/stdp_compare.py's network, {w['nest_neuron']} for F and B, "
+            f"iaf_psc_delta for I\nhost: {cpu_model()}, {_usable_cores()} usable core(s)")
 
 
 def report(w: dict, nest: dict | None, ranvier: dict | None, notes: list[str]) -> str:
@@ -648,7 +880,12 @@ def report(w: dict, nest: dict | None, ranvier: dict | None, notes: list[str]) -
     parts.append("")
     parts.append("Population rates after the transient; reference: docs/workloads/microcircuit.md (full scale, NEST, Poisson input)")
     parts.append(format_rates(nest, ranvier))
-    if nest is not None and nest.get("runs"):
+    if nest is not None and nest.get("runs") and nest["runs"][0].get("implementation") == "inm6":
+        first = nest["runs"][0]
+        parts.append(f"\nThe INM-6 package calls nest.Prepare() at the end of its connect(): NEST's connection "
+                     f"infrastructure ({first.get('prepare_in_construction_s', 0.0):.2f} s, kernel "
+                     f"time_communicate_prepare) is in its construction, not in its simulation wall.")
+    elif nest is not None and nest.get("runs"):
         timers = nest["runs"][0].get("nest_kernel_timers_s", {})
         if timers.get("time_communicate_prepare"):
             parts.append(f"\nNEST builds its connection infrastructure in the first Simulate call: "
@@ -662,79 +899,191 @@ def report(w: dict, nest: dict | None, ranvier: dict | None, notes: list[str]) -
     return "\n".join(parts)
 
 
+def report_dpsnn(w: dict, resolved: dict | None, nest: dict | None, ranvier: dict | None, notes: list[str]) -> str:
+    parts = [describe_dpsnn(w, resolved), "", format_comparison(nest, ranvier), "",
+             "Population rates after the transient (E: F and B together; all: every neuron)",
+             format_rates(nest, ranvier, DPSNN_POPULATIONS, None)]
+    if nest is not None and nest.get("runs"):
+        prepare = nest["runs"][0].get("nest_kernel_timers_s", {}).get("time_communicate_prepare")
+        if prepare:
+            parts.append(f"\nNEST builds its connection infrastructure in the first Simulate call: {prepare:.2f} s "
+                         f"of its simulation wall (kernel time_communicate_prepare).")
+    return "\n".join(parts + notes)
+
+
 # ---------------------------------------------------------------------------------------------
-# Files
+# Records, the combined table, files
 # ---------------------------------------------------------------------------------------------
-def csv_rows(nest: dict | None, ranvier: dict | None, reference: dict | None) -> list[dict]:
+def model_populations(model: str):
+    return POPULATIONS if model == "microcircuit" else DPSNN_POPULATIONS
+
+
+def model_reference(w: dict) -> tuple[dict | None, dict | None]:
+    """(reference NEST figures, reference rates) of a model's workload (None where it has none)."""
+    if w["model"] == "microcircuit":
+        return (reference_nest_figures() if w["scale"] == 1.0 else None), REFERENCE_RATES_HZ
+    return None, None
+
+
+def model_record(w: dict, nest: dict | None, ranvier: dict | None, notes: list[str],
+                 resolved: dict | None = None) -> dict:
+    """Everything about one model's comparison, as plain data (one entry of nest_compare.json)."""
+    reference, rates_reference = model_reference(w)
+    record = {"model": w["model"], "workload": w, "nest": nest, "ranvier": ranvier,
+              "comparison": comparison_rows(nest, ranvier, reference),
+              "rates": rate_rows(nest, ranvier, model_populations(w["model"]), rates_reference), "notes": notes}
+    if w["model"] == "microcircuit":
+        record["reference_nest"] = REFERENCE_NEST if reference is not None else None
+        record["reference_rates_hz"] = REFERENCE_RATES_HZ
+    else:
+        record["resolved"] = resolved
+    return record
+
+
+def combined_rows(records: list[dict]) -> list[dict]:
+    """One row per model and figure (the comparison's, then each population's rate): the two
+    values and NEST / Ranvier, with the reference and the deviations where the model has them."""
     rows = []
-    for r in comparison_rows(nest, ranvier, reference):
-        rows.append({"figure": r["key"], "nest": r["nest"], "ranvier": r["ranvier"], "nest_over_ranvier": r["ratio"],
-                     "reference": r["reference"], "nest_deviation_pct": None, "ranvier_deviation_pct": None})
-    for r in rate_rows(nest, ranvier):
-        rows.append({"figure": f"rate_{r['population']}_hz", "nest": r["nest"], "ranvier": r["ranvier"],
-                     "nest_over_ranvier": r["ratio"], "reference": r["reference"],
-                     "nest_deviation_pct": r["nest_dev_pct"], "ranvier_deviation_pct": r["ranvier_dev_pct"]})
+    for rec in records:
+        for r in rec["comparison"]:
+            rows.append({"model": rec["model"], "figure": r["key"], "label": r["label"], "format": r["format"],
+                         "nest": r["nest"], "ranvier": r["ranvier"], "nest_over_ranvier": r["ratio"],
+                         "reference": r["reference"], "nest_deviation_pct": None, "ranvier_deviation_pct": None})
+        for r in rec["rates"]:
+            rows.append({"model": rec["model"], "figure": f"rate_{r['population']}_hz",
+                         "label": f"rate {r['population']} (Hz)", "format": "{:.3f}", "nest": r["nest"],
+                         "ranvier": r["ranvier"], "nest_over_ranvier": r["ratio"], "reference": r["reference"],
+                         "nest_deviation_pct": r["nest_dev_pct"], "ranvier_deviation_pct": r["ranvier_dev_pct"]})
     return rows
 
 
-def write_outputs(out: Path, w: dict, nest: dict | None, ranvier: dict | None, notes: list[str]) -> None:
-    reference = reference_nest_figures() if w["scale"] == 1.0 else None
+def format_combined(records: list[dict]) -> str:
+    """All models in one table: model, figure, NEST, Ranvier, NEST / Ranvier."""
+    body, previous = [], None
+    for r in combined_rows(records):
+        body.append([r["model"] if r["model"] != previous else "", r["label"], _fmt(r["format"], r["nest"]),
+                     _fmt(r["format"], r["ranvier"]), _fmt("{:.2f}", r["nest_over_ranvier"])])
+        previous = r["model"]
+    return format_table(["model", "figure", "NEST", "Ranvier", "NEST / Ranvier"], body, left=2)
+
+
+def simulators_line(records: list[dict]) -> str:
+    return "; ".join(f"{rec['model']}: {_name(rec['nest'], 'NEST (not run)')} against "
+                     f"{_name(rec['ranvier'], 'Ranvier (not run)')}" for rec in records)
+
+
+CSV_FIELDS = ("model", "figure", "nest", "ranvier", "nest_over_ranvier", "reference", "nest_deviation_pct",
+              "ranvier_deviation_pct")
+
+
+def write_outputs(out: Path, records: list[dict], notes: list[str]) -> None:
+    """nest_compare.json (every model's record, the combined rows, the notes, the host) and
+    nest_compare.csv (the combined rows)."""
     out.mkdir(parents=True, exist_ok=True)
-    record = {"workload": w, "nest": nest, "ranvier": ranvier, "reference_nest": REFERENCE_NEST
-              if reference is not None else None, "reference_rates_hz": REFERENCE_RATES_HZ,
-              "comparison": comparison_rows(nest, ranvier, reference), "rates": rate_rows(nest, ranvier),
-              "notes": notes, "host": {"cpu": cpu_model(), "usable_cores": _usable_cores()}}
+    rows = combined_rows(records)
+    record = {"models": {rec["model"]: rec for rec in records},
+              "combined": [{k: v for k, v in r.items() if k != "format"} for r in rows], "notes": notes,
+              "host": {"cpu": cpu_model(), "usable_cores": _usable_cores()}}
     (out / "nest_compare.json").write_text(json.dumps(record, indent=2) + "\n")
-    rows = csv_rows(nest, ranvier, reference)
     with open(out / "nest_compare.csv", "w", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=list(rows[0]))
+        writer = csv.DictWriter(f, fieldnames=list(CSV_FIELDS))
         writer.writeheader()
         for r in rows:
-            writer.writerow({k: "" if v is None else v for k, v in r.items()})
+            writer.writerow({k: "" if r[k] is None else r[k] for k in CSV_FIELDS})
 
 
 # ---------------------------------------------------------------------------------------------
+class NothingToRun(RuntimeError):
+    pass
+
+
+def _run_model(a: argparse.Namespace, w: dict, folder: Path, resolved: dict | None, state: dict,
+               notes: list[str]) -> tuple[dict | None, dict | None]:
+    """The repeats of one model (NEST, Ranvier, NEST, ...): the aggregated figures of each side.
+    state["nest_ok"] turns False, with a note, when NEST turns out to be unavailable. Raises
+    RuntimeError (a run failed), Inm6Unavailable, or NothingToRun (--skip-ranvier and no NEST)."""
+    model = w["model"]
+    child_w = w if resolved is None else {**w, **resolved}
+    nest_runs, ranvier_runs = [], []
+    for k in range(a.repeats):
+        tag = f"-{k + 1}" if a.repeats > 1 else ""
+        if state["nest_ok"]:
+            print(f"{model}: NEST run{tag} ...", file=sys.stderr, flush=True)
+            try:
+                nest_runs.append(run_nest(child_w, folder / f"nest{tag}") if model == "microcircuit"
+                                 else run_dpsnn_nest(child_w, folder / f"nest{tag}"))
+            except NestUnavailable as e:
+                notes.append(str(e))      # printed once, under the tables
+                state["nest_ok"] = False
+                if a.skip_ranvier:
+                    raise NothingToRun(f"{e}\nnest_compare: --skip-ranvier and no NEST: nothing ran") from None
+        if not a.skip_ranvier:
+            print(f"{model}: Ranvier run{tag} ...", file=sys.stderr, flush=True)
+            ranvier_runs.append(run_ranvier(w, folder / f"ranvier{tag}") if model == "microcircuit"
+                                else run_dpsnn_ranvier(child_w, folder / f"ranvier{tag}"))
+    return aggregate(nest_runs), aggregate(ranvier_runs)
+
+
 def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    if argv and argv[0] == "_nest-child":
-        return _nest_child_main(*argv[1:3])
+    if argv and argv[0] in ("_nest-child", "_inm6-child"):
+        return _nest_child_main(argv[0], *argv[1:3])
     a = parse_args(argv)
-    w = workload(a)
-    notes: list[str] = []
+    ws = workloads(a)
+    notes: list[str] = []          # about the whole invocation, printed once at the end
     if a.threads > _usable_cores():
         notes.append(f"warning: {a.threads} threads on {_usable_cores()} usable core(s): oversubscribed timings")
+    state = {"nest_ok": not a.skip_nest}
+    if state["nest_ok"] and not module_found("nest"):
+        if a.skip_ranvier:
+            print(f"{NEST_MISSING}\nnest_compare: --skip-ranvier and no NEST: nothing ran", file=sys.stderr)
+            return 1
+        notes.append(NEST_MISSING)
+        state["nest_ok"] = False
+    if state["nest_ok"] and "microcircuit" in ws and a.nest_implementation == "inm6" \
+            and not module_found("microcircuit"):
+        print(f"nest_compare: {INM6_MISSING}", file=sys.stderr)
+        return 1
+    records = []
     with tempfile.TemporaryDirectory(prefix="nest-compare-") as tmp:
         base = a.out if a.out is not None else Path(tmp)
-        nest_runs, ranvier_runs = [], []
-        nest_ok = not a.skip_nest
-        for k in range(a.repeats):
-            tag = f"-{k + 1}" if a.repeats > 1 else ""
-            if nest_ok:
-                print(f"NEST run{tag or ''} ...", file=sys.stderr, flush=True)
-                try:
-                    nest_runs.append(run_nest(w, base / f"nest{tag}"))
-                except NestUnavailable as e:
-                    notes.append(str(e))      # printed once, under the table
-                    nest_ok = False
-                    if a.skip_ranvier:
-                        print(f"{e}\nnest_compare: --skip-ranvier and no NEST: nothing ran", file=sys.stderr)
-                        return 1
-                except RuntimeError as e:
-                    print(f"nest_compare: {e}", file=sys.stderr)
-                    return 1
-            if not a.skip_ranvier:
-                print(f"Ranvier run{tag or ''} ...", file=sys.stderr, flush=True)
-                try:
-                    ranvier_runs.append(run_ranvier(w, base / f"ranvier{tag}"))
-                except RuntimeError as e:
-                    print(f"nest_compare: {e}", file=sys.stderr)
-                    return 1
-        nest, ranvier = aggregate(nest_runs), aggregate(ranvier_runs)
-        if nest is not None and ranvier is not None and nest["synapses"] != ranvier["synapses"]:
-            notes.append(f"note: synapse counts differ (NEST {nest['synapses']:,}, Ranvier {ranvier['synapses']:,})")
-        print(report(w, nest, ranvier, notes))
+        resolved = None
+        try:
+            if "dpsnn" in ws:          # before any run: a bad dpsnn value is refused at once
+                resolved = resolve_dpsnn(ws["dpsnn"], base / "dpsnn" / "resolve")
+            for model, w in ws.items():
+                model_notes: list[str] = []
+                nest, ranvier = _run_model(a, w, base / model, resolved if model == "dpsnn" else None, state,
+                                           notes)
+                if nest is not None and ranvier is not None and nest["synapses"] != ranvier["synapses"]:
+                    why = (": each simulator draws its own pairwise-Bernoulli connectivity" if model == "dpsnn"
+                           else "")
+                    model_notes.append(f"note: synapse counts differ (NEST {nest['synapses']:,}, "
+                                       f"Ranvier {ranvier['synapses']:,}){why}")
+                record = model_record(w, nest, ranvier, model_notes, resolved if model == "dpsnn" else None)
+                records.append(record)
+                text = (report(w, nest, ranvier, model_notes) if model == "microcircuit"
+                        else report_dpsnn(w, resolved, nest, ranvier, model_notes))
+                print(("\n" if len(records) > 1 else "") + text, flush=True)
+        except HarnessError as e:
+            print(f"nest_compare.py: error: {e}", file=sys.stderr)
+            return 2
+        except NothingToRun as e:
+            print(e, file=sys.stderr)
+            return 1
+        except Inm6Unavailable as e:
+            print(f"nest_compare: {e}", file=sys.stderr)
+            return 1
+        except RuntimeError as e:
+            print(f"nest_compare: {e}", file=sys.stderr)
+            return 1
+        if len(records) > 1:
+            print("\nAll models: NEST / Ranvier of each figure\n" + simulators_line(records) + "\n")
+            print(format_combined(records))
+        if notes:
+            print("\n".join(notes))
         if a.out is not None:
-            write_outputs(a.out, w, nest, ranvier, notes)
+            write_outputs(a.out, records, notes)
             print(f"\nwrote {a.out / 'nest_compare.json'} and {a.out / 'nest_compare.csv'}")
     return 0
 

@@ -20,7 +20,9 @@ parameters Ranvier resolved (a first child asks `ranvier.models.dpsnn` for them,
 --set value is refused before any run). NEST (`nest-simulator` 3.10, never a dependency of
 Ranvier) is skipped with one line when `import nest` fails; the Ranvier columns still come.
 The helpers that start and measure the children, the NEST environment and the tables come
-from bench/nest_compare.py.
+from bench/nest_compare.py; that harness in turn runs the static network through this file's
+`_resolve`, `_nest` and `_ranvier` children (`nest_compare.py dpsnn`), with "read_weights": false
+in the workload (no E->E statistics).
 
 The NEST network is the same network, drawn by NEST's generator (so another instance):
 - Populations F, B, I of the sizes Ranvier makes (20 %, 60 %, 20 %).
@@ -309,7 +311,9 @@ def ranvier_child(w: dict) -> dict:
         counts[pop.name] = int(np.count_nonzero(late & (ids >= pop.first_id) & (ids < pop.first_id + pop.size)))
     window_s = (w["duration_ms"] - w["transient_ms"]) * 1e-3
     t0 = time.perf_counter()
-    if w["plastic"]:
+    if not w.get("read_weights", True):   # bench/nest_compare.py: no E->E statistics
+        chunks = []
+    elif w["plastic"]:
         chunks = [sim.weights(s, t).weight for s, t in PLASTIC]     # as NEST reads them
     else:                                 # static weights: one pass over every synapse
         c = sim.connections()
@@ -407,7 +411,8 @@ def nest_child(w: dict) -> dict:
     chunks = []
     excitatory = pops["F"] + pops["B"]
     step = max(1, len(excitatory) // NEST_WEIGHT_SAMPLE)
-    for name in EXCITATORY:                # the E->E synapses of every step-th excitatory source
+    # the E->E synapses of every step-th excitatory source (bench/nest_compare.py reads none)
+    for name in EXCITATORY if w.get("read_weights", True) else ():
         conns = nest.GetConnections(source=pops[name][::step], target=excitatory)
         if len(conns):
             chunks.append(np.asarray(conns.get("weight"), dtype=np.float64).ravel())

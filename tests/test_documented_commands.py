@@ -43,6 +43,7 @@ SMALL_MC = "--set scale=0.02 --set k_scale=0.05 --duration-ms 100"
 SMALL_MAM = "--set area_size=400 --set K=40 --duration-ms 100"
 VALIDATION = "--scale 0.02 --set k_scale=0.05 --seeds 1 --duration-ms 200 --transient-ms 100"
 NEST_SMALL = "--scale 0.02 --k-scale 0.05 --duration-ms 200 --transient-ms 100"
+NEST_DPSNN_SMALL = "--neurons 500 --synapses-per-neuron 50 --threads 1"
 STDP_SMALL = "--neurons 1000 --synapses-per-neuron 100 --duration-ms 200 --transient-ms 50 --threads 1"
 
 
@@ -145,6 +146,16 @@ SCALED: dict[str, Scaled] = {
     "--repeats 1 --out bench-results/nest-full": Scaled(NEST_SMALL, needs="nest"),
     "python bench/nest_compare.py microcircuit --scale 0.1 --skip-nest": Scaled(NEST_SMALL),
     "python bench/nest_compare.py microcircuit --scale 0.1 --skip-ranvier": Scaled(NEST_SMALL, needs="nest"),
+    "python bench/nest_compare.py all --scale 0.1 --k-scale 0.1 --neurons 20480 --threads 2 --duration-ms 1000 "
+    "--transient-ms 500 --seed 1 --out bench-results/nest-all":
+        Scaled(NEST_SMALL + " " + NEST_DPSNN_SMALL, needs="nest"),
+    "python bench/nest_compare.py dpsnn --neurons 20480 --threads 2 --duration-ms 2000 --transient-ms 500":
+        Scaled(NEST_DPSNN_SMALL + " --duration-ms 200 --transient-ms 100", needs="nest"),
+    "python bench/nest_compare.py microcircuit dpsnn --skip-nest": Scaled(NEST_SMALL + " " + NEST_DPSNN_SMALL),
+    "pip install microcircuit": Scaled(skip="installs the INM-6 package, never a dependency: "
+                                       "tests/test_nest_compare_models.py runs it where it is installed"),
+    "python bench/nest_compare.py microcircuit --nest-implementation inm6 --scale 0.1 --k-scale 0.1 --threads 2":
+        Scaled(NEST_SMALL, needs="microcircuit"),
     # docs/workloads/dpsnn.md, "Plasticity" (NEST runs too where it is installed)
     "ranvier run examples/dpsnn-stdp.toml": Scaled(SMALL_DPSNN),
     "ranvier run dpsnn --set plasticity=stdp --set stdp_lambda=0.02 --duration-ms 2000": Scaled(SMALL_DPSNN),

@@ -29,11 +29,31 @@ nc = _load()
 def test_defaults_and_values():
     a = nc.parse_args(["microcircuit", "--scale", "0.1", "--threads", "2", "--duration-ms", "1000",
                        "--transient-ms", "500", "--seed", "1"])
-    assert (a.model, a.scale, a.threads, a.duration_ms, a.transient_ms, a.seed) == \
-        ("microcircuit", 0.1, 2, 1000.0, 500.0, 1)
+    assert (a.models, a.scale, a.threads, a.duration_ms, a.transient_ms, a.seed) == \
+        (["microcircuit"], 0.1, 2, 1000.0, 500.0, 1)
     assert a.k_scale is None and a.input is None and a.repeats == 1 and a.out is None
+    assert a.nest_implementation == "ours" and (a.neurons, a.synapses_per_neuron) == (2048, 1125)
     w = nc.workload(a)
     assert w["k_scale"] == 1.0 and not w["k_scale_given"] and w["input"] == "poisson"
+    assert w["model"] == "microcircuit" and w["nest_implementation"] == "ours"
+    assert list(nc.workloads(a)) == ["microcircuit"]
+
+
+@pytest.mark.parametrize("models, expected", [
+    (["dpsnn"], ["dpsnn"]), (["all"], ["microcircuit", "dpsnn"]),
+    (["dpsnn", "microcircuit"], ["dpsnn", "microcircuit"]),
+    (["microcircuit", "all", "dpsnn"], ["microcircuit", "dpsnn"]),
+])
+def test_models_in_order_all_expanded(models, expected):
+    a = nc.parse_args([*models, "--neurons", "500", "--synapses-per-neuron", "50", "--threads", "1"])
+    assert a.models == expected
+    ws = nc.workloads(a)
+    assert list(ws) == expected
+    if "dpsnn" in ws:
+        d = ws["dpsnn"]
+        assert (d["model"], d["neurons"], d["synapses_per_neuron"], d["threads"]) == ("dpsnn", 500, 50, 1)
+        assert d["plastic"] is False and d["read_weights"] is False and d["sets"] == []
+        assert d["nest_neuron"] == "aeif_psc_delta" and d["transient_ms"] == 500.0
 
 
 @pytest.mark.parametrize("argv, message", [
@@ -51,6 +71,11 @@ def test_defaults_and_values():
     (["microcircuit", "--seed", str(2**31)], "--seed must lie in [1,"),
     (["microcircuit", "--repeats", "0"], "--repeats must be at least 1"),
     (["microcircuit", "--skip-nest", "--skip-ranvier"], "leave nothing to run"),
+    (["dpsnn", "--neurons", "2"], "--neurons must be at least 3"),
+    (["dpsnn", "--neurons", "1000"], "--synapses-per-neuron must lie in [0, --neurons = 1000)"),
+    (["all", "--neurons", "1000"], "--synapses-per-neuron 100"),
+    (["dpsnn", "--nest-implementation", "inm6"], "applies to the microcircuit only"),
+    (["microcircuit", "--nest-implementation", "inm6", "--scale", "0.0002"], "rounds L5I to no neuron"),
 ])
 def test_bad_arguments_are_refused_clearly(argv, message, capsys):
     with pytest.raises(SystemExit) as e:
@@ -61,7 +86,10 @@ def test_bad_arguments_are_refused_clearly(argv, message, capsys):
 
 def test_unknown_model_and_input_are_refused(capsys):
     with pytest.raises(SystemExit):
-        nc.parse_args(["dpsnn"])
+        nc.parse_args(["brunel"])
+    assert "invalid choice" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        nc.parse_args(["microcircuit", "--nest-implementation", "nest-examples"])
     assert "invalid choice" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         nc.parse_args(["microcircuit", "--input", "noise"])
@@ -263,16 +291,62 @@ def test_aggregate_repeats():
 
 def test_output_files(tmp_path):
     a = nc.parse_args(["microcircuit", "--scale", "0.1", "--out", str(tmp_path)])
-    nc.write_outputs(tmp_path, nc.workload(a), NEST, RANVIER, ["n"])
+    nc.write_outputs(tmp_path, [nc.model_record(nc.workload(a), NEST, RANVIER, ["m"])], ["n"])
     record = json.loads((tmp_path / "nest_compare.json").read_text())
-    assert record["workload"]["scale"] == 0.1 and record["notes"] == ["n"]
-    assert record["reference_rates_hz"]["L5I"] == 8.633
+    mc = record["models"]["microcircuit"]
+    assert mc["workload"]["scale"] == 0.1 and mc["notes"] == ["m"] and record["notes"] == ["n"]
+    assert mc["reference_rates_hz"]["L5I"] == 8.633 and mc["reference_nest"] is None
     rows = list(csv.DictReader((tmp_path / "nest_compare.csv").read_text().splitlines()))
+    assert list(rows[0]) == list(nc.CSV_FIELDS)
     by = {r["figure"]: r for r in rows}
     assert float(by["construction_s"]["nest_over_ranvier"]) == pytest.approx(4.0)
-    assert by["construction_s"]["reference"] == ""
+    assert by["construction_s"]["reference"] == "" and by["construction_s"]["model"] == "microcircuit"
     assert float(by["rate_L23E_hz"]["reference"]) == 0.903
-    assert len(rows) == len(nc.FIGURES) + 8
+    assert len(rows) == len(nc.FIGURES) + 8 == len(record["combined"])
+
+
+DPSNN_NEST = _fake("NEST 3.10.0", 10.0, 16.0, 2000 * 2**20, 23_041_107,
+                   {"F": 2.96, "B": 2.39, "I": 5.47, "E": 2.53, "all": 3.12})
+DPSNN_RANVIER = _fake("Ranvier 0.1.0", 0.5, 2.0, 200 * 2**20, 23_032_064,
+                      {"F": 2.92, "B": 2.37, "I": 5.45, "E": 2.51, "all": 3.10})
+
+
+def _records():
+    a = nc.parse_args(["all", "--scale", "0.1", "--neurons", "20480"])
+    ws = nc.workloads(a)
+    resolved = {"sizes": {"F": 4096, "B": 12288, "I": 4096}, "parameters": {}}
+    return [nc.model_record(ws["microcircuit"], NEST, RANVIER, []),
+            nc.model_record(ws["dpsnn"], DPSNN_NEST, DPSNN_RANVIER, [], resolved)]
+
+
+def test_combined_rows_and_table():
+    records = _records()
+    rows = nc.combined_rows(records)
+    assert [r["model"] for r in rows] == ["microcircuit"] * (len(nc.FIGURES) + 8) + ["dpsnn"] * (len(nc.FIGURES) + 5)
+    by = {(r["model"], r["figure"]): r for r in rows}
+    assert by["dpsnn", "construction_s"]["nest_over_ranvier"] == pytest.approx(20.0)
+    assert by["dpsnn", "peak_rss_mib"]["nest_over_ranvier"] == pytest.approx(10.0)
+    assert by["dpsnn", "rate_I_hz"]["nest_over_ranvier"] == pytest.approx(5.47 / 5.45)
+    assert by["dpsnn", "rate_I_hz"]["reference"] is None and by["microcircuit", "rate_L4E_hz"]["reference"] == 4.414
+    text = nc.format_combined(records)
+    lines = text.splitlines()
+    assert lines[0].split() == ["model", "figure", "NEST", "Ranvier", "NEST", "/", "Ranvier"]
+    assert lines[2].startswith("microcircuit  network construction (s)")
+    start = next(k for k, x in enumerate(lines) if x.startswith("dpsnn"))
+    assert lines[start].split()[-3:] == ["10.00", "0.50", "20.00"]
+    assert any(x.split()[:3] == ["rate", "F", "(Hz)"] and x.split()[-1] == f"{2.96 / 2.92:.2f}" for x in lines)
+    assert len({len(x) for x in lines[:2]}) == 1
+    # the model is named once, on its first row
+    assert sum(x.startswith("dpsnn") for x in lines) == 1
+
+
+def test_dpsnn_report():
+    records = _records()
+    w = records[1]["workload"]
+    text = nc.report_dpsnn(w, records[1]["resolved"], DPSNN_NEST, DPSNN_RANVIER, ["a note"])
+    assert "20,480 neurons (F 4,096, B 12,288, I 4,096)" in text and text.endswith("a note")
+    line = next(x for x in text.splitlines() if x.startswith("B "))
+    assert line.split() == ["B", "2.390", "2.370", f"{2.39 / 2.37:.2f}"]
 
 
 def test_ranvier_rates_from_spike_file(tmp_path):
@@ -306,7 +380,7 @@ def test_nest_not_installed_still_runs_ranvier(monkeypatch, tmp_path, capsys):
     assert out.count("NEST is not installed") == 1 and "pip install nest-simulator" in out
     line = next(x for x in out.splitlines() if x.startswith("simulation wall (s)"))
     assert line.split()[-3:] == ["n/a", "6.50", "n/a"]
-    record = json.loads((tmp_path / "nest_compare.json").read_text())
+    record = json.loads((tmp_path / "nest_compare.json").read_text())["models"]["microcircuit"]
     assert record["nest"] is None and record["ranvier"]["simulate_s"] == 6.5
 
 
@@ -332,6 +406,16 @@ def test_broken_nest_import_is_reported(monkeypatch, tmp_path):
     a = nc.parse_args(["microcircuit", "--scale", "0.1"])
     with pytest.raises(nc.NestUnavailable, match="libnest.so"):
         nc.run_nest(nc.workload(a), tmp_path / "run")
+
+
+def test_inm6_package_missing_stops_with_a_clear_message(monkeypatch, capsys):
+    monkeypatch.setattr(nc.importlib.util, "find_spec", lambda name: None if name == "microcircuit" else object())
+    monkeypatch.setattr(nc, "run_nest", lambda w, folder: pytest.fail("ran without the package"))
+    monkeypatch.setattr(nc, "run_ranvier", lambda w, folder: pytest.fail("ran without the package"))
+    assert nc.main(["microcircuit", "--nest-implementation", "inm6"]) == 1
+    err = capsys.readouterr().err
+    assert "INM-6 microcircuit package is not installed" in err and "pip install microcircuit" in err
+    assert "--nest-implementation ours" in err
 
 
 def test_nest_environment_pins_threads_like_ranvier():
