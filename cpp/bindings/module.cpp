@@ -12,6 +12,7 @@
 #include <iterator>
 #include <memory>
 
+#include "bench/calibration.hpp"
 #include "comm/primitive_bench.hpp"
 #include "core/distributions.hpp"
 #include "core/engine.hpp"
@@ -63,6 +64,8 @@ NB_MODULE(_engine, m) {
   m.attr("COUNTERS") = counters;
   m.attr("PLACEMENTS") = placements;
   m.attr("EXCHANGES") = exchange_names();
+  m.def("calibrate", &calibrate, "memory_bytes"_a, "repeats"_a,
+        "Machine figures for bench/roofline.py: stream bandwidth, random access, scatter-add, clock, IPC");
   m.attr("MPI_PRIMITIVES") = primitive_names();
   m.def("mpi_bench", [](bool use_mpi, int64_t comm_handle, const std::string& primitive, size_t words, int repeats) {
     auto comm = make_communicator(use_mpi, comm_handle);
