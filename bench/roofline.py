@@ -52,10 +52,11 @@ def calibrate(memory_mib: int, repeats: int) -> dict:
     return dict(_engine.calibrate(memory_mib << 20, repeats))
 
 
-def run_workload(name: str, threads: int, duration_ms: float, extra: list[str], workdir: Path) -> dict:
+def run_workload(name: str, threads: int, duration_ms: float, extra: list[str], workdir: Path,
+                 python: str = sys.executable) -> dict:
     args, _ = WORKLOADS[name]
     out = workdir / f"{name}-{threads}"
-    cmd = [sys.executable, "-m", "ranvier", "run", *args, *extra, "--threads", str(threads),
+    cmd = [python, "-m", "ranvier", "run", *args, *extra, "--threads", str(threads),
            "--duration-ms", str(duration_ms), "--energy", "none", "--quiet", "--out", str(out)]
     done = subprocess.run(cmd, capture_output=True, text=True, check=False, env=dict(os.environ))
     if done.returncode != 0:
@@ -166,6 +167,8 @@ def main(argv=None) -> int:
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--instructions", type=Path, default=REFERENCE, help="bench/instructions.py output to use")
     ap.add_argument("--json", type=Path, default=None, help="write the machine figures and the tables here")
+    ap.add_argument("--ranvier-python", default=sys.executable,
+                    help="the Python whose ranvier runs the workloads (e.g. an older build's, for a before/after)")
     ap.add_argument("--calibrate-only", action="store_true")
     ap.add_argument("--quick", action="store_true", help="small sizes and short runs (a check, not a measurement)")
     a = ap.parse_args(argv)
@@ -184,7 +187,7 @@ def main(argv=None) -> int:
                 threads = a.threads or WORKLOADS[name][1]
                 extra = (["--set", f"neurons={a.dpsnn_neurons}"] if name == "dpsnn"
                          else ["--set", f"scale={a.microcircuit_scale}"])
-                table = roofline(name, run_workload(name, threads, a.duration_ms, extra, Path(tmp)), machine, reference)
+                table = roofline(name, run_workload(name, threads, a.duration_ms, extra, Path(tmp), a.ranvier_python), machine, reference)
                 print_table(table)
                 report["workloads"].append(table)
     if a.json:
