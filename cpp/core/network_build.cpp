@@ -372,29 +372,25 @@ uint64_t max_delay_steps(const ProjectionSpec& pr, double h) {
   return d;
 }
 
-// One drawn synapse of a target: its source, its weight (unrounded) and its delay in steps.
-struct Drawn { uint64_t source; double weight; uint16_t delay; };
-
 // Every synapse onto target t (all of `projections`, in order): sources, then weights and delays
 // from each synapse's stream. Block 0 of every stream 8 synapses at a time; the central normals
 // of the weight's and the delay's uniforms vectorised; tails, rejections and the exponential
-// law's logarithm per synapse. `kinds` gets the projection of each synapse.
+// law's logarithm per synapse. Each synapse goes to a callback: pass 1 counts it, pass 2 places it
+// (no per-target list in between).
 struct TargetDraw {
   std::vector<uint32_t> words, synapse_words;
   std::vector<uint64_t> sources;
   std::vector<double> w;         // this projection's weights and delays (steps), vectorised
   std::vector<int32_t> d;
   std::vector<uint8_t> exact;    // 1: drawn again by the per-synapse code (tails, rejections)
-  std::vector<Drawn> drawn;
-  std::vector<uint32_t> projection;
 
   // need_weights = false: the weights are left at the mean unless a weight's rejection decides
   // the delay (pass 1 of the direct layout only needs the delays).
+  // emit(source, weight, delay, projection) for each synapse in order.
+  template <class Emit>
   void draw(const EngineConfig& cfg, const ConnectivityPlan& plan, const Placement& placement, const Key& key,
-            const std::vector<uint32_t>& projections, uint64_t t, bool need_weights = true) {
+            const std::vector<uint32_t>& projections, uint64_t t, bool need_weights, Emit&& emit) {
     auto in_tail = [](double u) { return u < kNormalLow || u > 1.0 - kNormalLow; };
-    drawn.clear();
-    projection.clear();
     for (uint32_t j : projections) {
       const auto& pr = cfg.projections[j];
       const double floor_steps =
@@ -493,8 +489,7 @@ struct TargetDraw {
           if (pr.list_delays()) delay = pr.list->delay_steps[entries[i]];
         }
         if (delay > 0xFFFF) throw std::runtime_error("a delay exceeds 65535 steps: use a coarser resolution_ms");
-        drawn.push_back({sources[i], x, uint16_t(delay)});
-        projection.push_back(j);
+        emit(sources[i], x, uint16_t(delay), j);
       }
     }
   }
@@ -583,11 +578,11 @@ void build_thread_synapses(const EngineConfig& cfg, const Placement& placement, 
   for (const auto& range : neurons.ranges)
     for (uint64_t k = range.begin; k < range.end; ++k) {
       if (direct) {
-        td.draw(cfg, plan, placement, key, into[range.population], neurons.gid[k], false);
-        for (const Drawn& x : td.drawn) {
-          if (x.delay < d_min || x.delay > d_max) throw std::logic_error("a drawn delay lies outside its law's bounds");
-          ++fill[x.source * delays + (x.delay - d_min) + 1];
-        }
+        td.draw(cfg, plan, placement, key, into[range.population], neurons.gid[k], false,
+                [&](uint64_t source, double, uint16_t d, uint32_t) {
+                  if (d < d_min || d > d_max) throw std::logic_error("a drawn delay lies outside its law's bounds");
+                  ++fill[source * delays + (d - d_min) + 1];
+                });
       } else {
         for (uint32_t j : into[range.population]) {
           sources_of(cfg, plan, placement, key, j, neurons.gid[k], words, sources);
@@ -643,24 +638,23 @@ void build_thread_synapses(const EngineConfig& cfg, const Placement& placement, 
     for (uint64_t k = range.begin; k < range.end; ++k) {
       // Split input: synapses with negative weights add into the neuron's inhibitory column.
       const uint64_t inhibitory_column = range.inhibitory_offset ? k + range.inhibitory_offset : k;
-      td.draw(cfg, plan, placement, key, into[range.population], neurons.gid[k]);
       placed.clear();
-      for (size_t i = 0; i < td.drawn.size(); ++i) {
-        const Drawn& x = td.drawn[i];
-        const auto& pr = cfg.projections[td.projection[i]];
-        max_delay = std::max<uint64_t>(max_delay, x.delay);
-        const uint64_t cell = direct ? x.source * delays + (x.delay - d_min) : x.source;
+      td.draw(cfg, plan, placement, key, into[range.population], neurons.gid[k], true,
+              [&](uint64_t source, double weight, uint16_t d, uint32_t j) {
+        const auto& pr = cfg.projections[j];
+        max_delay = std::max<uint64_t>(max_delay, d);
+        const uint64_t cell = direct ? source * delays + (d - d_min) : source;
         if (plastic) {  // the weight itself, unrounded: plasticity changes it from there
           if (plastic_weights->size() >= (uint64_t(1) << 31))
             throw std::runtime_error("more than 2^31 plastic synapses of one projection on one thread: use more threads or ranks");
-          placed.push_back({cell, int32_t(plastic_weights->size()), x.delay,
+          placed.push_back({cell, int32_t(plastic_weights->size()), d,
                             pr.plasticity.rule != PlasticityRule::stdp_power_law && pr.plasticity.w_max < 0});
-          plastic_weights->push_back(x.weight);
+          plastic_weights->push_back(weight);
         } else {
-          const int32_t fixed = int32_t(std::rint(x.weight * scale));
-          placed.push_back({cell, fixed, x.delay, fixed < 0});
+          const int32_t fixed = int32_t(std::rint(weight * scale));
+          placed.push_back({cell, fixed, d, fixed < 0});
         }
-      }
+      });
       // The cells' cursors two groups ahead, the destinations one group ahead.
       constexpr size_t kAhead = 16;
       for (size_t i = 0; i < placed.size(); ++i) {
