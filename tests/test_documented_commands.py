@@ -176,6 +176,9 @@ SCALED: dict[str, Scaled] = {
     "python bench/stdp_nest.py": Scaled("--pairing", needs="nest"),
     # docs/performance.md: callgrind counts (the scratch folder has its own copy of docs/)
     "python bench/instructions.py": Scaled("--workloads dpsnn", needs="valgrind"),
+    "python bench/roofline.py": Scaled("--quick"),
+    "python bench/roofline.py --workloads dpsnn --threads 2 --json roofline.json": Scaled("--quick"),
+    "python bench/roofline.py --calibrate-only": Scaled("--quick"),
     "python bench/instructions.py --compare docs/measurements/instructions.json":
         Scaled("--workloads dpsnn", needs="valgrind", exit_codes=(0, 1)),
     "python bench/instructions.py --out docs/measurements/instructions.json": Scaled("--workloads dpsnn", needs="valgrind"),
