@@ -193,7 +193,8 @@ def test_markdown_mirrors_html(scaling_report):
     md, page = scaling_report.md, scaling_report.html
     links = re.findall(r"!\[[^\]]*\]\((figures/[^)]+\.png)\)", md)
     images = IMG_DATA.findall(page)
-    assert len(links) == len(images) == 4          # raster, scaling, phases, cycle times
+    assert len(links) == len(images) == 5          # raster, scaling, phases, cycle times, deadline lag
+    assert "deadline_lag.png" in links[-1] and "cycles on time %" in md
     for link, data in zip(links, images):
         png = (scaling_report.out / link).read_bytes()
         assert png.startswith(PNG_SIGNATURE) and base64.b64decode(data) == png
@@ -228,9 +229,9 @@ def test_energy_measured(archives, tmp_path):
         assert table_row(md, name, "environment") == [name, value]
     parameters = md.split("\n## 2.")[0]
     assert "| command |" not in parameters and "cores_available" not in parameters    # said elsewhere, or noise
-    # one configuration: no scaling plot, the other three figures
+    # one configuration: no scaling plot, the other four figures (raster, phases, cycle times, deadline lag)
     assert "no scaling to show" in md
-    assert len(IMG_DATA.findall(out.html)) == 3
+    assert len(IMG_DATA.findall(out.html)) == 4
 
 
 def test_energy_unavailable(archives, tmp_path):
@@ -274,8 +275,8 @@ def test_command(archives, tmp_path, capsys):
     assert report.command(parse(run, "--title", "My scaling study")) == 0
     printed = capsys.readouterr().out
     assert str(run / "report" / "report.html") in printed and str(run / "report" / "report.md") in printed
-    # one configuration: raster, phases, cycle times (no scaling)
-    assert f"(3 figures in {run / 'report' / 'figures'})" in printed
+    # one configuration: raster, phases, cycle times, deadline lag (no scaling)
+    assert f"(4 figures in {run / 'report' / 'figures'})" in printed
     assert (run / "report" / "report.md").read_text().startswith("# My scaling study\n")
     assert report.find_runs([run]) == [run]          # the report folder is no run
     assert report.command(parse(run, "--out", tmp_path / "again", "--raster", run)) == 0
@@ -492,7 +493,7 @@ def test_rate_window_of_short_runs(archives, tmp_path):
 def test_figures_line_only_when_figures_were_written(archives, tmp_path, monkeypatch, capsys):
     run = shutil.copytree(archives.t1, tmp_path / "t1")
     assert report.command(parse(run)) == 0
-    assert "3 figures in" in capsys.readouterr().out and (run / "report" / "figures").is_dir()
+    assert "4 figures in" in capsys.readouterr().out and (run / "report" / "figures").is_dir()
     # without matplotlib: the page says why there are no plots, the command mentions no figures,
     # and the figures of the earlier report are gone with their folder
     monkeypatch.setattr(report, "_matplotlib_figure", lambda: None)
@@ -504,12 +505,13 @@ def test_figures_line_only_when_figures_were_written(archives, tmp_path, monkeyp
     assert "not drawn, matplotlib is not installed" in md and "](figures/" not in md
     monkeypatch.undo()
 
-    # with matplotlib but nothing to draw: no spikes.h5, no timers.h5, no phases per rank
+    # with matplotlib but nothing to draw: no spikes.h5, no timers.h5, no phases per rank, no deadlines
     bare = shutil.copytree(archives.t1, tmp_path / "bare")
     (bare / "spikes.h5").unlink()
     (bare / "timers.h5").unlink()
     s = summary(bare)
     del s["phase_seconds_per_rank"]
+    del s["deadlines"]
     (bare / "summary.json").write_text(json.dumps(s))
     assert report.command(parse(bare)) == 0
     printed = capsys.readouterr().out

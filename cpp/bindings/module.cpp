@@ -93,6 +93,7 @@ NB_MODULE(_engine, m) {
     philox4x32_10_series({base[0], base[1], base[2], base[3]}, word, n, {key.at(0), key.at(1)}, out.data(), n);
     return out;
   }, "base"_a, "word"_a, "n"_a, "key"_a);
+  m.def("wall_time", &Engine::wall_time, "The engine's wall clock, seconds (its cycle ends use it).");
   m.def("simd_kernels", []() { return avx512_kernels() ? "avx512" : "avx2"; });
   m.def("inverse_normal", &inverse_normal, "p"_a);
   m.def("neuron_simd", []() {
@@ -262,6 +263,11 @@ NB_MODULE(_engine, m) {
         for (const auto& row : t) flat.insert(flat.end(), row.begin(), row.end());
         return to_numpy_2d(std::move(flat), t.size(), size_t(kPhases));
       }, "Seconds per phase of each cycle run since the last call, [cycle, phase]; forgotten by the engine.")
+      .def("take_cycle_ends", [](Engine& e) { return to_numpy(e.take_cycle_ends()); },
+           "The wall_time() at which each cycle run since the last call ended; forgotten by the engine.")
+      .def("set_pace", &Engine::set_pace, "on"_a, "origin"_a, "origin_cycle"_a,
+           "Hold every later cycle's end to origin + (cycles since origin_cycle) x its simulated length (on).")
+      .def_prop_ro("pace_wait_seconds", &Engine::pace_wait_seconds)
       .def("counters", [](const Engine& e) {
         const Counters c = e.counters();
         nb::dict d;

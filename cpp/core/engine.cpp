@@ -10,6 +10,8 @@
 #include <cstring>
 #include <stdexcept>
 #include <string>
+#include <chrono>
+#include <thread>
 
 #include "core/config_checks.hpp"
 #include "core/philox.hpp"
@@ -18,6 +20,20 @@
 namespace ranvier {
 
 namespace {
+
+// Waits until wall_time() reaches `deadline`: sleeps while more than 200 us remain (the scheduler
+// wakes a sleeper tens of microseconds late), then spins. Adds the time waited to `waited`.
+void hold_until(double deadline, double& waited) {
+  const double start = omp_get_wtime();
+  double now = start;
+  while (deadline - now > 200e-6) {
+    std::this_thread::sleep_for(std::chrono::duration<double>(deadline - now - 150e-6));
+    now = omp_get_wtime();
+  }
+  while (now < deadline) now = omp_get_wtime();
+  waited += now - start;
+}
+
 Placement make_placement(const EngineConfig& cfg, int ranks) {
   if (cfg.placement != "segments") return Placement(cfg.placement, cfg.neuron_count(), ranks, cfg.threads);
   if (cfg.placement_bounds.empty() || cfg.placement_bounds.back() != cfg.neuron_count())
@@ -211,6 +227,9 @@ void Engine::run_cycles(int64_t cycles) {
   // The caller takes the timers after each chunk (take_cycle_timers), so this stays one chunk.
   if (timers_.capacity() < timers_.size() + size_t(cycles))
     timers_.reserve(std::max(2 * timers_.capacity(), timers_.size() + size_t(cycles)));
+  if (cycle_ends_.capacity() < cycle_ends_.size() + size_t(cycles))
+    cycle_ends_.reserve(std::max(2 * cycle_ends_.capacity(), cycle_ends_.size() + size_t(cycles)));
+  const double cycle_seconds = double(L) * cfg_.resolution_ms * 1e-3;
   const int64_t first = cycle_;
   run_first_cycle_ = first;
   // One cycle: deliver (segments due now) -> drive and update (each thread its own neurons) ->
@@ -259,8 +278,10 @@ void Engine::run_cycles(int64_t cycles) {
       {
         const double t6 = omp_get_wtime();
         timers_.push_back({(t1 - t0) + (t6 - t5), t2 - t1, t3 - t2, communicate, synchronize});
+        cycle_ends_.push_back(t6);
         cycle_ = cycle + 1;
         pathway_->forget_received();
+        if (pace_) hold_until(pace_origin_ + double(cycle_ - pace_origin_cycle_) * cycle_seconds, pace_wait_);
       }
     }
     if (pathway_->in_flight()) {  // only with overlap; every thread sees it after the barrier above
@@ -269,7 +290,8 @@ void Engine::run_cycles(int64_t cycles) {
       {
         const double t7 = omp_get_wtime();
         pathway_->finish_in_flight();
-        timers_.back()[kCommunicate] += omp_get_wtime() - t7;
+        cycle_ends_.back() = omp_get_wtime();
+        timers_.back()[kCommunicate] += cycle_ends_.back() - t7;
       }
 #pragma omp barrier
       for (const SpikeBatch& batch : pathway_->received()) schedule(ts, *batch.records, batch.cycle);

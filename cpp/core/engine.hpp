@@ -130,6 +130,14 @@ class Engine {
   // so a long run holds at most one chunk of either (the caller streams or keeps them).
   void take_spikes(std::vector<uint64_t>& gid, std::vector<int64_t>& step);
   std::vector<std::array<double, kPhases>> take_cycle_timers();
+  // Wall-clock deadlines (src/ranvier/deadlines.py): the time each cycle's work ended (wall_time's
+  // clock), since the last call. With pacing on, every cycle ends no earlier than
+  // origin + (cycles since origin_cycle) x the cycle's simulated length: the run never goes
+  // faster than biology. The time spent holding back is kept out of the phases (pace_wait_seconds).
+  std::vector<double> take_cycle_ends();
+  void set_pace(bool on, double origin, int64_t origin_cycle);
+  double pace_wait_seconds() const { return pace_wait_; }
+  static double wall_time();
   void connections(std::vector<uint64_t>& src, std::vector<uint64_t>& tgt, std::vector<double>& w,
                    std::vector<int64_t>& d) const;
   // The synapses of plastic projection j on this rank with their current weights (NEST's: as of
@@ -174,6 +182,10 @@ class Engine {
   std::vector<const std::vector<SpikeRecord>*> thread_spikes_;  // each thread's spikes_out
   std::vector<PoissonTable> poisson_;      // per population: external events per cycle
   std::vector<std::array<double, kPhases>> timers_;
+  std::vector<double> cycle_ends_;
+  bool pace_ = false;
+  double pace_origin_ = 0, pace_wait_ = 0;
+  int64_t pace_origin_cycle_ = 0;
   std::vector<uint64_t> traced_ids_;
   std::vector<double> trace_V_, trace_c_;  // [step][row], grown per run
   size_t trace_base_ = 0;

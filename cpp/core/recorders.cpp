@@ -1,5 +1,7 @@
 // What the engine records and hands out: the spike recorder (filled by update, taken per chunk),
 // the state recorder (V and c of chosen neurons every step), the cycle timers, and the synapses.
+#include <omp.h>
+
 #include <algorithm>
 #include <cmath>
 #include <stdexcept>
@@ -46,6 +48,21 @@ std::vector<std::array<double, kPhases>> Engine::take_cycle_timers() {
   taken.swap(timers_);
   return taken;
 }
+
+std::vector<double> Engine::take_cycle_ends() {
+  std::vector<double> taken;
+  taken.reserve(cycle_ends_.capacity());
+  taken.swap(cycle_ends_);
+  return taken;
+}
+
+void Engine::set_pace(bool on, double origin, int64_t origin_cycle) {
+  pace_ = on;
+  pace_origin_ = origin;
+  pace_origin_cycle_ = origin_cycle;
+}
+
+double Engine::wall_time() { return omp_get_wtime(); }
 
 void Engine::connections(std::vector<uint64_t>& src, std::vector<uint64_t>& tgt, std::vector<double>& w,
                          std::vector<int64_t>& d) const {

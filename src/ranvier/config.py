@@ -12,6 +12,7 @@
     resolution_ms = 0.1
     barrier = true
     overlap = false       # exchange each interval while the next is computed (intervals of half the minimum delay)
+    pace = false          # hold the run to wall-clock time, never faster than biology (docs/real-time.md)
     global_interval = 10  # exchange = "two-tier" (multi-area models): all ranks every D cycles
     tier_exchange = "allgather"   # two-tier: the strategy of both tiers
     initial_weights = "results/learn/weights.h5"   # plastic networks: start from saved weights
@@ -46,6 +47,7 @@ SIMULATION_DEFAULTS = {
     "resolution_ms": 0.1,
     "barrier": True,
     "overlap": False,
+    "pace": False,                # hold every cycle to wall-clock time (ranvier.deadlines)
     "global_interval": None,      # two-tier: cycles between global exchanges; omitted = automatic
     "tier_exchange": "allgather", # two-tier: the strategy of both tiers
     "initial_weights": None,      # plastic networks: a weights.h5 to start from; omitted = the drawn weights
@@ -229,6 +231,8 @@ def check_simulation(cfg: RunConfig, network) -> None:
     network.validate(resolution)                  # every delay a whole number of steps, at least one
     if not isinstance(s["overlap"], bool):
         raise ConfigError(f"[simulation] 'overlap' must be true or false, got {s['overlap']!r}")
+    if not isinstance(s["pace"], bool):
+        raise ConfigError(f"[simulation] 'pace' must be true or false, got {s['pace']!r}")
     # The communication interval, as ranvier.spec makes it: the minimum delay in whole steps (one
     # step without projections), half of it with overlap.
     min_delay_steps = round(network.min_delay_ms() / resolution) if network.projections else 1

@@ -879,7 +879,44 @@ def section_cycle_times(ctx) -> Section:
                      sig(p.get("lumped_cv")), sig(acf[0]) if acf else DASH])
     sec.blocks.append(Table(["configuration", "cycles (transient skipped)", "D (cycles lumped)", "mean (µs)", "CV", "lumped CV (over D cycles)",
                              "autocorrelation, lag 1"], rows))
+    _deadlines(ctx, sec)
     return sec
+
+
+def _draw_lags(fig, traces: dict):
+    ax = fig.subplots()
+    for i, (label, d) in enumerate(traces.items()):
+        ax.plot(d["lag_trace"]["t_s"], d["lag_trace"]["lag_ms"], lw=1.2, color=f"C{i % 10}", label=label)
+    ax.axhline(0.0, color="k", lw=0.8, ls="--")
+    ax.set_xlabel("simulated time (s)")
+    ax.set_ylabel("lag behind biology (ms, largest per stretch)")
+    ax.legend(fontsize="small")
+
+
+def _deadlines(ctx, sec) -> None:
+    """Hard and soft real time (docs/real-time.md), from summary.json's deadlines."""
+    rows, traces = [], {}
+    for c in ctx.configs:
+        d = c.median_run.summary.get("deadlines")
+        if not d:
+            continue
+        r = d["cycle_time_ratio"]
+        rows.append([c.label, "yes" if d.get("paced") else "no", f"{100 * d['cycles_on_time_fraction']:.2f}",
+                     "yes" if d["soft_real_time"] else "no", sig(d["worst_lag_ms"]), sig(r["p50"]), sig(r["p99"]),
+                     sig(r["max"]), f"{100 * d['cycles_over_budget_fraction']:.2f}"])
+        if d.get("lag_trace", {}).get("t_s"):
+            traces[c.label] = d
+    if not rows:
+        return
+    sec.blocks.append("Real time (docs/real-time.md): a cycle is on time when its work ended by the run's start plus "
+                      "the simulated time at its end (hard real time); soft real time: the run's last cycle on time. "
+                      "Cycle time ratio: a cycle's work over its simulated length.")
+    sec.blocks.append(Table(["configuration", "paced", "cycles on time %", "soft real time", "worst lag (ms)",
+                             "cycle time ratio p50", "p99", "max", "over budget %"], rows))
+    if traces:
+        sec.blocks.append(figure("deadline_lag.png", "Lag of wall time behind simulated time over the median run of "
+                                                      "each configuration (negative: ahead of biology).",
+                                 lambda f: _draw_lags(f, traces), size=(8, 3.6)))
 
 
 # -- section 7: energy (the study's Tables II and III) ---------------------------------------
@@ -1187,7 +1224,7 @@ def render_markdown(title: str, intro: str, sections: list[Section]) -> str:
     return "\n".join(out)
 
 
-FIGURE_NAMES = ("raster.png", "scaling.png", "phases.png", "cycle_times.png", "weights.png")
+FIGURE_NAMES = ("raster.png", "scaling.png", "phases.png", "cycle_times.png", "weights.png", "deadline_lag.png")
 
 
 class Written(NamedTuple):

@@ -15,7 +15,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from . import _engine, cycle_stats, recording, theory
+from . import _engine, cycle_stats, deadlines, recording, theory
 from . import weights as weights_io
 from . import placement as placements
 from . import resources
@@ -91,7 +91,7 @@ class Simulation:
                  stream_to=None,
                  record_state: list[int] | None = None, max_memory_bytes: int | None = None,
                  global_interval: int | None = None, tier_exchange: str = "allgather",
-                 initial_weights=None, record_weights=None):
+                 initial_weights=None, record_weights=None, pace: bool = False):
         if not isinstance(network, Network):
             raise ConfigError(f"Simulation needs a ranvier Network, got {type(network).__name__}")
         self.network = network
@@ -133,6 +133,9 @@ class Simulation:
         if not isinstance(overlap, bool):
             raise ConfigError(f"overlap must be true or false, got {overlap!r}")
         self.overlap = overlap
+        if not isinstance(pace, bool):
+            raise ConfigError(f"pace must be true or false, got {pace!r}")
+        self.pace = pace                 # hold every cycle to wall-clock time (ranvier.deadlines)
         if record_spikes not in (True, False, "counts"):
             raise ConfigError(f"record_spikes must be true, false or \"counts\", got {record_spikes!r}")
         if stream_to is not None and record_spikes is not True:
@@ -190,6 +193,8 @@ class Simulation:
         self.simulate_seconds = 0.0
         self.steps_done = 0              # steps simulated: always whole cycles
         self.requested_steps = 0         # steps asked for by run() calls, added up (at most steps_done)
+        self.deadline_log = deadlines.DeadlineLog(self.cycle_ms) if self.rank == 0 else None
+        self._run_clock = None           # this rank's (wall-clock origin, first cycle) of the current run
         # Plastic weights: from a saved file (ranvier.weights), and a sampled record of some.
         if initial_weights is not None:
             weights_io.apply_initial_weights(self, initial_weights)
@@ -288,6 +293,11 @@ class Simulation:
         if self.rank == 0 and self.recording is None:
             self.recording = self._make_recording()
         t0 = time.perf_counter()
+        if self.pace:
+            self.comm.barrier()          # every rank starts its clock together: no rank waits for another's hold
+        origin = _engine.wall_time()     # this run's deadlines count from here, on each rank
+        self._run_clock = (origin, self._engine.cycles_done)
+        self._engine.set_pace(self.pace, origin, self._engine.cycles_done)
         done = 0
         L = self.steps_per_cycle
         while done < cycles:
@@ -410,9 +420,16 @@ class Simulation:
         """Takes the chunk's spikes and timers out of the engine on every rank; rank 0 records them."""
         ids, steps = self._engine.take_spikes()
         timers = self._engine.take_cycle_timers()
-        parts = self.comm.gather((ids, steps, timers))
+        ends = self._engine.take_cycle_ends()
+        origin, run_first = self._run_clock
+        first = self._engine.cycles_done - ends.size
+        lag = deadlines.rank_lags(ends, origin, first, run_first, self.cycle_ms)
+        parts = self.comm.gather((ids, steps, timers, lag))
         if self.rank != 0:
             return
+        self.deadline_log.add(np.max([p[3] for p in parts], axis=0),       # the slowest rank's, per cycle
+                              np.max([p[2].sum(axis=1) for p in parts], axis=0),
+                              (first + 1 + np.arange(ends.size)) * self.cycle_ms)
         ids = np.concatenate([p[0] for p in parts]).astype(np.int64)
         steps = np.concatenate([p[1] for p in parts]).astype(np.int64)
         order = np.lexsort((ids, steps))            # canonical order: by time, then id
@@ -542,7 +559,7 @@ class Result:
         self.energy = None                             # rank 0 of a run measured with energy= (ranvier.energy)
 
         counters = eng.counters()
-        local = dict(counters=counters, rss=_peak_rss_bytes(),
+        local = dict(counters=counters, rss=_peak_rss_bytes(), pace_wait=eng.pace_wait_seconds,
                      synapses=eng.synapse_count(), store_bytes=eng.synapse_bytes())
         if sim.record_state:
             local["state"] = eng.state_trace()
@@ -550,6 +567,7 @@ class Result:
         self.recording = sim.recording                 # rank 0: spikes and timers (ranvier.recording)
         self._spikes = self._timers = None
         self.cycles = self.phase_seconds = self.spikes_total = None
+        self.deadlines = None                          # rank 0: real-time deadlines (ranvier.deadlines)
         self.counters = self.counters_per_rank = self.peak_rss_bytes = self.state = self.synapses = self.synapse_store_bytes = None
         if comm.rank == 0:
             rec = self.recording
@@ -567,6 +585,8 @@ class Result:
             if sim.record_state:
                 self.state = _merge_state([g["state"] for g in gathered])
             self.check_conservation()
+            self.deadlines = deadlines.summarize(sim.deadline_log, real_time_factor=self.real_time_factor, paced=sim.pace,
+                                                 pace_wait_seconds=max(g["pace_wait"] for g in gathered))
 
     # -- what was recorded (rank 0) -------------------------------------------------------
     def _recorded_spikes(self):
@@ -843,6 +863,7 @@ class Result:
                           "global": self.counters["exchanges_global"] // max(1, self.ranks)},
             "areas": self.network.areas,
             "cycle_statistics": self.cycle_statistics(),
+            "deadlines": self.deadlines,
             "theory": self.theory(mpi_fit),
             **({"energy": self.energy} if self.energy is not None else {}),
         }

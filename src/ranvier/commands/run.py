@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 from .. import config as cfgmod
-from .. import energy, environment, theory
+from .. import deadlines, energy, environment, theory
 from .. import weights as weights_io
 from ..errors import ConfigError
 from .arguments import assignment, non_negative_float, positive_float, positive_int, seed
@@ -67,6 +67,10 @@ def add_parser(commands, exchanges, placements) -> None:
                         "'static=W,per_core=W' (watts above the baseline)")
     run.add_argument("--mpi-fit", metavar="FILE", help="mpi_fit.json from 'ranvier bench mpi' on this machine and "
                      "rank count: the summary then shows the predicted exchange time next to the measured one")
+    run.add_argument("--pace", action="store_true",
+                     help="hold the run to wall-clock time, never faster than biology (closed loops); the "
+                          "summary's real-time lines count the cycles that still missed their deadline "
+                          "(docs/real-time.md)")
     run.add_argument("--overlap", action="store_true",
                      help="exchange each interval's spikes while the next is computed (intervals of half the "
                           "minimum delay)")
@@ -96,6 +100,7 @@ def resolve_config(args) -> cfgmod.RunConfig:
     simulation = {"duration_ms": args.duration_ms, "threads": args.threads, "exchange": args.exchange,
                   "placement": args.placement, "seed": args.seed, "resolution_ms": args.resolution_ms,
                   "barrier": False if args.no_barrier else None, "overlap": True if args.overlap else None,
+                  "pace": True if args.pace else None,
                   "global_interval": args.global_interval, "tier_exchange": args.tier_exchange,
                   "initial_weights": args.initial_weights, "record_weights": args.record_weights,
                   "weight_interval_ms": args.weight_interval_ms}
@@ -316,6 +321,7 @@ def format_summary(s: dict) -> str:
         share = f" ({100 * seconds / sim_s:.1f} %)" if sim_s > 0 else ""
         rows.append((f"  {phase}", f"{seconds:.3f} s{share}"))
     rows.extend(_theory_rows(s))
+    rows.extend(deadlines.format_rows(s.get("deadlines")))
     if s.get("energy"):
         rows.extend(energy.format_lines(s["energy"]))
     rss = s["peak_rss_bytes"]
