@@ -68,6 +68,7 @@ SCALED: dict[str, Scaled] = {
     "ranvier run": Scaled(SMALL_DPSNN),
     "ranvier run examples/dpsnn-small.toml": Scaled("--duration-ms 100"),
     "ranvier run dpsnn --neurons 2048 --duration-ms 500": Scaled("--duration-ms 100"),
+    "ranvier run dpsnn --neurons 2048 --duration-ms 1000 --pace": Scaled("--duration-ms 200"),
     "ranvier run artificial-cells --set cells=2000 --duration-ms 200": Scaled("--duration-ms 100"),
     # README, a cluster's own MPI: site-specific (a module system, a placeholder path, srun)
     "module load cray-mpich-abi": Scaled(skip="needs a Cray module system"),
