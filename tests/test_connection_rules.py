@@ -331,7 +331,8 @@ def test_drive_weight_is_named_in_the_target_unit():
 # -- decomposition invariance of a network with every rule --------------------------------------
 RULES_RUN = dict(model="rules", neurons=500, synapses=40, ms=200.0)
 EXCHANGES = ("allgather", "alltoallv")
-DECOMPOSITIONS = [c for c in itertools.product((1, 2, 3), (1, 2), ("round-robin", "block")) if c != (1, 1, "round-robin")]
+DECOMPOSITIONS = [c for c in itertools.product((1, 2, 3), (1, 2), ("round-robin", "block")) if c != (1, 1, "round-robin")] \
+    + [(2, 2, "random"), (3, 1, "random")]
 
 
 @pytest.fixture(scope="module")

@@ -188,7 +188,7 @@ def test_instance_independent_of_threads_and_placement():
     n, k = 2048, 600
     ref = _sorted(*build(n, k)[2:])
     assert ref[0].size > 0.9 * n * k
-    for threads, placement in [(2, "round-robin"), (1, "block"), (2, "block")]:
+    for threads, placement in [(2, "round-robin"), (1, "block"), (2, "block"), (2, "random")]:
         other = _sorted(*build(n, k, threads=threads, placement=placement)[2:])
         for name, a, b in zip(("source", "target", "weight", "delay"), ref, other):
             assert a.size == b.size, (threads, placement, name)

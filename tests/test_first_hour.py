@@ -318,7 +318,7 @@ def test_a_rounded_duration_is_decomposition_invariant(workloads):
     kw = dict(model="dpsnn", neurons=1024, synapses=100, ms=15.5)
     reference = workloads(1, **kw)
     for ranks, threads, exchange, placement in ((2, 1, "alltoallv", "block"), (1, 2, "allgather", "round-robin"),
-                                                (3, 1, "p2p", "round-robin")):
+                                                (3, 1, "p2p", "round-robin"), (2, 2, "neighbor", "random")):
         run = workloads(ranks, threads=threads, exchange=exchange, placement=placement, **kw)
         assert np.array_equal(run["ids"], reference["ids"]), (ranks, threads, exchange, placement)
         assert np.array_equal(run["steps"], reference["steps"]), (ranks, threads, exchange, placement)

@@ -110,7 +110,8 @@ def test_against_nest():
 
 @pytest.mark.parametrize("ranks,threads,placement,exchange", [(1, 2, "round-robin", "allgather"),
                                                              (2, 1, "block", "alltoallv"),
-                                                             (3, 2, "round-robin", "p2p")])
+                                                             (3, 2, "round-robin", "p2p"),
+                                                             (2, 2, "random", "alltoallv")])
 def test_spikes_identical_for_any_decomposition(workloads, ranks, threads, placement, exchange):
     """Excitatory and inhibitory input in separate columns, alpha currents: the same spikes on any
     ranks x threads x placement x exchange (tests/mpi_runner.py: alpha_network)."""

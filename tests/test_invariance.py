@@ -17,7 +17,7 @@ from conftest import DPSNN_SMALL, counters
 RANKS = (1, 2, 3)
 THREADS = (1, 2)
 EXCHANGES = ("allgather", "alltoallv")
-PLACEMENTS = ("round-robin", "block")
+PLACEMENTS = ("round-robin", "block", "random")
 REFERENCE = (1, 1, "allgather", "round-robin")
 MATRIX = [c for c in itertools.product(RANKS, THREADS, EXCHANGES, PLACEMENTS) if c != REFERENCE]
 

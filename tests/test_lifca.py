@@ -288,7 +288,7 @@ def test_uniform_initial_state_is_uniform_and_decomposition_invariant():
     h, n = 0.1, 4000
     pops = [("u", n, {}, "uniform")]
     v0 = {}
-    for threads, placement in [(1, "round-robin"), (2, "round-robin"), (2, "block")]:
+    for threads, placement in [(1, "round-robin"), (2, "round-robin"), (2, "block"), (2, "random")]:
         net, res = simulate(pops, 0.1, h=h, threads=threads, placement=placement, seed=3)
         v0[(threads, placement)] = np.asarray(res.state["V"][:, 0], dtype=np.float64) / math.exp(-h / 20.0)
     ref = v0[(1, "round-robin")]

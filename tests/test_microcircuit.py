@@ -182,7 +182,7 @@ def test_weights_clipped_and_delays_on_the_grid(small_network):
 
 
 @pytest.mark.parametrize("ranks,threads,placement", [(1, 2, "round-robin"), (2, 1, "round-robin"),
-                                                    (3, 2, "block")])
+                                                    (3, 2, "block"), (2, 2, "random")])
 def test_spikes_identical_for_any_decomposition(workloads, ranks, threads, placement):
     """Fixed totals, clipped weights, psc_exp neurons and thalamic Poisson sources: the same
     network and the same spikes on any number of ranks and threads."""

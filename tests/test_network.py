@@ -72,4 +72,4 @@ def test_unknown_exchange_and_placement():
     with pytest.raises(rv.ConfigError, match="exchange must be one of"):
         rv.Simulation(net, exchange="smoke-signals")
     with pytest.raises(rv.ConfigError, match="placement must be one of"):
-        rv.Simulation(net, placement="random")
+        rv.Simulation(net, placement="scattered")

@@ -141,7 +141,8 @@ def test_constant_per_neuron_values_give_the_homogeneous_spikes(model):
 @pytest.mark.parametrize("ranks,threads,placement,exchange", [(1, 2, "round-robin", "allgather"),
                                                              (2, 1, "block", "alltoallv"),
                                                              (2, 2, "round-robin", "allgather"),
-                                                             (3, 2, "block", "p2p")])
+                                                             (3, 2, "block", "p2p"),
+                                                             (3, 1, "random", "allgather")])
 def test_spikes_identical_for_any_decomposition(workloads, ranks, threads, placement, exchange):
     """Per-neuron arrays and distributions of every membrane model, per-neuron initial potentials
     (tests/mpi_runner.py: heterogeneous_network): the same spikes and traces on any decomposition."""

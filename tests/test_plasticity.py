@@ -259,7 +259,7 @@ def test_plastic_network_is_decomposition_invariant(workloads, plastic_reference
 # 300 ms; the placements without areas (dpsnn has none).
 DPSNN_STDP_RUN = dict(model="dpsnn-stdp", neurons=1024, synapses=200, ms=300.0)
 DPSNN_DECOMPOSITIONS = [c for c in itertools.product((1, 2, 3), (1, 2), ("round-robin", "block"))
-                        if c != (1, 1, "round-robin")]
+                        if c != (1, 1, "round-robin")] + [(2, 2, "random"), (3, 1, "random")]
 
 
 @pytest.fixture(scope="module")

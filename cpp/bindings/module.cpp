@@ -60,6 +60,7 @@ NB_MODULE(_engine, m) {
   placements.append("round-robin");
   placements.append("block");
   placements.append("segments");
+  placements.append("random");
   m.attr("PHASES") = phases;
   m.attr("COUNTERS") = counters;
   m.attr("PLACEMENTS") = placements;
@@ -93,6 +94,22 @@ NB_MODULE(_engine, m) {
     philox4x32_10_series({base[0], base[1], base[2], base[3]}, word, n, {key.at(0), key.at(1)}, out.data(), n);
     return out;
   }, "base"_a, "word"_a, "n"_a, "key"_a);
+  m.def("random_placement", [](std::vector<uint64_t> first, int ranks, int threads, uint64_t seed) {
+    // every neuron's (rank, thread, thread index, rank index), and back: the gid of each
+    // (rank, thread, thread index) in rank-major, thread-major order (tests)
+    const Placement pl = Placement::random(first, ranks, threads, seed);
+    const uint64_t n = first.back();
+    std::vector<int64_t> rank(n), thread(n), index(n), rank_index(n), back;
+    for (uint64_t g = 0; g < n; ++g) {
+      const Location at = pl.locate(g);
+      rank[g] = at.rank; thread[g] = at.thread; index[g] = int64_t(at.index); rank_index[g] = int64_t(pl.rank_index(g));
+    }
+    for (int r = 0; r < ranks; ++r)
+      for (int t = 0; t < threads; ++t)
+        for (uint64_t k = 0; k < pl.thread_count(r, t); ++k) back.push_back(int64_t(pl.gid(r, t, k)));
+    return nb::make_tuple(to_numpy(std::move(rank)), to_numpy(std::move(thread)), to_numpy(std::move(index)),
+                          to_numpy(std::move(rank_index)), to_numpy(std::move(back)));
+  }, "first"_a, "ranks"_a, "threads"_a, "seed"_a, "The random placement of population bounds `first` (tests).");
   m.def("wall_time", &Engine::wall_time, "The engine's wall clock, seconds (its cycle ends use it).");
   m.def("simd_kernels", []() { return avx512_kernels() ? "avx512" : "avx2"; });
   m.def("inverse_normal", &inverse_normal, "p"_a);
@@ -265,6 +282,14 @@ NB_MODULE(_engine, m) {
       }, "Seconds per phase of each cycle run since the last call, [cycle, phase]; forgotten by the engine.")
       .def("take_cycle_ends", [](Engine& e) { return to_numpy(e.take_cycle_ends()); },
            "The wall_time() at which each cycle run since the last call ended; forgotten by the engine.")
+      .def("take_cycle_loads", [](Engine& e) {
+        const auto loads = e.take_cycle_loads();
+        std::vector<int64_t> flat;
+        flat.reserve(loads.size() * 2);
+        for (const auto& row : loads) flat.insert(flat.end(), row.begin(), row.end());
+        return to_numpy_2d(std::move(flat), loads.size(), size_t(2));
+      }, "Per cycle since the last call: this rank's spikes emitted and received spikes with a synapse here, "
+         "cumulative since the start, [cycle, 2]; forgotten by the engine.")
       .def("set_pace", &Engine::set_pace, "on"_a, "origin"_a, "origin_cycle"_a,
            "Hold every later cycle's end to origin + (cycles since origin_cycle) x its simulated length (on).")
       .def_prop_ro("pace_wait_seconds", &Engine::pace_wait_seconds)

@@ -35,6 +35,12 @@ void hold_until(double deadline, double& waited) {
 }
 
 Placement make_placement(const EngineConfig& cfg, int ranks) {
+  if (cfg.placement == "random") {
+    std::vector<uint64_t> first;
+    for (const auto& pop : cfg.populations) first.push_back(pop.first);
+    first.push_back(cfg.neuron_count());
+    return Placement::random(first, ranks, cfg.threads, cfg.seed);
+  }
   if (cfg.placement != "segments") return Placement(cfg.placement, cfg.neuron_count(), ranks, cfg.threads);
   if (cfg.placement_bounds.empty() || cfg.placement_bounds.back() != cfg.neuron_count())
     throw std::invalid_argument("placement segments must cover every neuron: their bounds must end at the neuron count");
@@ -229,6 +235,8 @@ void Engine::run_cycles(int64_t cycles) {
     timers_.reserve(std::max(2 * timers_.capacity(), timers_.size() + size_t(cycles)));
   if (cycle_ends_.capacity() < cycle_ends_.size() + size_t(cycles))
     cycle_ends_.reserve(std::max(2 * cycle_ends_.capacity(), cycle_ends_.size() + size_t(cycles)));
+  if (cycle_loads_.capacity() < cycle_loads_.size() + size_t(cycles))
+    cycle_loads_.reserve(std::max(2 * cycle_loads_.capacity(), cycle_loads_.size() + size_t(cycles)));
   const double cycle_seconds = double(L) * cfg_.resolution_ms * 1e-3;
   const int64_t first = cycle_;
   run_first_cycle_ = first;
@@ -279,6 +287,7 @@ void Engine::run_cycles(int64_t cycles) {
         const double t6 = omp_get_wtime();
         timers_.push_back({(t1 - t0) + (t6 - t5), t2 - t1, t3 - t2, communicate, synchronize});
         cycle_ends_.push_back(t6);
+        cycle_loads_.push_back({rank_counters_.spikes_emitted, pathway_->counters().spikes_delivered});
         cycle_ = cycle + 1;
         pathway_->forget_received();
         if (pace_) hold_until(pace_origin_ + double(cycle_ - pace_origin_cycle_) * cycle_seconds, pace_wait_);

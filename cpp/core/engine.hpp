@@ -135,6 +135,9 @@ class Engine {
   // origin + (cycles since origin_cycle) x the cycle's simulated length: the run never goes
   // faster than biology. The time spent holding back is kept out of the phases (pace_wait_seconds).
   std::vector<double> take_cycle_ends();
+  // Load per cycle (src/ranvier/imbalance.py): this rank's spikes emitted and received spikes
+  // with a synapse here, counted since the start (cumulative: the caller takes differences).
+  std::vector<std::array<uint64_t, 2>> take_cycle_loads();
   void set_pace(bool on, double origin, int64_t origin_cycle);
   double pace_wait_seconds() const { return pace_wait_; }
   static double wall_time();
@@ -183,6 +186,7 @@ class Engine {
   std::vector<PoissonTable> poisson_;      // per population: external events per cycle
   std::vector<std::array<double, kPhases>> timers_;
   std::vector<double> cycle_ends_;
+  std::vector<std::array<uint64_t, 2>> cycle_loads_;
   bool pace_ = false;
   double pace_origin_ = 0, pace_wait_ = 0;
   int64_t pace_origin_cycle_ = 0;

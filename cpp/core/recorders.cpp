@@ -56,6 +56,13 @@ std::vector<double> Engine::take_cycle_ends() {
   return taken;
 }
 
+std::vector<std::array<uint64_t, 2>> Engine::take_cycle_loads() {
+  std::vector<std::array<uint64_t, 2>> taken;
+  taken.reserve(cycle_loads_.capacity());
+  taken.swap(cycle_loads_);
+  return taken;
+}
+
 void Engine::set_pace(bool on, double origin, int64_t origin_cycle) {
   pace_ = on;
   pace_origin_ = origin;

@@ -1,7 +1,8 @@
 """Placement of neurons on ranks for models with areas.
 
 The engine places neurons by arithmetic: `round-robin` (every area spread over every rank, the
-conventional scheme) and `block` need nothing from here. The area-aware schemes are computed
+conventional scheme), `block` and `random` (each population shuffled over ranks and threads by a
+bijection keyed by the seed: cpp/core/placement.hpp) need nothing from here. The area-aware schemes are computed
 here, from the network alone, as contiguous gid segments with a rank each:
 
 - `by-area`: each area whole on one rank (area i on rank i % ranks); needs at least as many
@@ -20,7 +21,7 @@ from __future__ import annotations
 from .errors import ConfigError
 
 AREA_PLACEMENTS = ("by-area", "area-groups", "balanced")
-PLACEMENTS = ("round-robin", "block") + AREA_PLACEMENTS
+PLACEMENTS = ("round-robin", "block", "random") + AREA_PLACEMENTS
 # Relative costs used to balance areas (measured on the 2-core development VM: about 1 ns per
 # neuron update step, about 4 ns per delivered synaptic event).
 NS_PER_NEURON_STEP = 1.0

@@ -15,7 +15,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from . import _engine, cycle_stats, deadlines, recording, theory
+from . import _engine, cycle_stats, deadlines, imbalance, recording, theory
 from . import weights as weights_io
 from . import placement as placements
 from . import resources
@@ -194,6 +194,7 @@ class Simulation:
         self.steps_done = 0              # steps simulated: always whole cycles
         self.requested_steps = 0         # steps asked for by run() calls, added up (at most steps_done)
         self.deadline_log = deadlines.DeadlineLog(self.cycle_ms) if self.rank == 0 else None
+        self.imbalance_log = imbalance.ImbalanceLog(self.size) if self.rank == 0 else None
         self._run_clock = None           # this rank's (wall-clock origin, first cycle) of the current run
         # Plastic weights: from a saved file (ranvier.weights), and a sampled record of some.
         if initial_weights is not None:
@@ -421,12 +422,14 @@ class Simulation:
         ids, steps = self._engine.take_spikes()
         timers = self._engine.take_cycle_timers()
         ends = self._engine.take_cycle_ends()
+        loads = self._engine.take_cycle_loads()
         origin, run_first = self._run_clock
         first = self._engine.cycles_done - ends.size
         lag = deadlines.rank_lags(ends, origin, first, run_first, self.cycle_ms)
-        parts = self.comm.gather((ids, steps, timers, lag))
+        parts = self.comm.gather((ids, steps, timers, lag, loads))
         if self.rank != 0:
             return
+        self.imbalance_log.add(np.stack([p[4] for p in parts]))
         self.deadline_log.add(np.max([p[3] for p in parts], axis=0),       # the slowest rank's, per cycle
                               np.max([p[2].sum(axis=1) for p in parts], axis=0),
                               (first + 1 + np.arange(ends.size)) * self.cycle_ms)
@@ -568,6 +571,7 @@ class Result:
         self._spikes = self._timers = None
         self.cycles = self.phase_seconds = self.spikes_total = None
         self.deadlines = None                          # rank 0: real-time deadlines (ranvier.deadlines)
+        self.imbalance = None                          # rank 0: spikes per rank and interval (ranvier.imbalance)
         self.counters = self.counters_per_rank = self.peak_rss_bytes = self.state = self.synapses = self.synapse_store_bytes = None
         if comm.rank == 0:
             rec = self.recording
@@ -587,6 +591,7 @@ class Result:
             self.check_conservation()
             self.deadlines = deadlines.summarize(sim.deadline_log, real_time_factor=self.real_time_factor, paced=sim.pace,
                                                  pace_wait_seconds=max(g["pace_wait"] for g in gathered))
+            self.imbalance = imbalance.summarize(sim.imbalance_log)
 
     # -- what was recorded (rank 0) -------------------------------------------------------
     def _recorded_spikes(self):
@@ -864,6 +869,7 @@ class Result:
             "areas": self.network.areas,
             "cycle_statistics": self.cycle_statistics(),
             "deadlines": self.deadlines,
+            "imbalance": self.imbalance,
             "theory": self.theory(mpi_fit),
             **({"energy": self.energy} if self.energy is not None else {}),
         }
