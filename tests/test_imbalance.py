@@ -28,6 +28,7 @@ def test_the_log_measures_known_counts_in_chunks():
     cvs = [np.std([4, 2, 0]) / 2, np.std([6, 0, 3]) / 3, 0.0]
     assert e["cv"] == pytest.approx(np.mean(cvs))
     assert e["per_rank"] == [13, 5, 6] and e["per_rank_max_over_mean"] == pytest.approx(13 / 8)
+    assert e["weighted_max_over_mean"] == pytest.approx((4 + 6 + 3) / (2 + 3 + 3))
     assert r["max_over_mean"] == pytest.approx(1.0) and r["cv"] == pytest.approx(0.0)
     rows = imbalance.format_rows(d)
     assert len(rows) == 2 and "max/mean 1.667" in rows[0][1]

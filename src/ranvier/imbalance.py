@@ -8,7 +8,10 @@ allgather every rank receives every spike, but delivers only these). Rank 0 gath
 keeps, in bounded memory, per quantity:
 
 - `max_over_mean`: per interval, the busiest rank's count over the mean over ranks (1 = even),
-  averaged over the intervals with any spike, and its largest value;
+  averaged over the intervals with any spike, and its largest value. Intervals with a handful
+  of spikes weigh as much as busy ones here (two spikes on two ranks: 1 or 2), so also
+- `weighted_max_over_mean`: the busiest rank's counts summed over intervals over the mean's:
+  the work the slowest rank does per unit of mean work, if work follows spikes;
 - `cv`: per interval, the coefficient of variation of the counts over ranks, averaged;
 - `per_rank`: each rank's total over the run, and the max/mean of those totals (an imbalance
   that persists, as block placement of populations with different rates gives).
@@ -34,6 +37,8 @@ class ImbalanceLog:
         self.ratio_sum = np.zeros(2)
         self.ratio_max = np.ones(2)
         self.cv_sum = np.zeros(2)
+        self.max_sum = np.zeros(2)
+        self.mean_sum = np.zeros(2)
 
     def add(self, cumulative) -> None:
         """One chunk: [rank, cycle, 2] cumulative counts (emitted, received) at each cycle's end."""
@@ -52,6 +57,8 @@ class ImbalanceLog:
         self.ratio_sum += ratio.sum(axis=0)
         self.ratio_max = np.maximum(self.ratio_max, ratio.max(axis=0))
         self.cv_sum += cv.sum(axis=0)
+        self.max_sum += counts.max(axis=0).sum(axis=0)
+        self.mean_sum += mean.sum(axis=0)
 
 
 def summarize(log: ImbalanceLog) -> dict | None:
@@ -67,6 +74,7 @@ def summarize(log: ImbalanceLog) -> dict | None:
             "intervals": n,
             "max_over_mean": float(log.ratio_sum[k] / n) if n else None,
             "max_over_mean_worst": float(log.ratio_max[k]) if n else None,
+            "weighted_max_over_mean": float(log.max_sum[k] / log.mean_sum[k]) if log.mean_sum[k] > 0 else None,
             "cv": float(log.cv_sum[k] / n) if n else None,
             "per_rank": totals.tolist(),
             "per_rank_max_over_mean": float(totals.max() / mean_total) if mean_total > 0 else None,
@@ -84,6 +92,7 @@ def format_rows(d: dict | None) -> list[tuple[str, str]]:
         if q["max_over_mean"] is None:
             continue
         rows.append((f"imbalance, {name}", f"{label} per rank and interval: max/mean {q['max_over_mean']:.3f} "
-                                           f"(worst {q['max_over_mean_worst']:.2f}), CV {q['cv']:.3f}; over the run "
+                                           f"(spike-weighted {q['weighted_max_over_mean']:.3f}, worst "
+                                           f"{q['max_over_mean_worst']:.2f}), CV {q['cv']:.3f}; over the run "
                                            f"{q['per_rank_max_over_mean']:.3f}"))
     return rows

@@ -34,6 +34,10 @@ DPSNN_DEFAULTS = {
     "external_weight_exc_mV": 0.858516, "external_weight_inh_mV": 1.12047,
     "external_weight_relative_sd": 0.25,
     "initial": "reset",            # "reset" (V = H, c = 0, as the original) or "uniform" (V ~ U[H, theta))
+    # Brain state (docs/dpsnn.md): "aw", the asynchronous awake state of the benchmark (the values
+    # above), or "swa", slow-wave activity: DPSNN_SWA's values replace these defaults (any of them
+    # can still be set on top).
+    "regime": "aw",
     # Plasticity (docs/workloads/dpsnn.md, "Plasticity"): "none" (or None) keeps every synapse static;
     # "stdp" makes the four excitatory-to-excitatory projections (F, B -> F, B) plastic with NEST's
     # stdp_synapse rule (rv.STDP); the stdp_* parameters are read only then.
@@ -48,6 +52,18 @@ DPSNN_DEFAULTS = {
     "stdp_pairing": "all-to-all",  # or "nearest-symmetric", "nearest-presynaptic-centered", "nearest-restricted"
 }
 PLASTICITY_CHOICES = (None, "none", "stdp")
+REGIMES = ("aw", "swa")
+# regime = "swa": the slow-wave state, found by bench/swa_search.py (docs/dpsnn.md, "Slow waves"):
+# stronger recurrent coupling, weaker external drive, spike-frequency adaptation that ends the
+# up states.
+DPSNN_SWA = {
+    # the four E->E efficacies x 2.0; inhibitory efficacies and E->I x 1.9
+    "J_FF": 1.03022, "J_FB": 0.825068, "J_BF": 0.825068, "J_BB": 0.858516,
+    "J_IF": -2.85, "J_IB": -2.85, "J_II": -2.85,
+    "J_FI": 1.064443, "J_BI": 1.064443,
+    "g_c_exc_mV_per_ms": 0.2,       # ten times AW's: adaptation ends each up state
+    "external_rate_exc_hz": 1.58338, "external_rate_inh_hz": 1.5,   # half of AW's drive
+}
 # The excitatory-to-excitatory projections that "stdp" makes plastic.
 DPSNN_PLASTIC = (("F", "F"), ("F", "B"), ("B", "F"), ("B", "B"))
 
@@ -89,7 +105,12 @@ def dpsnn(**overrides) -> Network:
                           f"\"none\" (static synapses, the default), got {overrides['plasticity']!r}")
     if "plasticity" in overrides and overrides["plasticity"] is None:     # Python's spelling of "none"
         overrides = {**overrides, "plasticity": "none"}
-    p = _check_overrides("dpsnn", DPSNN_DEFAULTS, overrides)
+    regime = overrides.get("regime", "aw")
+    if regime not in REGIMES:
+        raise ConfigError(f"dpsnn: 'regime' must be \"aw\" (asynchronous awake, the default) or \"swa\" "
+                          f"(slow-wave activity), got {regime!r}")
+    base = {**DPSNN_DEFAULTS, **DPSNN_SWA} if regime == "swa" else DPSNN_DEFAULTS
+    p = _check_overrides("dpsnn", base, overrides)
     stdp = _dpsnn_stdp(p, overrides)
     n = p["neurons"]
     if n < 3:
@@ -122,7 +143,7 @@ def dpsnn(**overrides) -> Network:
             "dc_mV_per_ms": 0.0,
         }
 
-    net = Network(name="dpsnn", parameters=p)
+    net = Network(name="dpsnn-swa" if regime == "swa" else "dpsnn", parameters=p)
     for name, size, kind in (("F", n_f, "exc"), ("B", n_b, "exc"), ("I", n_i, "inh")):
         extra = {"tau_minus_ms": p["stdp_tau_minus_ms"]} if stdp is not None and kind == "exc" else {}
         net.add_population(Population(name, size, neuron(kind), initial=p["initial"], excitatory=kind == "exc",
@@ -469,7 +490,14 @@ def microcircuit(**overrides) -> Network:
     return net
 
 
-REGISTRY = {"dpsnn": (dpsnn, DPSNN_DEFAULTS), "artificial-cells": (artificial_cells, ARTIFICIAL_CELLS_DEFAULTS),
+def dpsnn_swa(**overrides) -> Network:
+    """dpsnn in its slow-wave state: dpsnn(regime="swa", ...)."""
+    if overrides.get("regime", "swa") != "swa":
+        raise ConfigError(f"dpsnn-swa: 'regime' is \"swa\" here (use the dpsnn model for {overrides['regime']!r})")
+    return dpsnn(**{**overrides, "regime": "swa"})
+
+
+REGISTRY = {"dpsnn": (dpsnn, DPSNN_DEFAULTS), "dpsnn-swa": (dpsnn_swa, None), "artificial-cells": (artificial_cells, ARTIFICIAL_CELLS_DEFAULTS),
             "mam-benchmark": (mam_benchmark, MAM_BENCHMARK_DEFAULTS),
             "microcircuit": (microcircuit, MICROCIRCUIT_DEFAULTS)}
 
@@ -484,4 +512,6 @@ def build(name: str, **params) -> Network:
 def defaults(name: str) -> dict:
     if name not in REGISTRY:
         raise ConfigError(f"unknown model '{name}'; available: {sorted(REGISTRY)}")
+    if name == "dpsnn-swa":
+        return {**DPSNN_DEFAULTS, **DPSNN_SWA, "regime": "swa"}
     return dict(REGISTRY[name][1])

@@ -584,8 +584,53 @@ def section_rates(ctx) -> Section:
     sec.blocks.append(Table(["configuration", "window (s)", *(f"{p} (Hz)" for p in pops),
                              *(f"{t} (Hz)" for t in types), "spikes"], rows))
     _raster(ctx, run, sec)
+    _up_down(ctx, sec)
     _plastic_weights(ctx, sec)
     return sec
+
+
+def _draw_up_down(fig, runs: dict):
+    axes = fig.subplots(len(runs), 1, squeeze=False)[:, 0]
+    for ax, (label, d) in zip(axes, runs.items()):
+        trace = d["rate_trace"]
+        t = (np.arange(len(trace["hz"])) + 0.5) * trace["bin_ms"] / 1000
+        for a, b in d.get("up_intervals_ms", []):
+            ax.axvspan(a / 1000, b / 1000, color="C1", alpha=0.25, lw=0)
+        ax.plot(t, trace["hz"], lw=0.8, color="C0")
+        ax.axhline(d["up_threshold_hz"], color="k", lw=0.6, ls="--")
+        ax.axhline(d["down_threshold_hz"], color="k", lw=0.6, ls=":")
+        ax.set_ylabel("rate (Hz)")
+        ax.set_title(f"{label}: {d['frequency_hz']:.2f} Hz slow oscillation, up {d['up_duration']['mean_ms']:.0f} ms, "
+                     f"{100 * d['fraction_up']:.0f} % up", fontsize="small")
+    axes[-1].set_xlabel("time (s)")
+
+
+def _up_down(ctx, sec) -> None:
+    """Up and down states (ranvier.updown): a table for every configuration, a plot where any has them."""
+    rows, shown = [], {}
+    for c in ctx.configs:
+        d = c.median_run.summary.get("up_down")
+        if not d:
+            continue
+        if d.get("has_up_down"):
+            up, down = d["up_duration"], d["down_duration"]
+            rows.append([c.label, "yes", f"{d['up_states']}", sig(d["frequency_hz"]), sig(up["mean_ms"]), sig(up["cv"]),
+                         sig(down["mean_ms"]), sig(down["cv"]), sig(d["rate_up_hz"]), sig(d["rate_down_hz"])])
+            if d.get("rate_trace", {}).get("hz"):
+                shown[c.label] = d
+        else:
+            rows.append([c.label, "no", "0", *[DASH] * 7])
+    if not rows:
+        return
+    sec.blocks.append("Up and down states (docs/dpsnn.md, \"Up/down analysis\"): the population rate in 5 ms bins, "
+                      "smoothed (Gaussian, 20 ms), thresholds with hysteresis between its 10th and 90th percentiles; "
+                      "the first 0.5 s left out.")
+    sec.blocks.append(Table(["configuration", "up/down", "up states", "slow oscillation (Hz)", "up (ms)", "up CV",
+                             "down (ms)", "down CV", "rate up (Hz)", "rate down (Hz)"], rows))
+    if shown:
+        sec.blocks.append(figure("up_down.png", "Population rate (Hz per neuron) with the up states shaded; dashed: "
+                                                "the up threshold, dotted: the down threshold.",
+                                 lambda f: _draw_up_down(f, shown), size=(10, 1.2 + 2.0 * len(shown))))
 
 
 def _raster(ctx, run, sec) -> None:
@@ -1224,7 +1269,8 @@ def render_markdown(title: str, intro: str, sections: list[Section]) -> str:
     return "\n".join(out)
 
 
-FIGURE_NAMES = ("raster.png", "scaling.png", "phases.png", "cycle_times.png", "weights.png", "deadline_lag.png")
+FIGURE_NAMES = ("raster.png", "scaling.png", "phases.png", "cycle_times.png", "weights.png", "deadline_lag.png",
+                "up_down.png")
 
 
 class Written(NamedTuple):

@@ -15,7 +15,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from . import _engine, cycle_stats, deadlines, imbalance, recording, theory
+from . import _engine, cycle_stats, deadlines, imbalance, recording, theory, updown
 from . import weights as weights_io
 from . import placement as placements
 from . import resources
@@ -195,6 +195,9 @@ class Simulation:
         self.requested_steps = 0         # steps asked for by run() calls, added up (at most steps_done)
         self.deadline_log = deadlines.DeadlineLog(self.cycle_ms) if self.rank == 0 else None
         self.imbalance_log = imbalance.ImbalanceLog(self.size) if self.rank == 0 else None
+        # rank 0: the whole network's spikes per bin of about updown.BIN_MS (up/down states)
+        self.rate_bin_steps = max(1, int(round(updown.BIN_MS / self.resolution_ms)))
+        self.rate_counts = np.zeros(0, dtype=np.int64)
         self._run_clock = None           # this rank's (wall-clock origin, first cycle) of the current run
         # Plastic weights: from a saved file (ranvier.weights), and a sampled record of some.
         if initial_weights is not None:
@@ -430,6 +433,14 @@ class Simulation:
         if self.rank != 0:
             return
         self.imbalance_log.add(np.stack([p[4] for p in parts]))
+        end_step = self._engine.cycles_done * self.steps_per_cycle
+        bins = -(-end_step // self.rate_bin_steps)
+        if bins > self.rate_counts.size:
+            self.rate_counts = np.concatenate([self.rate_counts, np.zeros(bins - self.rate_counts.size, np.int64)])
+        for p in parts:
+            if len(p[1]):
+                self.rate_counts += np.bincount(np.asarray(p[1], dtype=np.int64) // self.rate_bin_steps,
+                                                minlength=bins)[:bins]
         self.deadline_log.add(np.max([p[3] for p in parts], axis=0),       # the slowest rank's, per cycle
                               np.max([p[2].sum(axis=1) for p in parts], axis=0),
                               (first + 1 + np.arange(ends.size)) * self.cycle_ms)
@@ -572,6 +583,7 @@ class Result:
         self.cycles = self.phase_seconds = self.spikes_total = None
         self.deadlines = None                          # rank 0: real-time deadlines (ranvier.deadlines)
         self.imbalance = None                          # rank 0: spikes per rank and interval (ranvier.imbalance)
+        self.up_down = None                            # rank 0: up and down states (ranvier.updown)
         self.counters = self.counters_per_rank = self.peak_rss_bytes = self.state = self.synapses = self.synapse_store_bytes = None
         if comm.rank == 0:
             rec = self.recording
@@ -592,6 +604,9 @@ class Result:
             self.deadlines = deadlines.summarize(sim.deadline_log, real_time_factor=self.real_time_factor, paced=sim.pace,
                                                  pace_wait_seconds=max(g["pace_wait"] for g in gathered))
             self.imbalance = imbalance.summarize(sim.imbalance_log)
+            bin_ms = sim.rate_bin_steps * sim.resolution_ms
+            self.up_down = updown.detect_counts(sim.rate_counts, bin_ms, sim.network.size)
+            self.up_down["rate_trace"] = updown.rate_trace(sim.rate_counts, bin_ms, sim.network.size)
 
     # -- what was recorded (rank 0) -------------------------------------------------------
     def _recorded_spikes(self):
@@ -870,6 +885,7 @@ class Result:
             "cycle_statistics": self.cycle_statistics(),
             "deadlines": self.deadlines,
             "imbalance": self.imbalance,
+            "up_down": self.up_down,
             "theory": self.theory(mpi_fit),
             **({"energy": self.energy} if self.energy is not None else {}),
         }

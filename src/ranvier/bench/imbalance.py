@@ -30,7 +30,8 @@ from . import common, runner
 
 STATES = {"aw": {}, "swa": {"regime": "swa"}}
 DEFAULT_PLACEMENTS = ("round-robin", "block", "random")
-COLUMNS = ("state", "placement", "ranks", "threads", "spikes", "emitted_max_over_mean", "emitted_cv",
+COLUMNS = ("state", "placement", "ranks", "threads", "spikes", "emitted_max_over_mean", "emitted_weighted_max_over_mean",
+           "emitted_cv",
            "emitted_total_max_over_mean", "received_max_over_mean", "received_cv", "received_total_max_over_mean",
            "synchronize_share", "wait_per_cycle_us", "wait_predicted_us", "real_time_factor", "archive")
 
@@ -132,6 +133,7 @@ def row_of(s: dict, state: str, archive) -> dict:
     for q in ("emitted", "received"):
         d = imb.get(q) or {}
         row[f"{q}_max_over_mean"] = d.get("max_over_mean")
+        row[f"{q}_weighted_max_over_mean"] = d.get("weighted_max_over_mean")
         row[f"{q}_cv"] = d.get("cv")
         row[f"{q}_total_max_over_mean"] = d.get("per_rank_max_over_mean")
     return row
@@ -142,10 +144,11 @@ def _fmt(x, spec: str) -> str:
 
 
 def format_table(rows: list[dict]) -> str:
-    header = ["state", "placement", "spikes", "emitted max/mean", "emitted CV", "emitted totals max/mean",
+    header = ["state", "placement", "spikes", "emitted max/mean", "weighted", "emitted CV", "emitted totals max/mean",
               "received max/mean", "received totals max/mean", "synchronize %", "wait/cycle us",
               "model k_P sigma us"]
     body = [[r["state"], r["placement"], f"{r['spikes']}", _fmt(r["emitted_max_over_mean"], ".3f"),
+             _fmt(r["emitted_weighted_max_over_mean"], ".3f"),
              _fmt(r["emitted_cv"], ".3f"), _fmt(r["emitted_total_max_over_mean"], ".3f"),
              _fmt(r["received_max_over_mean"], ".3f"), _fmt(r["received_total_max_over_mean"], ".3f"),
              _fmt(r["synchronize_share"] * 100 if r["synchronize_share"] is not None else None, ".1f"),

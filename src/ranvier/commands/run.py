@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 from .. import config as cfgmod
-from .. import deadlines, energy, environment, imbalance, theory
+from .. import deadlines, energy, environment, imbalance, theory, updown
 from .. import weights as weights_io
 from ..errors import ConfigError
 from .arguments import assignment, non_negative_float, positive_float, positive_int, seed
@@ -323,6 +323,7 @@ def format_summary(s: dict) -> str:
     rows.extend(_theory_rows(s))
     rows.extend(deadlines.format_rows(s.get("deadlines")))
     rows.extend(imbalance.format_rows(s.get("imbalance")))
+    rows.extend(updown.format_rows(s.get("up_down")))
     if s.get("energy"):
         rows.extend(energy.format_lines(s["energy"]))
     rss = s["peak_rss_bytes"]

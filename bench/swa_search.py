@@ -1,0 +1,124 @@
+"""The search that found dpsnn's slow-wave state (docs/dpsnn.md, "Slow waves").
+
+Sweeps the excitatory spike-frequency adaptation (g_c_exc_mV_per_ms) against the external
+drive (a factor on both external rates) with the recurrent coupling of the slow-wave state
+held fixed (--coupling: the E->E efficacies x JX, the inhibitory efficacies and the
+E->I efficacies x JI), runs dpsnn at every point, and classifies each run:
+
+    silent      mean rate below 0.1 Hz and no up states
+    saturated   mean rate above 100 Hz (neurons near their refractory limit)
+    SWA         up and down states (ranvier.updown) at a slow-oscillation frequency up to 2.5 Hz
+    fast        up and down states faster than that: a population oscillation, not slow waves
+    AW          the rest: asynchronous activity
+
+It writes swa_search.csv and swa_search.png (the state diagram, each SWA point labelled with its
+slow-oscillation frequency) into --out.
+
+    python bench/swa_search.py --out docs/measurements/swa-search
+"""
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+import ranvier as rv
+from ranvier import updown
+
+STATES = ("silent", "AW", "SWA", "fast", "saturated")
+COLOURS = {"silent": "0.75", "AW": "C0", "SWA": "C1", "fast": "C4", "saturated": "C3"}
+SLOW_HZ = 2.5
+
+
+def network(g_c: float, drive: float, jx: float, ji: float, neurons: int, base: dict) -> rv.Network:
+    kw = dict(neurons=neurons, g_c_exc_mV_per_ms=g_c,
+              external_rate_exc_hz=base["external_rate_exc_hz"] * drive,
+              external_rate_inh_hz=base["external_rate_inh_hz"] * drive)
+    for k in ("J_FF", "J_FB", "J_BF", "J_BB"):
+        kw[k] = base[k] * jx
+    for k in ("J_IF", "J_IB", "J_II", "J_FI", "J_BI"):
+        kw[k] = base[k] * ji
+    return rv.models.dpsnn(**kw)
+
+
+def classify(mean_hz: float, ud: dict) -> str:
+    if mean_hz > 100.0:
+        return "saturated"
+    if ud["has_up_down"]:
+        return "SWA" if ud["frequency_hz"] <= SLOW_HZ else "fast"
+    if mean_hz < 0.1:
+        return "silent"
+    return "AW"
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--neurons", type=int, default=20480)
+    ap.add_argument("--duration-ms", type=float, default=5000.0)
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--g-c", default="0.05,0.1,0.15,0.2,0.3", help="g_c_exc_mV_per_ms values")
+    ap.add_argument("--drive", default="0.44,0.47,0.5,0.55,0.65", help="factors on the external rates")
+    ap.add_argument("--coupling", default="2.0,1.9", help="JX,JI: factors on the E->E and on the inhibitory and E->I efficacies")
+    ap.add_argument("--out", default="swa-search")
+    a = ap.parse_args(argv)
+    g_values = [float(x) for x in a.g_c.split(",")]
+    drives = [float(x) for x in a.drive.split(",")]
+    jx, ji = (float(x) for x in a.coupling.split(","))
+    out = Path(a.out)
+    out.mkdir(parents=True, exist_ok=True)
+    base = rv.models.defaults("dpsnn")
+    rows = []
+    for g_c in g_values:
+        for drive in drives:
+            t0 = time.perf_counter()
+            with rv.Simulation(network(g_c, drive, jx, ji, a.neurons, base), threads=a.threads) as sim:
+                res = sim.run(a.duration_ms)
+                times = res.spike_steps * sim.resolution_ms
+            ud = updown.detect(times, a.neurons, a.duration_ms)
+            mean_hz = ud["mean_rate_hz"]
+            state = classify(mean_hz, ud)
+            row = {"g_c_exc_mV_per_ms": g_c, "drive": drive, "J_exc_factor": jx, "J_inh_factor": ji,
+                   "state": state, "mean_rate_hz": round(mean_hz, 4),
+                   "frequency_hz": ud.get("frequency_hz"), "up_ms": (ud.get("up_duration") or {}).get("mean_ms"),
+                   "down_ms": (ud.get("down_duration") or {}).get("mean_ms"),
+                   "rate_up_hz": ud.get("rate_up_hz"), "rate_down_hz": ud.get("rate_down_hz"),
+                   "wall_s": round(time.perf_counter() - t0, 2)}
+            rows.append(row)
+            print(json.dumps(row), flush=True)
+    with open(out / "swa_search.csv", "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("matplotlib is not installed: no swa_search.png", file=sys.stderr)
+        return 0
+    fig, ax = plt.subplots(figsize=(7, 5), layout="constrained")
+    for state in STATES:
+        pts = [r for r in rows if r["state"] == state]
+        if pts:
+            ax.scatter([r["drive"] for r in pts], [r["g_c_exc_mV_per_ms"] for r in pts], s=260, marker="s",
+                       color=COLOURS[state], label=state)
+    for r in rows:
+        text = f"{r['frequency_hz']:.2f} Hz" if r["state"] in ("SWA", "fast") else f"{r['mean_rate_hz']:.2g}"
+        ax.annotate(text, (r["drive"], r["g_c_exc_mV_per_ms"]), textcoords="offset points", xytext=(0, 12),
+                    ha="center", fontsize=7)
+    ax.set_xlabel("external drive (factor on the AW rates)")
+    ax.set_ylabel("g_c of excitatory neurons (mV/ms)")
+    ax.set_title(f"dpsnn {a.neurons:,} neurons, E->E x{jx:g}, inhibition and E->I x{ji:g}: states "
+                 f"(SWA, fast: up-state frequency; others: mean rate, Hz)", fontsize=8)
+    ax.legend(loc="upper right", fontsize=8)
+    fig.savefig(out / "swa_search.png", dpi=110)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
