@@ -623,7 +623,7 @@ def _up_down(ctx, sec) -> None:
     if not rows:
         return
     sec.blocks.append("Up and down states (docs/dpsnn.md, \"Up/down analysis\"): the population rate in 5 ms bins, "
-                      "smoothed (Gaussian, 20 ms), thresholds with hysteresis between its 10th and 90th percentiles; "
+                      "smoothed (Gaussian, 20 ms), thresholds with hysteresis between its low and high levels (percentiles 10 and 98); "
                       "the first 0.5 s left out.")
     sec.blocks.append(Table(["configuration", "up/down", "up states", "slow oscillation (Hz)", "up (ms)", "up CV",
                              "down (ms)", "down CV", "rate up (Hz)", "rate down (Hz)"], rows))
