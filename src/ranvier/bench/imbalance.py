@@ -25,6 +25,7 @@ import json
 from pathlib import Path
 
 from .. import models
+from ..commands.arguments import assignment, positive_float, positive_int
 from ..errors import ConfigError
 from . import common, runner
 
@@ -45,32 +46,24 @@ def add_parser(benches, exchanges) -> None:
                     "imbalance of spikes emitted and received per rank and interval next to the waiting "
                     "(synchronize) and the synchronisation model of docs/theory.md section 1.")
     p.add_argument("workload", nargs="?", default="dpsnn", help="a model name or a run configuration (default dpsnn)")
-    p.add_argument("--ranks", type=int, default=2, help="MPI ranks (default 2)")
-    p.add_argument("--threads", type=int, default=1, help="threads per rank (default 1)")
+    p.add_argument("--ranks", type=positive_int, default=2, help="MPI ranks (default 2)")
+    p.add_argument("--threads", type=positive_int, default=1, help="threads per rank (default 1)")
     p.add_argument("--placements", default=",".join(DEFAULT_PLACEMENTS),
                    help=f"comma-separated, from: {', '.join(PLACEMENTS)} (default {','.join(DEFAULT_PLACEMENTS)})")
     p.add_argument("--states", default="aw", help="comma-separated: aw (the model as given), swa (regime=swa)")
-    p.add_argument("--duration-ms", type=float, default=None, help="simulated time per run (default 1000 ms)")
+    p.add_argument("--duration-ms", type=positive_float, default=None, help="simulated time per run (default 1000 ms)")
     p.add_argument("--exchange", choices=exchanges, default=None, help="spike exchange (default: the workload's)")
-    p.add_argument("--set", dest="parameters", action="append", default=[], metavar="KEY=VALUE",
-                   help="a model parameter for every run (repeatable)")
+    p.add_argument("--set", type=assignment, action="append", default=[], metavar="KEY=VALUE",
+                   help="a model parameter for every run, value read as TOML (repeatable)")
     p.add_argument("--out", default=None, help="output folder (default bench-results/imbalance-<time>)")
-
-
-def _parse_set(items) -> dict:
-    from ..commands.arguments import assignment
-
-    return dict(assignment(x) for x in items)
 
 
 def command(args) -> None:
     from ..simulation import PLACEMENTS
 
-    if args.ranks < 1 or args.threads < 1:
-        raise ConfigError("--ranks and --threads must be at least 1")
     placements = common.check_names("--placements", "placement", args.placements.split(","), PLACEMENTS)
     states = common.check_names("--states", "state", args.states.split(","), list(STATES))
-    parameters = _parse_set(args.parameters)
+    parameters = dict(args.set)
     cfg = common.resolve_workload(args.workload)
     common.check_parameters(cfg, parameters)
     known = models.defaults(cfg.model)
