@@ -28,7 +28,7 @@ import traceback
 
 import numpy as np
 
-MODELS = ("dpsnn", "burst", "artificial-cells", "mam-benchmark", "microcircuit", "iaf_psc_alpha", "rules",
+MODELS = ("dpsnn-grid", "dpsnn", "burst", "artificial-cells", "mam-benchmark", "microcircuit", "iaf_psc_alpha", "rules",
           "heterogeneous", "plastic", "dpsnn-stdp")
 # The microcircuit test network: `neurons` sets the scale (of 77,169), and the in-degrees are scaled
 # alike; the thalamic sources fire early so that the Poisson-source cells are exercised too.
@@ -265,6 +265,9 @@ def run_config(model="dpsnn", neurons=2048, synapses=1125, ms=300.0, threads=1, 
     t0 = time.perf_counter()
     if model == "dpsnn":
         net = rv.models.dpsnn(neurons=neurons, synapses_per_neuron=synapses)
+    elif model == "dpsnn-grid":     # 16 x 16 columns, short lateral range (tests/test_grid_columns.py)
+        net = rv.models.dpsnn(neurons=neurons, synapses_per_neuron=synapses, columns_x=16, columns_y=16,
+                              lateral_length=0.7, lateral_cutoff=2.0)
     elif model == "burst":
         net = burst_network(neurons, probability)
     elif model == "artificial-cells":

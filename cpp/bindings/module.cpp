@@ -44,7 +44,7 @@ using Int64Array = nb::ndarray<const int64_t, nb::ndim<1>, nb::c_contig, nb::dev
 using DoubleArray = nb::ndarray<const double, nb::ndim<1>, nb::c_contig, nb::device::cpu>;
 
 // ConnectionRule by name, in the enum's order.
-constexpr const char* rule_names[] = {"pairwise", "fixed_total", "fixed_indegree", "fixed_outdegree", "list"};
+constexpr const char* rule_names[] = {"pairwise", "fixed_total", "fixed_indegree", "fixed_outdegree", "list", "grid"};
 // PlasticityRule, in its order (the Python front end's names).
 constexpr const char* plasticity_names[] = {"none", "stdp", "stdp_nn_symmetric", "stdp_nn_pre_centered",
                                             "stdp_nn_restricted", "stdp_power_law"};
@@ -202,7 +202,26 @@ NB_MODULE(_engine, m) {
                      for (size_t i = 0; i < std::size(rule_names); ++i)
                        if (name == rule_names[i]) { p.rule = ConnectionRule(i); return; }
                      throw nb::value_error(("unknown connection rule '" + name + "'").c_str());
-                   }, "pairwise, fixed_total, fixed_indegree, fixed_outdegree or list")
+                   }, "pairwise, fixed_total, fixed_indegree, fixed_outdegree, list or grid")
+      .def("set_grid", [](ProjectionSpec& p, int64_t columns_x, int64_t columns_y, bool periodic, Int64Array dx,
+                          Int64Array dy, Int64Array threshold) {
+        const size_t n = dx.shape(0);
+        if (dy.shape(0) != n || threshold.shape(0) != n || n == 0)
+          throw nb::value_error("set_grid: dx, dy and threshold need one entry per offset");
+        auto g = std::make_shared<ColumnGridSpec>();
+        g->columns_x = columns_x;
+        g->columns_y = columns_y;
+        g->periodic = periodic;
+        for (size_t i = 0; i < n; ++i) {
+          g->dx.push_back(int32_t(dx(i)));
+          g->dy.push_back(int32_t(dy(i)));
+          g->threshold.push_back(uint64_t(threshold(i)));
+        }
+        if (g->threshold.back() != (uint64_t(1) << 32))
+          throw nb::value_error("set_grid: the last threshold must be 2^32");
+        p.grid = std::move(g);
+      }, "columns_x"_a, "columns_y"_a, "periodic"_a, "dx"_a, "dy"_a, "threshold"_a,
+         "The column grid of a grid projection (src/ranvier/grid.py).")
       .def_rw("total_synapses", &ProjectionSpec::total_synapses).def_rw("degree", &ProjectionSpec::degree)
       .def_rw("delay_constant", &ProjectionSpec::delay_constant)
       .def_rw("weight_clip", &ProjectionSpec::weight_clip)
@@ -293,6 +312,8 @@ NB_MODULE(_engine, m) {
       .def("set_pace", &Engine::set_pace, "on"_a, "origin"_a, "origin_cycle"_a,
            "Hold every later cycle's end to origin + (cycles since origin_cycle) x its simulated length (on).")
       .def_prop_ro("pace_wait_seconds", &Engine::pace_wait_seconds)
+      .def("partner_ranks", &Engine::partner_ranks,
+           "The other ranks holding synapses of this rank's neurons (world ranks, ascending).")
       .def("counters", [](const Engine& e) {
         const Counters c = e.counters();
         nb::dict d;

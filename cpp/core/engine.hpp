@@ -125,6 +125,8 @@ class Engine {
   uint64_t synapse_bytes() const;
   std::vector<int> synapse_entry_bytes() const;  // per thread: 4 (packed) or 8 (wide)
   Counters counters() const;               // summed over threads, pending events included separately
+  // The other ranks that hold synapses of this rank's neurons: the partners a targeted exchange needs.
+  std::vector<uint32_t> partner_ranks() const;
   uint64_t events_pending() const;
   // The spikes recorded and the cycle timers since the last call, handed over and forgotten here,
   // so a long run holds at most one chunk of either (the caller streams or keeps them).

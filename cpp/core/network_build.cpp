@@ -84,6 +84,34 @@ const uint64_t* sources_of(const EngineConfig& cfg, const ConnectivityPlan& plan
       for (uint32_t i = 0; i < k; ++i) out[i] = src.first + ((uint64_t(words[(i & 3) * blocks + (i >> 2)]) * src.size) >> 32);
       return nullptr;
     }
+    case ConnectionRule::grid: {
+      // Synapse i: words 2 (i % 2) and 2 (i % 2) + 1 of block i / 2 of the target's connect stream,
+      // the first for the column offset, the second for the source in that column.
+      const ColumnGridSpec& grid = *pr.grid;
+      const auto& tgt = cfg.populations[pr.target];
+      const uint64_t columns = uint64_t(grid.columns_x * grid.columns_y);
+      const uint64_t src_per = src.size / columns, tgt_per = tgt.size / columns;
+      const int64_t column = int64_t((t - tgt.first) / tgt_per);
+      const int64_t x = column % grid.columns_x, y = column / grid.columns_x;
+      const uint32_t k = uint32_t(pr.degree);
+      const size_t blocks = (size_t(k) + 1) / 2;
+      if (words.size() < 4 * blocks) words.resize(4 * blocks);
+      philox4x32_10_series(make_counter(t, Purpose::connect, j, 0, 0), 3, blocks, key, words.data(), blocks);
+      out.reserve(k);
+      for (uint32_t i = 0; i < k; ++i) {
+        const uint64_t u = words[(2 * (i & 1)) * blocks + (i >> 1)], v = words[(2 * (i & 1) + 1) * blocks + (i >> 1)];
+        const size_t o = size_t(std::upper_bound(grid.threshold.begin(), grid.threshold.end(), u) - grid.threshold.begin());
+        int64_t sx = x + grid.dx[o], sy = y + grid.dy[o];
+        if (grid.periodic) {
+          sx = ((sx % grid.columns_x) + grid.columns_x) % grid.columns_x;
+          sy = ((sy % grid.columns_y) + grid.columns_y) % grid.columns_y;
+        } else if (sx < 0 || sx >= grid.columns_x || sy < 0 || sy >= grid.columns_y) {
+          continue;
+        }
+        out.push_back(src.first + uint64_t(sy * grid.columns_x + sx) * src_per + ((v * src_per) >> 32));
+      }
+      return nullptr;
+    }
     case ConnectionRule::fixed_outdegree:
     case ConnectionRule::list: {
       const ProjectionPlan& p = plan[j];
@@ -507,6 +535,7 @@ double expected_synapses(const EngineConfig& cfg, const ConnectivityPlan& plan, 
     switch (pr.rule) {
       case ConnectionRule::fixed_total: n += plan[j].indegrees[t - tgt.first]; break;
       case ConnectionRule::fixed_indegree: n += double(pr.degree); break;
+      case ConnectionRule::grid: n += double(pr.degree); break;   // at most (an open grid drops draws off its edge)
       case ConnectionRule::fixed_outdegree:
       case ConnectionRule::list: {
         const uint64_t x = placement.rank_index(t) - plan[j].first_index;

@@ -71,6 +71,15 @@ void Engine::set_pace(bool on, double origin, int64_t origin_cycle) {
 
 double Engine::wall_time() { return omp_get_wtime(); }
 
+std::vector<uint32_t> Engine::partner_ranks() const {
+  std::vector<uint8_t> seen(size_t(ranks()), 0);
+  for (uint32_t r : targets_.dest_ranks) seen[r] = 1;
+  std::vector<uint32_t> out;
+  for (int r = 0; r < ranks(); ++r)
+    if (seen[r] && r != rank()) out.push_back(uint32_t(r));
+  return out;
+}
+
 void Engine::connections(std::vector<uint64_t>& src, std::vector<uint64_t>& tgt, std::vector<double>& w,
                          std::vector<int64_t>& d) const {
   const double scale = std::ldexp(1.0, -cfg_.fraction_bits);

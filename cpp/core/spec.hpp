@@ -74,6 +74,7 @@ enum class ConnectionRule : uint8_t {
   fixed_indegree,    // every target exactly `degree` synapses, sources drawn uniformly
   fixed_outdegree,   // every source exactly `degree` synapses, targets drawn uniformly
   list,              // the entries of `list`, one synapse each
+  grid,              // every target `degree` draws over a grid of columns by distance (ColumnGridSpec)
 };
 // Multapses and autapses are allowed by every rule but pairwise.
 
@@ -85,6 +86,17 @@ struct ConnectionList {
   std::vector<double> weights;
   std::vector<uint16_t> delay_steps;
   double max_abs_weight = 0;             // of `weights`
+};
+
+// The lateral connectivity of a grid of columns (src/ranvier/grid.py): a population's neurons lie
+// column by column; each draw picks a column offset (dx[o], dy[o]) by its 32-bit word u, the o
+// with threshold[o - 1] <= u < threshold[o], and a source uniformly in that column. Offsets off
+// an open grid give no synapse. Shared, never copied, like ConnectionList.
+struct ColumnGridSpec {
+  int64_t columns_x = 1, columns_y = 1;
+  bool periodic = true;
+  std::vector<int32_t> dx, dy;
+  std::vector<uint64_t> threshold;       // cumulative, the last 2^32
 };
 
 // Spike-timing-dependent plasticity of a projection's synapses (cpp/core/plasticity.hpp), with
@@ -113,6 +125,7 @@ struct ProjectionSpec {
   uint64_t total_synapses = 0;            // fixed_total
   uint64_t degree = 0;                    // fixed_indegree, fixed_outdegree
   std::shared_ptr<const ConnectionList> list;  // list
+  std::shared_ptr<const ColumnGridSpec> grid;  // grid
   // Efficacies in the target's input unit (mV, or pA for psc_exp); redrawn until strictly inside
   // (0, 2 mean), or with weight_clip set to zero where the sign flips.
   double weight_mean = 0, weight_sd = 0;

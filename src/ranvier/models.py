@@ -38,6 +38,15 @@ DPSNN_DEFAULTS = {
     # above), or "swa", slow-wave activity: DPSNN_SWA's values replace these defaults (any of them
     # can still be set on top).
     "regime": "aw",
+    # A grid of columns (docs/dpsnn.md, "The grid of columns"): with columns_x x columns_y > 1, each
+    # subpopulation lies column by column and every neuron draws its synapses_per_neuron sources
+    # over the columns by distance (ranvier.grid.ColumnGrid: the lateral_* law); 1 x 1 is the
+    # homogeneous network above.
+    "columns_x": 1, "columns_y": 1,
+    "lateral_law": "exponential",  # or "gaussian"
+    "lateral_length": 1.0,         # decay length (exponential) or sd (gaussian), in column spacings
+    "lateral_cutoff": 3.0,         # no synapse from columns farther than this, in column spacings
+    "lateral_boundary": "periodic",  # or "open"
     # Plasticity (docs/workloads/dpsnn.md, "Plasticity"): "none" (or None) keeps every synapse static;
     # "stdp" makes the four excitatory-to-excitatory projections (F, B -> F, B) plastic with NEST's
     # stdp_synapse rule (rv.STDP); the stdp_* parameters are read only then.
@@ -149,13 +158,16 @@ def dpsnn(**overrides) -> Network:
         net.add_population(Population(name, size, neuron(kind), initial=p["initial"], excitatory=kind == "exc",
                                       origin={"tau_arp_ms": f"tau_arp_{kind}_ms"}, **extra))
     prob = k / n   # the spec's p = K / N
+    grid = _dpsnn_grid(p, (n_f, n_b, n_i))
+    sizes = {"F": n_f, "B": n_b, "I": n_i}
     for src in ("F", "B", "I"):
         dmax_key = "delay_max_inh_ms" if src == "I" else "delay_max_exc_ms"
         dmax = p[dmax_key]
         for tgt in ("F", "B", "I"):
             j = p[f"J_{src}{tgt}"]
             synapse = stdp(j) if stdp is not None and (src, tgt) in DPSNN_PLASTIC else None
-            net.connect(Projection(source=src, target=tgt, probability=prob, weight=j,
+            rule = {"probability": prob} if grid is None else {"indegree": round(k * sizes[src] / n), "grid": grid}
+            net.connect(Projection(source=src, target=tgt, **rule, weight=j,
                                    weight_sd=p["weight_relative_sd"] * abs(j), delay_offset_ms=p["delay_min_ms"],
                                    delay_scale_ms=dmax / math.log(20.0), delay_cut_ms=dmax, delay_step_ms=1.0,
                                    synapse=synapse,
@@ -168,6 +180,26 @@ def dpsnn(**overrides) -> Network:
                                origin={"n_synapses": "external_synapses", "rate_hz": f"external_rate_{kind}_hz",
                                        "weight": f"external_weight_{kind}_mV"}))
     return net
+
+
+def _dpsnn_grid(p: dict, sizes):
+    """None for the homogeneous network (1 x 1 columns), else its rv.ColumnGrid, checked by the
+    names of the model's parameters."""
+    from .grid import ColumnGrid
+
+    cx, cy = p["columns_x"], p["columns_y"]
+    if cx < 1 or cy < 1:
+        raise ConfigError(f"dpsnn: 'columns_x' and 'columns_y' must be at least 1, got {cx} x {cy}")
+    if cx * cy == 1:
+        return None
+    if any(size % (cx * cy) for size in sizes):
+        raise ConfigError(f"dpsnn: {cx} x {cy} columns need F, B and I sizes {list(sizes)} that are multiples of "
+                          f"{cx * cy}: set 'neurons' to a multiple of {20 * cx * cy} (columns of 20 x m neurons: "
+                          f"4 m F, 12 m B, 4 m I)")
+    grid = ColumnGrid(cx, cy, law=p["lateral_law"], length=p["lateral_length"], cutoff=p["lateral_cutoff"],
+                      boundary=p["lateral_boundary"])
+    grid.validate("dpsnn (the lateral_* parameters)")
+    return grid
 
 
 def _dpsnn_stdp(p: dict, overrides: dict):

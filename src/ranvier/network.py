@@ -196,6 +196,8 @@ class Projection:
     delay_redraw_below_ms: float | None = None
     # Static (None) or plastic: a synapse kind of ranvier.plasticity (rv.STDP, rv.STDPPowerLaw).
     synapse: object = None
+    # With indegree=K: the K sources drawn over a grid of columns by distance (ranvier.grid.ColumnGrid).
+    grid: object = None
     origin: dict = field(default_factory=dict)   # field -> the model parameter that set it, for errors
 
     # -- the rule ---------------------------------------------------------------------------
@@ -247,6 +249,22 @@ class Projection:
         self._validate_weight(where, target)
         self._validate_delays(where)
         self._validate_synapse(where)
+        self._validate_grid(where, rule, source, target)
+
+    def _validate_grid(self, where: str, rule: str, source, target) -> None:
+        if self.grid is None:
+            return
+        from .grid import ColumnGrid
+        if not isinstance(self.grid, ColumnGrid):
+            raise ConfigError(f"{where}: 'grid' must be a rv.ColumnGrid(columns_x, columns_y, ...), got {self.grid!r:.80}")
+        if rule != "indegree":
+            raise ConfigError(f"{where}: 'grid' draws each target's indegree= sources over the columns; give "
+                              f"indegree=K, not {rule}")
+        self.grid.validate(where)
+        for pop in (source, target):
+            if pop is not None and pop.size % self.grid.columns:
+                raise ConfigError(f"{where}: population '{pop.name}' has {pop.size} neurons, not a multiple of the "
+                                  f"grid's {self.grid.columns} columns ({self.grid.columns_x} x {self.grid.columns_y})")
 
     def _validate_synapse(self, where: str) -> None:
         if self.synapse is None:
@@ -381,7 +399,8 @@ class Projection:
         if self.total_synapses is not None:
             return float(self.total_synapses)
         if self.indegree is not None:
-            return float(self.indegree) * target_size
+            inside = self.grid.in_bounds_fraction() if self.grid is not None else 1.0
+            return float(self.indegree) * target_size * inside
         if self.outdegree is not None:
             return float(self.outdegree) * source_size
         pairs = source_size * target_size - (min(source_size, target_size) if self.source == self.target else 0)
@@ -508,6 +527,14 @@ class Network:
     @property
     def size(self) -> int:
         return sum(p.size for p in self.populations)
+
+    @property
+    def column_grid(self):
+        """The grid of columns of its grid projections (ranvier.grid.ColumnGrid), or None."""
+        grids = {(g.columns_x, g.columns_y) for g in (pr.grid for pr in self.projections) if g is not None}
+        if len(grids) > 1:
+            raise ConfigError(f"network '{self.name}': its projections lay out different grids of columns {sorted(grids)}")
+        return next((pr.grid for pr in self.projections if pr.grid is not None), None)
 
     def population(self, name: str) -> Population:
         for p in self.populations:

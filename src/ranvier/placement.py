@@ -21,7 +21,10 @@ from __future__ import annotations
 from .errors import ConfigError
 
 AREA_PLACEMENTS = ("by-area", "area-groups", "balanced")
-PLACEMENTS = ("round-robin", "block", "random") + AREA_PLACEMENTS
+# `grid`: a network on a grid of columns (ranvier.grid) cut into px x py rectangles of columns,
+# one per rank, so that a rank's neurons and their nearest partners share it.
+SEGMENT_PLACEMENTS = AREA_PLACEMENTS + ("grid",)
+PLACEMENTS = ("round-robin", "block", "random") + SEGMENT_PLACEMENTS
 # Relative costs used to balance areas (measured on the 2-core development VM: about 1 ns per
 # neuron update step, about 4 ns per delivered synaptic event).
 NS_PER_NEURON_STEP = 1.0
@@ -74,8 +77,10 @@ def _blocks(first: int, size: int, parts: int) -> list[tuple[int, int]]:
 def segments(network, placement: str, ranks: int, resolution_ms: float) -> tuple[list[int], list[int]]:
     """(bounds, ranks) of the contiguous gid segments of an area placement: segment s holds gids
     [bounds[s], bounds[s+1]) on rank ranks[s]. Adjacent segments on one rank are merged."""
-    if placement not in AREA_PLACEMENTS:
-        raise ConfigError(f"placement must be one of {list(AREA_PLACEMENTS)} here, got {placement!r}")
+    if placement not in SEGMENT_PLACEMENTS:
+        raise ConfigError(f"placement must be one of {list(SEGMENT_PLACEMENTS)} here, got {placement!r}")
+    if placement == "grid":
+        return _merged(grid_pieces(network, ranks))
     areas = area_ranges(network)
     A = len(areas)
     pieces: list[tuple[int, int, int]] = []     # (start, end, rank)
@@ -111,6 +116,29 @@ def segments(network, placement: str, ranks: int, resolution_ms: float) -> tuple
             rank_of[i] = r
             load[r] += cost[areas[i][0]]
         pieces = [(first, first + size, rank_of[i]) for i, (_, first, size) in enumerate(areas)]
+    return _merged(pieces)
+
+
+def grid_pieces(network, ranks: int) -> list[tuple[int, int, int]]:
+    """(start, end, rank) of every column of every population under placement 'grid'."""
+    from .grid import column_rank
+
+    g = network.column_grid
+    if g is None:
+        raise ConfigError("placement 'grid' needs a network on a grid of columns (projections with "
+                          "grid=rv.ColumnGrid(...); dpsnn: --set columns_x=16 --set columns_y=16)")
+    owner = column_rank(g.columns_x, g.columns_y, ranks)
+    pieces = []
+    for p in network.populations:
+        if p.size % g.columns:
+            raise ConfigError(f"placement 'grid': population '{p.name}' has {p.size} neurons, not a multiple of "
+                              f"the grid's {g.columns} columns")
+        per = p.size // g.columns
+        pieces += [(p.first_id + c * per, p.first_id + (c + 1) * per, int(owner[c])) for c in range(g.columns)]
+    return pieces
+
+
+def _merged(pieces) -> tuple[list[int], list[int]]:
     bounds, owners = [0], []
     for b, e, r in pieces:
         if owners and owners[-1] == r:

@@ -156,7 +156,7 @@ class Simulation:
         self.memory_estimate_bytes = spec.memory_estimate_bytes
 
         self.placement_segments = None
-        if self.placement in placements.AREA_PLACEMENTS:
+        if self.placement in placements.SEGMENT_PLACEMENTS:
             bounds, owners = placements.segments(network, self.placement, self.comm.size, self.resolution_ms)
             fewest = min(sum(bounds[i + 1] - bounds[i] for i, o in enumerate(owners) if o == r)
                          for r in range(self.comm.size))
@@ -574,6 +574,7 @@ class Result:
 
         counters = eng.counters()
         local = dict(counters=counters, rss=_peak_rss_bytes(), pace_wait=eng.pace_wait_seconds,
+                     partners=len(eng.partner_ranks()),
                      synapses=eng.synapse_count(), store_bytes=eng.synapse_bytes())
         if sim.record_state:
             local["state"] = eng.state_trace()
@@ -583,6 +584,7 @@ class Result:
         self.cycles = self.phase_seconds = self.spikes_total = None
         self.deadlines = None                          # rank 0: real-time deadlines (ranvier.deadlines)
         self.imbalance = None                          # rank 0: spikes per rank and interval (ranvier.imbalance)
+        self.communication_partners = None             # rank 0: partners per rank, bytes per partner
         self.up_down = None                            # rank 0: up and down states (ranvier.updown)
         self.counters = self.counters_per_rank = self.peak_rss_bytes = self.state = self.synapses = self.synapse_store_bytes = None
         if comm.rank == 0:
@@ -604,6 +606,14 @@ class Result:
             self.deadlines = deadlines.summarize(sim.deadline_log, real_time_factor=self.real_time_factor, paced=sim.pace,
                                                  pace_wait_seconds=max(g["pace_wait"] for g in gathered))
             self.imbalance = imbalance.summarize(sim.imbalance_log)
+            partners = [int(g["partners"]) for g in gathered]
+            sent = [int(v) for v in self.counters_per_rank["bytes_sent"]]
+            self.communication_partners = {
+                "per_rank": partners,       # other ranks holding synapses of the rank's neurons
+                "bytes_sent_per_rank": sent,
+                # bytes each rank sent per partner it needs (allgather sends to all ranks - 1 regardless)
+                "bytes_per_partner": [b / p if p else None for b, p in zip(sent, partners)],
+                "mean_partners": sum(partners) / len(partners)}
             bin_ms = sim.rate_bin_steps * sim.resolution_ms
             self.up_down = updown.detect_counts(sim.rate_counts, bin_ms, sim.network.size)
             self.up_down["rate_trace"] = updown.rate_trace(sim.rate_counts, bin_ms, sim.network.size)
@@ -885,6 +895,7 @@ class Result:
             "cycle_statistics": self.cycle_statistics(),
             "deadlines": self.deadlines,
             "imbalance": self.imbalance,
+            "communication_partners": self.communication_partners,
             "up_down": self.up_down,
             "theory": self.theory(mpi_fit),
             **({"energy": self.energy} if self.energy is not None else {}),

@@ -393,6 +393,12 @@ class EngineSpec:
                 s.rule, s.probability = "pairwise", pr.probability
             elif rule == "total_synapses":
                 s.rule, s.total_synapses = "fixed_total", pr.total_synapses
+            elif rule == "indegree" and pr.grid is not None:
+                g = pr.grid
+                dx, dy, prob = g.offsets()
+                s.rule, s.degree = "grid", pr.indegree
+                s.set_grid(g.columns_x, g.columns_y, g.boundary == "periodic", dx.astype(np.int64),
+                           dy.astype(np.int64), g.thresholds(prob).astype(np.int64))
             elif rule in ("indegree", "outdegree"):
                 s.rule, s.degree = f"fixed_{rule}", getattr(pr, rule)
             else:

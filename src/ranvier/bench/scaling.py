@@ -119,7 +119,7 @@ def _check_point(cfg: cfgmod.RunConfig, overrides: dict, ranks: int, threads: in
     if sim["exchange"] == TWO_TIER and any(p.area is None for p in network.populations):
         raise ConfigError(f"--exchange {TWO_TIER}: '{cfg.model}' has populations without an area; two-tier is for "
                           f"multi-area models")
-    if sim["placement"] in placements.AREA_PLACEMENTS:
+    if sim["placement"] in placements.SEGMENT_PLACEMENTS:
         try:
             bounds, owners = placements.segments(network, sim["placement"], ranks, sim["resolution_ms"])
         except ConfigError as e:

@@ -310,6 +310,12 @@ def format_summary(s: dict) -> str:
     if c.get("overflow_rounds") or c.get("exchange_resizes"):
         traffic += f"; {c['overflow_rounds']} overflow rounds, {c['exchange_resizes']} resizes"
     rows.append(("exchange traffic", traffic))
+    partners = s.get("communication_partners")
+    if partners and s["ranks"] > 1:
+        per = [b for b in partners["bytes_per_partner"] if b is not None]
+        rows.append(("partners", f"{partners['mean_partners']:.1f} of {s['ranks'] - 1} other ranks hold a rank's "
+                                 f"synapses (mean); " + (f"{_si(sum(per) / len(per) / cycles)} bytes per partner "
+                                                         f"per interval" if per else "no bytes sent")))
     if s.get("global_interval"):
         n = s["exchanges"]
         rows.append(("two-tier", f"{s['tier_exchange']} in each area group every {s['communication_interval_ms']:g} ms "

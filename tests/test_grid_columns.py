@@ -1,0 +1,120 @@
+"""dpsnn on a grid of columns (ranvier.grid): lateral connectivity by distance, exponential or
+Gaussian, periodic or open; placement 'grid'; the same spikes on any decomposition; targeted
+exchanges send less than allgather when the grid is larger than the connectivity's range."""
+import numpy as np
+import pytest
+
+import ranvier as rv
+from ranvier import grid as gridmod
+from ranvier import placement
+from conftest import counters, counters_per_rank
+
+GRID_RUN = dict(model="dpsnn-grid", neurons=5120, synapses=200, ms=200.0)   # 16 x 16 columns of 20
+
+
+def _columns(net, ids):
+    g = net.column_grid
+    out = np.empty(ids.size, np.int64)
+    for p in net.populations:
+        m = (ids >= p.first_id) & (ids < p.first_id + p.size)
+        out[m] = (ids[m] - p.first_id) // (p.size // g.columns)
+    return out
+
+
+@pytest.mark.parametrize("law,length", [("exponential", 1.0), ("gaussian", 0.8)])
+def test_synapses_follow_the_lateral_law(law, length):
+    net = rv.models.dpsnn(neurons=16 * 16 * 20, synapses_per_neuron=200, columns_x=16, columns_y=16,
+                          lateral_law=law, lateral_length=length, lateral_cutoff=3.0)
+    c = rv.Simulation(net, threads=2).connections()
+    g = net.column_grid
+    assert c.source.size == sum(round(200 * p.size / net.size) for p in net.populations) * net.size
+    d = g.distance(_columns(net, c.source), _columns(net, c.target))
+    dx, dy, prob = g.offsets()
+    dist = np.hypot(dx, dy)
+    assert d.max() <= 3.0 + 1e-9
+    n = d.size
+    for D in np.unique(dist):
+        expected = prob[np.isclose(dist, D)].sum()
+        measured = np.mean(np.isclose(d, D))
+        assert abs(measured - expected) < 5 * np.sqrt(expected * (1 - expected) / n) + 1e-4, (D, measured, expected)
+    w = np.exp(-dist / length) if law == "exponential" else np.exp(-dist ** 2 / (2 * length ** 2))
+    assert np.allclose(prob, w / w.sum())
+    # every target exactly its in-degree (periodic), sources uniform within a column
+    per_target = np.bincount(c.target, minlength=net.size)
+    assert np.all(per_target == per_target[0])
+
+
+def test_open_boundaries_drop_draws_off_the_edge():
+    kw = dict(neurons=8 * 8 * 20, synapses_per_neuron=200, columns_x=8, columns_y=8, lateral_length=1.5,
+              lateral_cutoff=3.0)
+    periodic = rv.Simulation(rv.models.dpsnn(**kw), threads=1).connections()
+    net = rv.models.dpsnn(**kw, lateral_boundary="open")
+    c = rv.Simulation(net, threads=1).connections()
+    g = net.column_grid
+    fraction = c.source.size / periodic.source.size
+    assert fraction == pytest.approx(g.in_bounds_fraction(), rel=0.01) and fraction < 0.85
+    assert sum(net.projection_synapses(pr) for pr in net.projections) == pytest.approx(c.source.size, rel=0.01)
+    col = _columns(net, c.target)
+    corner = np.isin(col, [0, 7, 56, 63])
+    centre = np.isin(col, [27, 28, 35, 36])
+    per_target = np.bincount(c.target, minlength=net.size)
+    targets_col = _columns(net, np.arange(net.size))
+    assert per_target[np.isin(targets_col, [0, 7, 56, 63])].mean() < 0.6 * per_target[np.isin(targets_col, [27, 28, 35, 36])].mean()
+    assert corner.any() and centre.any()
+    sx, sy = _columns(net, c.source) % 8, _columns(net, c.source) // 8
+    tx, ty = col % 8, col // 8
+    assert np.all(np.hypot(sx - tx, sy - ty) <= 3.0)                 # no wrap-around on an open grid
+
+
+def test_one_column_is_the_homogeneous_network_and_bad_grids_are_refused():
+    assert all(pr.grid is None for pr in rv.models.dpsnn(neurons=2048).projections)
+    with pytest.raises(rv.ConfigError, match="multiple"):
+        rv.models.dpsnn(neurons=2048, columns_x=16, columns_y=16)
+    with pytest.raises(rv.ConfigError, match="'law'"):
+        rv.models.dpsnn(neurons=5120, synapses_per_neuron=100, columns_x=16, columns_y=16, lateral_law="cubic")
+    with pytest.raises(rv.ConfigError, match="needs a network on a grid"):
+        rv.Simulation(rv.models.dpsnn(neurons=600, synapses_per_neuron=50), placement="grid")
+    with pytest.raises(rv.ConfigError, match="cannot each take a block"):
+        gridmod.column_rank(2, 2, 8)
+
+
+def test_grid_placement_gives_each_rank_a_rectangle_of_columns():
+    net = rv.models.dpsnn(neurons=5120, synapses_per_neuron=200, columns_x=16, columns_y=16)
+    owner = gridmod.column_rank(16, 16, 4)
+    assert np.array_equal(owner.reshape(16, 16)[:8, :8], np.zeros((8, 8)))     # 2 x 2 blocks of 8 x 8
+    assert np.bincount(owner).tolist() == [64] * 4
+    bounds, ranks = placement.segments(net, "grid", 4, 0.1)
+    sizes = np.bincount(ranks, weights=np.diff(bounds), minlength=4)
+    assert sizes.tolist() == [1280.0] * 4
+    assert gridmod.rank_blocks(16, 16, 2) in ((2, 1), (1, 2)) and gridmod.rank_blocks(16, 4, 4) == (4, 1)
+
+
+@pytest.fixture(scope="module")
+def grid_reference(workloads):
+    return workloads(1, threads=1, placement="round-robin", **GRID_RUN)
+
+
+@pytest.mark.parametrize("ranks,threads,placement_name", [(2, 1, "grid"), (2, 2, "random"), (4, 1, "grid"),
+                                                          (4, 1, "block"), (4, 2, "round-robin")])
+def test_the_grid_gives_the_same_spikes_on_any_decomposition(workloads, grid_reference, ranks, threads,
+                                                             placement_name):
+    ref = grid_reference
+    assert ref["ids"].size > 5000
+    runs = workloads.sweep(ranks, ("allgather", "alltoallv", "p2p", "neighbor"), (False,), threads=threads,
+                           placement=placement_name, **GRID_RUN)
+    for (exchange, _), run in runs.items():
+        assert run["digest"] == ref["digest"], exchange
+        assert np.array_equal(run["ids"], ref["ids"]) and np.array_equal(run["steps"], ref["steps"]), exchange
+    if placement_name == "grid" and ranks == 4:
+        sent = {e: counters(run)["bytes_sent"] for (e, _), run in runs.items()}
+        # the grid (16 columns wide) is larger than the connectivity's range (2 columns): the
+        # targeted strategies send each spike only where it has synapses
+        assert sent["p2p"] < 0.5 * sent["allgather"], sent
+        assert sent["neighbor"] < 0.5 * sent["allgather"], sent
+
+
+def test_targeted_exchange_gains_from_grid_placement_not_from_round_robin(workloads):
+    grid = workloads.sweep(4, ("p2p",), (False,), threads=1, placement="grid", **GRID_RUN)[("p2p", False)]
+    spread = workloads.sweep(4, ("p2p",), (False,), threads=1, placement="round-robin", **GRID_RUN)[("p2p", False)]
+    assert counters(grid)["bytes_sent"] < 0.5 * counters(spread)["bytes_sent"]
+    assert counters_per_rank(grid)["spikes_emitted"].sum() == counters_per_rank(spread)["spikes_emitted"].sum()
