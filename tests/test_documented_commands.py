@@ -72,6 +72,8 @@ SCALED: dict[str, Scaled] = {
     "ranvier bench imbalance --states aw,swa --duration-ms 3000":
         Scaled("--duration-ms 300 --set neurons=2048 --placements block,random"),
     "ranvier run dpsnn-swa --duration-ms 10000": Scaled("--duration-ms 1000 --neurons 2048"),
+    "ranvier bench imbalance examples/dpsnn-grid.toml --placements round-robin,block,random,grid --states aw,swa "
+    "--duration-ms 2000": Scaled("--duration-ms 200 --placements random,grid"),
     "ranvier bench exchange examples/dpsnn-grid.toml --ranks 2 --strategies allgather,p2p,neighbor --repeats 1":
         Scaled("--duration-ms 100"),
     "ranvier run artificial-cells --set cells=2000 --duration-ms 200": Scaled("--duration-ms 100"),

@@ -24,7 +24,7 @@ from mpi_runner import plastic_network
 
 PLASTIC_RUN = dict(model="plastic", neurons=600, synapses=30, ms=200.0)
 STRATEGIES = tuple(rv.simulation.STRATEGIES)
-PLACEMENTS = tuple(rv.simulation.PLACEMENTS)
+PLACEMENTS = tuple(p for p in rv.simulation.PLACEMENTS if p != "grid")   # grid: for networks on a grid of columns (test_grid_columns)
 
 
 # -- NEST's algorithm, transcribed event by event ---------------------------------------------
