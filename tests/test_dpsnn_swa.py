@@ -26,7 +26,10 @@ def test_the_awake_state_is_unchanged(extra):
 
 
 def test_reduced_swa_has_up_and_down_states_and_aw_has_none():
-    swa = rv.Simulation(rv.models.dpsnn(neurons=2048, regime="swa"), threads=2).run(4000.0).summary()["up_down"]
+    with rv.Simulation(rv.models.dpsnn(neurons=2048, regime="swa"), threads=2) as sim:
+        result = sim.run(4000.0)
+        assert sim.rate_counts.sum() == result.spikes_total and sim.rate_counts.size == 800   # 5 ms bins
+    swa = result.summary()["up_down"]
     assert swa["has_up_down"], swa.get("reason")
     assert 0.5 <= swa["frequency_hz"] <= 2.0
     assert swa["up_states"] >= 3

@@ -30,7 +30,8 @@ import math
 
 import numpy as np
 
-TRACE_POINTS = 400           # the lag over the run, for the report: 400 to 800 points
+TRACE_POINTS = 400           # the lag over the run, for the report: at most 800 points
+POINTS_PER_CHUNK = 16        # trace points a chunk adds before merging
 PERCENTILES = (50, 90, 99)
 
 
@@ -38,7 +39,7 @@ class DeadlineLog:
     """Rank 0's record of every cycle's lag and cycle time (seconds, slowest rank), in bounded
     memory whatever the run's length: counts, the worst lag, a histogram of cycle time over
     cycle length (log bins, 1 % wide: the percentiles to 1 %), and the lag trace as the
-    largest lag of stretches that double in length whenever the trace outgrows its points."""
+    largest lag of stretches that merge in pairs whenever the trace outgrows its points."""
 
     BINS_PER_DECADE = 230                    # 10^(1/230) = 1.01
     LOWEST, DECADES = 1e-5, 10               # ratios from 1e-5 to 1e5; outside: the end bins
@@ -50,10 +51,8 @@ class DeadlineLog:
         self.ratio_max = 0.0
         self.worst_lag, self.worst_at_ms, self.final_lag = -math.inf, 0.0, 0.0
         self.histogram = np.zeros(self.BINS_PER_DECADE * self.DECADES + 2, dtype=np.int64)
-        self.stretch = 1                     # cycles per trace point
         self.trace_t: list[float] = []       # simulated time at the end of each stretch (ms)
         self.trace_lag: list[float] = []     # its largest lag (s)
-        self._open = 0                       # cycles in the last, unfinished stretch
 
     def add(self, lag_s, cycle_s, end_ms) -> None:
         """One chunk: per cycle, the lag and the cycle time (seconds, slowest rank), and the
@@ -74,20 +73,16 @@ class DeadlineLog:
         self.final_lag = float(lag[-1])
         where = np.floor(np.log10(np.maximum(ratio, 1e-300) / self.LOWEST) * self.BINS_PER_DECADE) + 1
         np.add.at(self.histogram, np.clip(where, 0, self.histogram.size - 1).astype(np.int64), 1)
-        for value, t in zip(lag.tolist(), end_ms.tolist()):
-            if self._open:
-                self.trace_lag[-1] = max(self.trace_lag[-1], value)
-                self.trace_t[-1] = t
-            else:
-                self.trace_lag.append(value)
-                self.trace_t.append(t)
-            self._open = (self._open + 1) % self.stretch
-            if len(self.trace_t) > 2 * TRACE_POINTS and not self._open:     # merge pairs of stretches
-                odd = len(self.trace_t) % 2
-                self.trace_lag = [max(self.trace_lag[i:i + 2]) for i in range(0, len(self.trace_lag), 2)]
-                self.trace_t = [self.trace_t[min(i + 1, len(self.trace_t) - 1)] for i in range(0, len(self.trace_t), 2)]
-                self._open = self.stretch if odd else 0        # a lone last stretch: half of a new one
-                self.stretch *= 2
+        # the trace: the largest lag of up to POINTS_PER_CHUNK stretches of the chunk, pairs of
+        # points merged whenever there are more than 2 TRACE_POINTS (bounded, whatever the length)
+        starts = np.linspace(0, lag.size, min(POINTS_PER_CHUNK, lag.size) + 1).astype(np.int64)[:-1]
+        starts = np.unique(starts)
+        ends = np.append(starts[1:], lag.size) - 1
+        self.trace_lag.extend(np.maximum.reduceat(lag, starts).tolist())
+        self.trace_t.extend(end_ms[ends].tolist())
+        while len(self.trace_t) > 2 * TRACE_POINTS:
+            self.trace_lag = [max(self.trace_lag[i:i + 2]) for i in range(0, len(self.trace_lag), 2)]
+            self.trace_t = [self.trace_t[min(i + 1, len(self.trace_t) - 1)] for i in range(0, len(self.trace_t), 2)]
 
     def percentile(self, q: float) -> float:
         """The q-th percentile of cycle time / cycle length (the upper edge of its 1 % bin, at

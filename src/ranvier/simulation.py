@@ -197,7 +197,8 @@ class Simulation:
         self.imbalance_log = imbalance.ImbalanceLog(self.size) if self.rank == 0 else None
         # rank 0: the whole network's spikes per bin of about updown.BIN_MS (up/down states)
         self.rate_bin_steps = max(1, int(round(updown.BIN_MS / self.resolution_ms)))
-        self.rate_counts = np.zeros(0, dtype=np.int64)
+        self._rates = np.zeros(0, dtype=np.int32)      # sized once per run() call (4 bytes per 5 ms)
+        self._rate_bins = 0
         self._run_clock = None           # this rank's (wall-clock origin, first cycle) of the current run
         # Plastic weights: from a saved file (ranvier.weights), and a sampled record of some.
         if initial_weights is not None:
@@ -297,6 +298,8 @@ class Simulation:
         if self.rank == 0 and self.recording is None:
             self.recording = self._make_recording()
         t0 = time.perf_counter()
+        if self.rank == 0:
+            self._reserve_rates(-(-target // self.rate_bin_steps))
         if self.pace:
             self.comm.barrier()          # every rank starts its clock together: no rank waits for another's hold
         origin = _engine.wall_time()     # this run's deadlines count from here, on each rank
@@ -433,22 +436,36 @@ class Simulation:
         if self.rank != 0:
             return
         self.imbalance_log.add(np.stack([p[4] for p in parts]))
-        end_step = self._engine.cycles_done * self.steps_per_cycle
-        bins = -(-end_step // self.rate_bin_steps)
-        if bins > self.rate_counts.size:
-            self.rate_counts = np.concatenate([self.rate_counts, np.zeros(bins - self.rate_counts.size, np.int64)])
-        for p in parts:
-            if len(p[1]):
-                self.rate_counts += np.bincount(np.asarray(p[1], dtype=np.int64) // self.rate_bin_steps,
-                                                minlength=bins)[:bins]
         self.deadline_log.add(np.max([p[3] for p in parts], axis=0),       # the slowest rank's, per cycle
                               np.max([p[2].sum(axis=1) for p in parts], axis=0),
                               (first + 1 + np.arange(ends.size)) * self.cycle_ms)
         ids = np.concatenate([p[0] for p in parts]).astype(np.int64)
         steps = np.concatenate([p[1] for p in parts]).astype(np.int64)
         order = np.lexsort((ids, steps))            # canonical order: by time, then id
-        self.recording.add(ids[order], steps[order], np.stack([p[2] for p in parts]),
-                           end_step=self._engine.cycles_done * self.steps_per_cycle)
+        ids, steps = ids[order], steps[order]
+        end_step = self._engine.cycles_done * self.steps_per_cycle
+        self._count_rates(steps, -(-end_step // self.rate_bin_steps))
+        self.recording.add(ids, steps, np.stack([p[2] for p in parts]), end_step=end_step)
+
+    @property
+    def rate_counts(self) -> np.ndarray:
+        """Rank 0: the whole network's spikes in consecutive bins of rate_bin_steps steps."""
+        return self._rates[:self._rate_bins]
+
+    def _reserve_rates(self, bins: int) -> None:
+        if bins > self._rates.size:
+            grown = np.zeros(bins, dtype=np.int32)
+            grown[:self._rate_bins] = self._rates[:self._rate_bins]
+            self._rates = grown
+
+    def _count_rates(self, steps: np.ndarray, bins: int) -> None:
+        self._reserve_rates(bins)
+        self._rate_bins = max(self._rate_bins, bins)
+        if steps.size:
+            # a spike of step s (1-based: the step that ends at s h) falls in bin (s - 1) // width
+            first = (int(steps[0]) - 1) // self.rate_bin_steps     # steps are sorted: the chunk's bins only
+            counts = np.bincount((steps - 1) // self.rate_bin_steps - first)
+            self._rates[first:first + counts.size] += counts
 
     def neuron_values(self, population: str, name: str):
         """Parameter `name` of every neuron of a population (NumPy array, population order) as
