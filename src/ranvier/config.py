@@ -172,6 +172,9 @@ def from_model_or_file(text: str, what: str = "") -> RunConfig:
     from . import models
 
     known = sorted(models.REGISTRY)
+    if str(text).endswith(".json"):                      # a SONATA simulation config
+        from .sonata import run_config
+        return run_config(text)
     if not looks_like_path(text):
         if text in models.REGISTRY:
             return RunConfig(model=text)

@@ -534,14 +534,22 @@ REGISTRY = {"dpsnn": (dpsnn, DPSNN_DEFAULTS), "dpsnn-swa": (dpsnn_swa, None), "a
             "microcircuit": (microcircuit, MICROCIRCUIT_DEFAULTS)}
 
 
+SONATA = "sonata"      # not a workload: a network read from a SONATA config (ranvier.sonata)
+
+
 def build(name: str, **params) -> Network:
     """A model by name, as `ranvier run --model NAME` and config files ask for it."""
+    if name == SONATA:
+        from . import sonata
+        return sonata.network(**params)
     if name not in REGISTRY:
         raise ConfigError(f"unknown model '{name}'; available: {sorted(REGISTRY)}")
     return REGISTRY[name][0](**params)
 
 
 def defaults(name: str) -> dict:
+    if name == SONATA:
+        return {"config": None, "dt_ms": None}
     if name not in REGISTRY:
         raise ConfigError(f"unknown model '{name}'; available: {sorted(REGISTRY)}")
     if name == "dpsnn-swa":

@@ -523,6 +523,8 @@ class Network:
     projections: list[Projection] = field(default_factory=list)
     drives: list[PoissonDrive] = field(default_factory=list)
     parameters: dict = field(default_factory=dict)   # the model parameters it was made from
+    # Read from a SONATA config (ranvier.sonata.SonataInfo): its node ids, the output's names.
+    sonata: object = field(default=None, repr=False, compare=False)
 
     @property
     def size(self) -> int:

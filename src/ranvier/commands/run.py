@@ -91,6 +91,7 @@ def add_parser(commands, exchanges, placements) -> None:
 
 
 def resolve_config(args) -> cfgmod.RunConfig:
+    from .. import models
     base = cfgmod.from_model_or_file(args.config) if args.config else cfgmod.RunConfig()
     if args.config and args.model and args.config in _model_names() and args.model != args.config:
         raise ConfigError(f"two models named: '{args.config}' and --model {args.model}; give one")
@@ -104,7 +105,10 @@ def resolve_config(args) -> cfgmod.RunConfig:
                   "global_interval": args.global_interval, "tier_exchange": args.tier_exchange,
                   "initial_weights": args.initial_weights, "record_weights": args.record_weights,
                   "weight_interval_ms": args.weight_interval_ms}
-    return cfgmod.override(base, model=args.model, parameters=parameters, simulation=simulation)
+    cfg = cfgmod.override(base, model=args.model, parameters=parameters, simulation=simulation)
+    if cfg.model == models.SONATA:     # spike times and delays go onto the simulation's grid
+        cfg.parameters["dt_ms"] = float(cfg.simulation["resolution_ms"])
+    return cfg
 
 
 def _model_names():
@@ -224,6 +228,8 @@ def _simulate(args, cfg, network, sim, meter, fit, out, rank) -> int:
         note = sim.rounding_note(duration_ms)
         if note:
             print(f"ranvier: note: {note}", file=sys.stderr, flush=True)
+        for note in (network.sonata.notes if network.sonata is not None else []):
+            print(f"ranvier: note: {note}", file=sys.stderr, flush=True)
     # The energy session of Simulation.run(energy=...) (ranvier.energy.measure): the idle
     # baseline, then the simulation; the report is in the Result, and in its summary.
     plastic = bool(weights_io.edge_population_names(network))
@@ -256,6 +262,8 @@ def _simulate(args, cfg, network, sim, meter, fit, out, rank) -> int:
         if rec.error is not None:
             from ..output import write_failure
             raise OutputError(write_failure(out.shown, rec.error, rec.bytes_needed()))
+        if network.sonata is not None:  # sonata/<spikes_file>: the network's own populations and node ids
+            _write_sonata_spikes(out.staging, sim, network)
         if gathered is not None:       # weights.h5: SONATA edges, and the recorders' samples
             weights_io.write_weights(out.staging / "weights.h5", sim, gathered, result.weight_traces)
         env = environment.collect(sim.size, sim.comm.ranks_on_node, sim.threads)
@@ -268,6 +276,17 @@ def _simulate(args, cfg, network, sim, meter, fit, out, rank) -> int:
     if not args.quiet:
         print(f"results written to {written}/")
     return 0
+
+
+def _write_sonata_spikes(folder, sim, network) -> None:
+    from .. import sonata
+    from ..recording import read_spike_file
+
+    info = network.sonata
+    ids, steps = read_spike_file(folder / "spikes.h5", [p.name for p in network.populations],
+                                 [p.first_id for p in network.populations], sim.resolution_ms)
+    (folder / "sonata").mkdir()
+    sonata.write_spikes(folder / "sonata" / info.spikes_file, ids, steps * sim.resolution_ms, network, info)
 
 
 def _si(x: float) -> str:
