@@ -77,6 +77,14 @@ SCALED: dict[str, Scaled] = {
     "ranvier bench exchange examples/dpsnn-grid.toml --ranks 2 --strategies allgather,p2p,neighbor --repeats 1":
         Scaled("--duration-ms 100"),
     "ranvier run artificial-cells --set cells=2000 --duration-ms 200": Scaled("--duration-ms 100"),
+    # docs/sonata.md
+    "python examples/sonata/make_network.py sonata-small": Scaled(),
+    "ranvier run sonata-small/simulation_config.json --out results/sonata": Scaled(),
+    "mpiexec -n 2 ranvier run sonata-small/simulation_config.json --out results/sonata-2 --threads 1": Scaled(),
+    "ranvier run ../shared/data/sonata/300_pointneurons/simulation_config.json --out results/sonata-300":
+        Scaled(skip="needs ../shared/data (tests/test_sonata.py runs the example when the folder is there)"),
+    "python bench/sonata_300.py --out docs/measurements/sonata-300":
+        Scaled(skip="needs ../shared/data and the nest extra (run for docs/measurements/sonata-300)"),
     # README, a cluster's own MPI: site-specific (a module system, a placeholder path, srun)
     "module load cray-mpich-abi": Scaled(skip="needs a Cray module system"),
     "export LD_LIBRARY_PATH=/path/to/mpi/lib:$LD_LIBRARY_PATH": Scaled(skip="a placeholder for the site's MPI folder"),
@@ -294,6 +302,8 @@ PYTHON_SCALED: dict[str, list[tuple[str, str]]] = {
 }
 # page -> the context its fragments assume (a network, a simulation, a run folder), scaled down.
 PYTHON_PRELUDE: dict[str, str] = {
+    "docs/sonata.md": ("import runpy, sys\nsys.argv = ['make_network.py', 'sonata-small']\n"
+                       "runpy.run_path('examples/sonata/make_network.py', run_name='__main__')\n"),
     "docs/exchange.md": "import ranvier as rv\nnet = rv.models.dpsnn(neurons=2048)\n",
     "docs/measuring.md": "import ranvier as rv\nsim = rv.Simulation(rv.models.dpsnn(neurons=2048))\n",
     "docs/microcircuit.md": ("import ranvier as rv\nnet = rv.models.microcircuit(scale=0.02, k_scale=0.05)\n"
