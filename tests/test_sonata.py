@@ -177,3 +177,13 @@ def test_the_network_read_gives_nests_spikes_to_the_step(tmp_path):
     ours = sonata_spikes(net, info, rv.Simulation(net, resolution_ms=0.1, threads=2).run(300.0))
     theirs, _ = nest_run(net, info, 0.1)
     assert ours["cortex"][0].size > 100 and identical(ours, theirs, 0.1)
+
+
+def test_a_bad_config_is_one_line_naming_the_file(tmp_path):
+    from conftest import ranvier_cli
+    missing = ranvier_cli("run", tmp_path / "nope.json")
+    assert missing.returncode == 2 and "SONATA config" in missing.stderr and "does not exist" in missing.stderr
+    broken = tmp_path / "simulation_config.json"
+    broken.write_text('{"run": {"tstop": 100.0}, "network": "circuit.json"')
+    bad = ranvier_cli("run", broken)
+    assert bad.returncode == 2 and "not valid JSON" in bad.stderr and len(bad.stderr.strip().splitlines()) == 1

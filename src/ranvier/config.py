@@ -173,8 +173,7 @@ def from_model_or_file(text: str, what: str = "") -> RunConfig:
 
     known = sorted(models.REGISTRY)
     if str(text).endswith(".json"):                      # a SONATA simulation config
-        from .sonata import run_config
-        return run_config(text)
+        return sonata_run_config(text)
     if not looks_like_path(text):
         if text in models.REGISTRY:
             return RunConfig(model=text)
@@ -185,6 +184,20 @@ def from_model_or_file(text: str, what: str = "") -> RunConfig:
         raise ConfigError(f"config file '{text}': no such file; give the path of a .toml file (see examples/) or "
                           f"a model name ({', '.join(known)})")
     return load(text)
+
+
+def sonata_run_config(path) -> RunConfig:
+    """`ranvier run simulation_config.json`: model "sonata" (ranvier.sonata), its duration
+    (run.tstop) and resolution (run.dt) from the SONATA config."""
+    from .sonata import read_config
+
+    check_input_file(path, "SONATA config")
+    run = read_config(path).get("run", {})
+    if "tstop" not in run:
+        raise ConfigError(f"SONATA config '{path}': 'run' has no 'tstop' (the simulated time, ms)")
+    dt = float(run.get("dt", 0.1))
+    return RunConfig(model="sonata", parameters={"config": str(Path(path).resolve()), "dt_ms": dt},
+                     simulation={**SIMULATION_DEFAULTS, "duration_ms": float(run["tstop"]), "resolution_ms": dt})
 
 
 def override(cfg: RunConfig, model: str | None = None, parameters: dict | None = None,

@@ -634,21 +634,6 @@ def network(config: str | None = None, dt_ms: float | None = None, **unknown):
     return net
 
 
-def run_config(path):
-    """The run configuration of `ranvier run simulation_config.json`: model "sonata", its
-    duration (run.tstop) and resolution (run.dt) from the SONATA config."""
-    from .config import SIMULATION_DEFAULTS, RunConfig, check_input_file
-
-    check_input_file(path, "SONATA config")
-    cfg = read_config(path)
-    run = cfg.get("run", {})
-    if "tstop" not in run:
-        raise ConfigError(f"SONATA config '{path}': 'run' has no 'tstop' (the simulated time, ms)")
-    dt = float(run.get("dt", 0.1))
-    return RunConfig(model="sonata", parameters={"config": str(Path(path).resolve()), "dt_ms": dt},
-                     simulation={**SIMULATION_DEFAULTS, "duration_ms": float(run["tstop"]), "resolution_ms": dt})
-
-
 # -- output ------------------------------------------------------------------------------------
 def write_spikes(path, ids: np.ndarray, times_ms: np.ndarray, net, info: SonataInfo) -> dict:
     """A SONATA spike file of the network's non-virtual nodes: /spikes/<SONATA population>/
