@@ -76,6 +76,13 @@ def nest_run(net, info, dt):
         nest.Connect(src.tolist(), trg.tolist(), "one_to_one",
                      {"synapse_model": "static_synapse", "weight": np.asarray(pr.weight, float),
                       "delay": np.asarray(pr.delay_ms, float)})
+    for c in net.currents:      # NEST's generator over a delay of one step: its times one step earlier
+        pop = net.population(c.target)
+        local = np.arange(pop.size) if c.neurons is None else np.asarray(c.neurons)
+        gen = nest.Create("step_current_generator", params={
+            "amplitude_times": (np.asarray(c.times_ms, float) - dt).tolist(),
+            "amplitude_values": np.asarray(c.amplitudes_pA, float).tolist()})
+        nest.Connect(gen, np.asarray(nodes[c.target].tolist())[local].tolist(), syn_spec={"delay": dt})
     rec = nest.Create("spike_recorder")
     neurons = [p.name for p in net.populations if p.name not in info.virtual]
     for name in neurons:

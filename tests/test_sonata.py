@@ -95,7 +95,7 @@ def test_input_spikes_in_one_step_are_all_delivered(tmp_path):
 
 @pytest.mark.parametrize("change, words", [
     (dict(template="nest:aeif_cond_exp"), ["model_template 'nest:aeif_cond_exp'", "nest:iaf_psc_alpha"]),
-    (dict(input_type="current_clamp"), ["input 'lgn'", "current_clamp", "not supported"]),
+    (dict(input_type="voltage_clamp"), ["input 'lgn'", "voltage_clamp", "not supported"]),
 ])
 def test_what_is_not_supported_is_named_before_anything_runs(tmp_path, change, words):
     config = write_network(tmp_path, **change)

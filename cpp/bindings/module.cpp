@@ -252,6 +252,10 @@ NB_MODULE(_engine, m) {
         p.list = std::move(list);
       }, "sources"_a, "targets"_a, "weights"_a, "delay_steps"_a)
       .def_prop_ro("list_size", [](const ProjectionSpec& p) { return p.list ? p.list->sources.size() : size_t(0); });
+  nb::class_<CurrentSourceSpec>(m, "CurrentSourceSpec")
+      .def(nb::init<>())
+      .def_rw("targets", &CurrentSourceSpec::targets).def_rw("steps", &CurrentSourceSpec::steps)
+      .def_rw("amplitudes_pA", &CurrentSourceSpec::amplitudes_pA);
   nb::class_<DriveSpec>(m, "DriveSpec")
       .def(nb::init<>())
       .def_rw("target", &DriveSpec::target).def_rw("n_synapses", &DriveSpec::n_synapses)
@@ -260,7 +264,7 @@ NB_MODULE(_engine, m) {
   nb::class_<EngineConfig>(m, "EngineConfig")
       .def(nb::init<>())
       .def_rw("populations", &EngineConfig::populations).def_rw("projections", &EngineConfig::projections)
-      .def_rw("drives", &EngineConfig::drives).def_rw("resolution_ms", &EngineConfig::resolution_ms)
+      .def_rw("drives", &EngineConfig::drives).def_rw("current_sources", &EngineConfig::current_sources).def_rw("resolution_ms", &EngineConfig::resolution_ms)
       .def_rw("steps_per_cycle", &EngineConfig::steps_per_cycle).def_rw("threads", &EngineConfig::threads)
       .def_rw("exchange", &EngineConfig::exchange).def_rw("placement", &EngineConfig::placement)
       .def_rw("seed", &EngineConfig::seed).def_rw("barrier", &EngineConfig::barrier)

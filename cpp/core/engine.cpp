@@ -131,6 +131,7 @@ void Engine::build() {
 #endif
   build_delivery_queues();
   build_state_recorder();
+  build_current_sources();
 
   // Who needs each of this rank's spikes, then the pathway that takes them there.
   build_target_table();
@@ -193,11 +194,14 @@ RANVIER_PHASE void Engine::update(ThreadState& ts, int64_t cycle) {
   for (int64_t o = 0; o < L; ++o) {
     int32_t* in = ts.input.data() + input_row(cycle, o) * stride;
     // Each population range advances by its model's kernel, chosen at build: one call per range.
+    InjectedCurrents& ic = ts.currents;
+    if (!ic.current.empty()) ic.advance_to(cycle * L + o);
     for (size_t ri = 0; ri < ts.neurons.ranges.size(); ++ri) {
       const PopulationRange& range = ts.neurons.ranges[ri];
       const int32_t* inhibitory = range.inhibitory_offset ? in + range.begin + range.inhibitory_offset : nullptr;
-      ts.updates[ri]->step({in + range.begin, scale, cycle * L + o, inhibitory}, columns_of(ts.neurons, range),
-                           fired + range.begin);
+      const double* current = !ic.current.empty() && ic.range_has_current[ri] ? ic.current.data() + range.begin : nullptr;
+      ts.updates[ri]->step({in + range.begin, scale, cycle * L + o, inhibitory, current},
+                           columns_of(ts.neurons, range), fired + range.begin);
     }
     std::fill(in, in + ts.neurons.input_columns, 0);  // consumed: ready for the next cycle while the row is in cache
     const int64_t step = cycle * L + o + 1;

@@ -77,6 +77,34 @@ struct DeliveryEntry {
   uint32_t first, count;
 };
 
+// The current sources' changes on one thread's neurons (cpp/core/currents.cpp). `current` holds
+// each neuron's injected current (pA) for the step being integrated; empty when no source
+// targets the thread.
+struct InjectedCurrents {
+  struct Change {
+    int64_t step;        // the first step integrated with the new amplitude
+    uint32_t neuron;     // thread-local index
+    uint32_t slot;       // (source, neuron) pair
+    double amplitude_pA;
+  };
+  std::vector<double> current;                   // per neuron
+  std::vector<uint8_t> range_has_current;        // per population range
+  std::vector<Change> changes;                   // by step, then neuron, then source
+  std::vector<double> slot_amplitude;            // per (source, neuron) pair, its amplitude now
+  std::vector<uint32_t> slot_begin;              // per neuron: its slots, CSR, in source order
+  size_t next = 0;                               // the first change not applied yet
+  // Brings `current` to step s: applies every change up to s.
+  void advance_to(int64_t s) {
+    while (next < changes.size() && changes[next].step <= s) {
+      const Change& c = changes[next++];
+      slot_amplitude[c.slot] = c.amplitude_pA;
+      double sum = 0.0;                          // in source order: the same on any decomposition
+      for (uint32_t k = slot_begin[c.neuron]; k < slot_begin[c.neuron + 1]; ++k) sum += slot_amplitude[k];
+      current[c.neuron] = sum;
+    }
+  }
+};
+
 struct ThreadState {
   ThreadNeurons neurons;
   SynapseStore store;                                // static synapses
@@ -100,6 +128,7 @@ struct ThreadState {
   std::vector<uint64_t> rec_gid;                     // spike recorder
   std::vector<int64_t> rec_step;
   std::vector<std::pair<uint64_t, uint64_t>> traced; // (local index, trace row)
+  InjectedCurrents currents;                         // current sources on this thread's neurons
   std::vector<std::unique_ptr<PopulationUpdate>> updates;  // per population range: its model's kernel
   Counters counters;
 };
@@ -169,7 +198,8 @@ class Engine {
   // Build steps.
   void build_target_table();
   void build_delivery_queues();                                                   // delivery.cpp
-  void build_state_recorder();                                                    // recorders.cpp
+  void build_state_recorder();
+  void build_current_sources();                                                  // currents.cpp
   void record_state(const ThreadState& ts, int64_t cycle, int64_t offset);        // recorders.cpp
   // Rows of the input buffer follow the step modulo the drive block.
   int64_t input_row(int64_t cycle, int64_t offset) const {

@@ -153,10 +153,20 @@ struct DriveSpec {                        // Poisson input drawn on the fly
   double rate_hz = 0, weight_mean = 0, weight_sd = 0;
 };
 
+// A current injected into neurons (pA), piecewise constant in time: amplitudes_pA[i] enters the
+// integration of every step from steps[i] on (the step that integrates [steps[i] h, steps[i] h + h]),
+// until steps[i + 1]; 0 before steps[0]. Sources on one neuron add, in the order of the list.
+struct CurrentSourceSpec {
+  std::vector<uint64_t> targets;          // global ids
+  std::vector<int64_t> steps;             // increasing
+  std::vector<double> amplitudes_pA;
+};
+
 struct EngineConfig {
   std::vector<PopulationSpec> populations;
   std::vector<ProjectionSpec> projections;
   std::vector<DriveSpec> drives;
+  std::vector<CurrentSourceSpec> current_sources;
   double resolution_ms = 0.1;
   int64_t steps_per_cycle = 1;            // the minimum delay: spikes are exchanged once per cycle
   int threads = 1;

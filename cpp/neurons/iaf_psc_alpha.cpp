@@ -84,10 +84,11 @@ struct Propagators {
 
 // One step, NEST's order: V integrates over h from the currents at the step's start unless
 // refractory; the currents advance and take the step's input; then the threshold.
+// `current`: the injected current of the step (pA; NEST's y0, the stimulus current).
 inline bool step(const Propagators& p, double input_ex, double input_in, double& V, double& I_ex, double& dI_ex,
-                 double& I_in, double& dI_in, int32_t& r) {
+                 double& I_in, double& dI_in, int32_t& r, double current = 0.0) {
   if (r == 0)
-    V = p.P30 * (0.0 + p.i_e) + p.ex.P31 * dI_ex + p.ex.P32 * I_ex + p.in.P31 * dI_in + p.in.P32 * I_in +
+    V = p.P30 * (current + p.i_e) + p.ex.P31 * dI_ex + p.ex.P32 * I_ex + p.in.P31 * dI_in + p.in.P32 * I_in +
         p.expm1_m * V + V;
   else
     --r;
@@ -109,9 +110,11 @@ class Update final : public PopulationUpdate {
   Update(const PopulationSpec& spec, const ModelContext& ctx) : p_(Parameters::of(spec), ctx.h) {}
   void step(const StepInput& in, const NeuronColumns& s, uint8_t* fired) const override {
     const double scale = in.input_scale;
+    const double* current = in.current;
     for (uint64_t k = 0; k < s.n; ++k)
       fired[k] = iaf_psc_alpha::step(p_, double(in.input[k]) * scale, double(in.inhibitory[k]) * scale, s.V[k],
-                                     s.c[k], s.extra[0][k], s.extra[1][k], s.extra[2][k], s.refractory[k]);
+                                     s.c[k], s.extra[0][k], s.extra[1][k], s.extra[2][k], s.refractory[k],
+                                     current ? current[k] : 0.0);
   }
 
  private:
@@ -128,9 +131,11 @@ class PerNeuronUpdate final : public PopulationUpdate {
   }
   void step(const StepInput& in, const NeuronColumns& s, uint8_t* fired) const override {
     const double scale = in.input_scale;
+    const double* current = in.current;
     for (uint64_t k = 0; k < s.n; ++k)
       fired[k] = iaf_psc_alpha::step(table_[k], double(in.input[k]) * scale, double(in.inhibitory[k]) * scale,
-                                     s.V[k], s.c[k], s.extra[0][k], s.extra[1][k], s.extra[2][k], s.refractory[k]);
+                                     s.V[k], s.c[k], s.extra[0][k], s.extra[1][k], s.extra[2][k], s.refractory[k],
+                                     current ? current[k] : 0.0);
   }
 
  private:
@@ -159,6 +164,6 @@ std::unique_ptr<PopulationUpdate> make_update(const PopulationSpec& spec, const 
 
 // extern: a namespace-scope const has internal linkage otherwise (no header declares it).
 extern const NeuronModel model{"iaf_psc_alpha", check, initialize, make_update,
-                        /*split_input=*/true, /*extra_columns=*/3};
+                        /*split_input=*/true, /*extra_columns=*/3, /*takes_current=*/true};
 
 }  // namespace ranvier::iaf_psc_alpha

@@ -49,6 +49,9 @@ struct StepInput {
   double input_scale;
   int64_t step;
   const int32_t* inhibitory = nullptr;
+  // Injected current (pA) per neuron of the range for this step (current sources), or nullptr
+  // where none targets the range. Models that take it: NeuronModel::takes_current.
+  const double* current = nullptr;
 };
 
 // The constants a model needs to make a population's update.
@@ -76,6 +79,7 @@ struct NeuronModel {
   std::unique_ptr<PopulationUpdate> (*make_update)(const PopulationSpec&, const ModelContext&, const NeuronColumns&);
   bool split_input = false;   // excitatory and inhibitory input in separate columns
   int extra_columns = 0;      // state variables beyond V, c and the refractory counter (at most 3)
+  bool takes_current = false; // reads StepInput::current (others: the front end refuses current sources)
 };
 
 // The model of a Python model name (PopulationSpec::model); throws std::invalid_argument naming

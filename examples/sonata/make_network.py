@@ -2,7 +2,8 @@
 reader takes (docs/sonata.md). Two node populations: cortex (30 excitatory and 10 inhibitory
 nest:iaf_psc_alpha neurons, two node types with dynamics files, a per-node I_e) and thalamus
 (20 virtual nodes firing spike trains from inputs.h5); edges thalamus -> cortex (weight and
-delay from the edge type, nsyns per edge) and cortex -> cortex (weight and delay per edge).
+delay from the edge type, nsyns per edge) and cortex -> cortex (weight and delay per edge); a
+current clamp on the excitatory cells with an even node id.
 
     python examples/sonata/make_network.py sonata-small
     ranvier run sonata-small/simulation_config.json --out results/sonata
@@ -24,7 +25,7 @@ def write_types(path, header, rows):
 
 
 def write_network(folder: Path, *, duplicate_input=False, template="nest:iaf_psc_alpha", input_type="spikes",
-                  tstop=300.0, dt=0.1) -> Path:
+                  tstop=300.0, dt=0.1, clamp=True) -> Path:
     """A small SONATA network: cortex (40 neurons of two types), thalamus (20 virtual nodes)."""
     rng = np.random.default_rng(7)
     net, comp = folder / "network", folder / "components"
@@ -97,12 +98,17 @@ def write_network(folder: Path, *, duplicate_input=False, template="nest:iaf_psc
                                 "node_types_file": "$NET/thalamus_node_types.csv"}],
                      "edges": [{"edges_file": "$NET/th_cx_edges.h5", "edge_types_file": "$NET/th_cx_edge_types.csv"},
                                {"edges_file": "$NET/cx_cx_edges.h5", "edge_types_file": "$NET/cx_cx_edge_types.csv"}]}}))
-    (folder / "node_sets.json").write_text(json.dumps({"thalamic": {"population": "thalamus"}}))
+    node_sets = {"thalamic": {"population": "thalamus"}}
     sim = {"manifest": {"$BASE_DIR": "."}, "network": "$BASE_DIR/circuit_config.json",
            "run": {"tstop": tstop, "dt": dt}, "node_sets_file": "node_sets.json",
            "inputs": {"lgn": {"input_type": input_type, "module": "sonata", "input_file": "$BASE_DIR/inputs.h5",
                               "node_set": "thalamic"}},
            "output": {"output_dir": "$BASE_DIR/output", "spikes_file": "cortex_spikes.h5"}}
+    if clamp:       # a current clamp on the excitatory cells with an even node id, 100-200 ms
+        sim["inputs"]["clamp"] = {"input_type": "current_clamp", "module": "IClamp", "node_set": "even_exc",
+                                  "amp": 150.0, "delay": 100.0, "duration": 100.0}
+        node_sets["even_exc"] = {"population": "cortex", "model_name": "E", "node_id": list(range(0, 40, 2))}
+    (folder / "node_sets.json").write_text(json.dumps(node_sets))
     (folder / "simulation_config.json").write_text(json.dumps(sim))
     return folder / "simulation_config.json"
 

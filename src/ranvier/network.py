@@ -522,6 +522,7 @@ class Network:
     populations: list[Population] = field(default_factory=list)
     projections: list[Projection] = field(default_factory=list)
     drives: list[PoissonDrive] = field(default_factory=list)
+    currents: list = field(default_factory=list)     # current sources (ranvier.devices.StepCurrent)
     parameters: dict = field(default_factory=dict)   # the model parameters it was made from
     # Read from a SONATA config (ranvier.sonata.SonataInfo): its node ids, the output's names.
     sonata: object = field(default=None, repr=False, compare=False)
@@ -567,6 +568,15 @@ class Network:
         d.validate()
         self.drives.append(d)
         return d
+
+    def inject(self, source):
+        """A current source (rv.StepCurrent, rv.DCCurrent) on a population's neurons."""
+        from .devices import StepCurrent
+        if not isinstance(source, StepCurrent):
+            raise ConfigError(f"inject needs a ranvier StepCurrent or DCCurrent, got {type(source).__name__}")
+        source.validate(self.population(source.target))
+        self.currents.append(source)
+        return source
 
     def projection_synapses(self, pr: Projection) -> float:
         """The synapses a projection is expected to make (exact but for the pairwise rule)."""

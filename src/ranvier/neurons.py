@@ -507,6 +507,7 @@ class IafPscAlpha(PscExp):
     records, hold V - E_L_mV (mV, relative to rest), and c = the excitatory current I_ex (pA).
     Initial V as psc_exp. Defaults: NEST's."""
     name = "iaf_psc_alpha"
+    takes_current = True               # injected currents (ranvier.devices) add to I_e
     parameters = {**{k: v for k, v in PscExp.parameters.items() if k != "tau_syn_ms"},
                   "tau_syn_ex_ms": Parameter("ms", "rise time of the excitatory synaptic current", 2.0,
                                              per_neuron=True),

@@ -426,16 +426,20 @@ def load(config_path, *, dt_ms: float | None = None):
 
     # spike trains of virtual nodes, from the inputs
     trains: dict = {}                                        # (population, node id) -> times
+    clamps: list = []                                        # (where, input, members): after the populations
     for name, inp in cfg.get("inputs", {}).items():
         where = f"SONATA input '{name}'"
         if inp.get("enabled", True) is False:
             continue
         kind = inp.get("input_type")
-        if kind != "spikes":
-            raise ConfigError(f"{where}: input_type '{kind}' is not supported yet (Ranvier reads 'spikes' inputs; "
-                              f"current clamps and other devices are not read from SONATA yet)")
+        if kind not in ("spikes", "current_clamp"):
+            raise ConfigError(f"{where}: input_type '{kind}' is not supported yet (Ranvier reads 'spikes' and "
+                              f"'current_clamp' inputs)")
         members = select(node_sets, inp.get("node_set"), pops) if inp.get("node_set") is not None else \
             {p.name: np.ones(p.node_ids.size, bool) for p in pops}
+        if kind == "current_clamp":
+            clamps.append((where, inp, members))
+            continue
         spikes = read_spikes(inp["input_file"], inp.get("module", "h5"))
         for pop_name, mask in members.items():
             if not mask.any():
@@ -521,6 +525,25 @@ def load(config_path, *, dt_ms: float | None = None):
     if doubled:
         info.notes.append(f"{doubled} input spike(s) fell in the same {dt:g} ms step as another spike of the same "
                           f"node: they fire from a copy of its population (same edges), none is lost")
+
+    # current clamps (IClamp): amp (pA) from delay for duration (ms), on the node set's neurons
+    for where, inp, members in clamps:
+        try:
+            amp, delay, duration = float(inp["amp"]), float(inp["delay"]), float(inp["duration"])
+        except KeyError as e:
+            raise ConfigError(f"{where}: a current clamp needs 'amp' (pA), 'delay' and 'duration' (ms); "
+                              f"'{e.args[0]}' is missing") from None
+        except (TypeError, ValueError):
+            raise ConfigError(f"{where}: 'amp', 'delay' and 'duration' must be numbers (one clamp per input)") from None
+        from .devices import StepCurrent
+        for pop_name, mask in members.items():
+            chosen = set(by_name[pop_name].node_ids[mask].tolist())
+            for rname, (sonata_pop, node_ids) in info.populations.items():
+                if sonata_pop != pop_name or rname in info.virtual:
+                    continue
+                local = [k for k, nid in enumerate(node_ids.tolist()) if nid in chosen]
+                if local:
+                    net.inject(StepCurrent(rname, [delay, delay + duration], [amp, 0.0], neurons=local))
 
     # edges: one projection per (ranvier source population, ranvier target population)
     for entry in networks.get("edges", []):

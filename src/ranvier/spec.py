@@ -433,6 +433,17 @@ class EngineSpec:
             drives.append(s)
         return pops, projs, drives
 
+    def _current_specs(self) -> list:
+        net, h = self.network, self.resolution_ms
+        out = []
+        for c in net.currents:
+            s = _engine.CurrentSourceSpec()
+            s.targets = c.global_ids(net.population(c.target)).tolist()
+            s.steps = c.steps(h).tolist()
+            s.amplitudes_pA = np.asarray(c.amplitudes_pA, dtype=np.float64).tolist()
+            out.append(s)
+        return out
+
     def engine_config(self, *, exchange: str, placement: str, placement_segments=None, seed: int,
                       barrier: bool, record_spikes: bool, record_state: list[int], comm):
         """The engine's configuration: this specification with the decomposition's settings.
@@ -440,6 +451,7 @@ class EngineSpec:
         ranks); placement_segments: (bounds, ranks) of an area placement, else None."""
         cfg = _engine.EngineConfig()
         cfg.populations, cfg.projections, cfg.drives = self.populations, self.projections, self.drives
+        cfg.current_sources = self._current_specs()
         cfg.resolution_ms = self.resolution_ms
         cfg.steps_per_cycle = self.steps_per_cycle
         cfg.threads = self.threads

@@ -1,0 +1,124 @@
+"""Injected currents (ranvier.devices: StepCurrent, DCCurrent): exact on the grid, NEST's
+step_current_generator to the step, the same spikes for any threads and placement, and clear
+errors before anything is built. Ranks: tests/test_sonata.py runs a network with a current
+clamp on 1 and 2 ranks."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import ranvier as rv
+
+H = 0.1
+NEST_PARAMS = dict(E_L=-65.0, V_th=-50.0, V_reset=-65.0, C_m=200.0, tau_m=15.0, t_ref=2.0, tau_syn_ex=1.5,
+                   tau_syn_in=3.0, I_e=10.0, V_m=-70.0)
+RV_PARAMS = dict(E_L_mV=-65.0, V_th_mV=-50.0, V_reset_mV=-65.0, C_m_pF=200.0, tau_m_ms=15.0, tau_arp_ms=2.0,
+                 tau_syn_ex_ms=1.5, tau_syn_in_ms=3.0, I_e_pA=10.0, V0_mean_mV=-70.0)
+TIMES = [10.0, 25.0, 40.0, 70.0]
+AMPS = [320.0, -150.0, 500.0, 0.0]
+INPUT_TIMES = [5.0, 30.0, 31.0, 60.0]
+
+
+def one_neuron(times=TIMES, amps=AMPS, extra_sources=()):
+    net = rv.Network()
+    net.add_population(rv.Population("pre", 1, params={"spike_times_ms": INPUT_TIMES}, model="spike_train"))
+    net.add_population(rv.Population("n", 1, model="iaf_psc_alpha", params=RV_PARAMS))
+    net.connect(rv.Projection(source="pre", target="n", sources=[0, 0], targets=[0, 0], weight=[400.0, -200.0],
+                              delay_ms=[1.0, 2.0]))
+    net.inject(rv.StepCurrent("n", times, amps))
+    for src in extra_sources:
+        net.inject(src)
+    res = rv.Simulation(net, resolution_ms=H, record_state=[1]).run(100.0)
+    return np.asarray(res.state["V"]).ravel() + RV_PARAMS["E_L_mV"], res
+
+
+@pytest.mark.parametrize("delay_ms", [0.1, 1.0])
+def test_nests_step_current_generator_to_the_step(delay_ms):
+    """NEST's generator with amplitude_times t reaches the neuron over its connection's delay d:
+    StepCurrent(times t + d) gives its V at every step within 1e-9 mV, and its spikes."""
+    nest = pytest.importorskip("nest")
+    nest.ResetKernel()
+    nest.set_verbosity("M_ERROR")
+    nest.resolution = H
+    n = nest.Create("iaf_psc_alpha", params=NEST_PARAMS)
+    pre = nest.Create("spike_generator", params={"spike_times": INPUT_TIMES})
+    nest.Connect(pre, n, syn_spec={"weight": 400.0, "delay": 1.0})
+    nest.Connect(pre, n, syn_spec={"weight": -200.0, "delay": 2.0})
+    gen = nest.Create("step_current_generator", params={"amplitude_times": TIMES, "amplitude_values": AMPS})
+    nest.Connect(gen, n, syn_spec={"delay": delay_ms})
+    meter = nest.Create("multimeter", params={"record_from": ["V_m"], "interval": H})
+    nest.Connect(meter, n)
+    rec = nest.Create("spike_recorder")
+    nest.Connect(n, rec)
+    nest.Simulate(100.0)
+    t_nest, v_nest = meter.events["times"], meter.events["V_m"]
+    v, res = one_neuron([t + delay_ms for t in TIMES])
+    k = np.rint(t_nest / H).astype(int) - 1               # our row k holds V at (k + 1) h
+    assert k.size > 900 and np.max(np.abs(v[k] - v_nest)) < 1e-9
+    ids, times = res.spikes
+    ours = times[ids == 1]
+    assert ours.size > 0 and np.allclose(ours, rec.events["times"], atol=1e-9)
+
+
+def test_a_current_moves_v_from_the_step_after_its_time():
+    quiet, _ = one_neuron(times=[50.0], amps=[0.0])
+    v, _ = one_neuron(times=[50.0], amps=[100.0])
+    first = np.flatnonzero(np.abs(v - quiet) > 0)[0]
+    assert first == round(50.0 / H)                        # row 500: V at 50.1 ms, the first it moves
+
+
+def test_sources_on_one_neuron_add_up():
+    both, _ = one_neuron(times=[20.0, 60.0], amps=[100.0, 0.0],
+                         extra_sources=[rv.DCCurrent("n", 150.0, start_ms=20.0, stop_ms=60.0)])
+    one, _ = one_neuron(times=[20.0, 60.0], amps=[250.0, 0.0])
+    assert np.max(np.abs(both - one)) < 1e-12
+
+
+def network_with_currents():
+    net = rv.Network()
+    net.add_population(rv.Population("E", 200, model="iaf_psc_alpha", params={**RV_PARAMS, "I_e_pA": 0.0}))
+    net.add_population(rv.Population("I", 50, model="iaf_psc_alpha", params={**RV_PARAMS, "I_e_pA": 0.0},
+                                     excitatory=False))
+    net.connect(rv.Projection(source="E", target="E", indegree=20, weight=40.0, delay_ms=1.5))
+    net.connect(rv.Projection(source="E", target="I", indegree=20, weight=40.0, delay_ms=1.0))
+    net.connect(rv.Projection(source="I", target="E", indegree=10, weight=-120.0, delay_ms=1.0))
+    net.inject(rv.StepCurrent("E", [10.0, 60.0, 120.0], [380.0, 250.0, 420.0], neurons=list(range(0, 200, 3))))
+    net.inject(rv.DCCurrent("E", 300.0, start_ms=30.0, stop_ms=150.0, neurons=list(range(100, 200))))
+    net.inject(rv.DCCurrent("I", 330.0, start_ms=5.0))
+    return net
+
+
+def test_the_same_spikes_for_any_threads_and_placement():
+    net = network_with_currents()
+    runs = [rv.Simulation(net, threads=t, placement=p).run(200.0).spikes
+            for t, p in ((1, "round-robin"), (2, "block"), (2, "random"), (2, "round-robin"))]
+    assert runs[0][0].size > 200
+    for ids, times in runs[1:]:
+        assert np.array_equal(ids, runs[0][0]) and np.array_equal(times, runs[0][1])
+
+
+@pytest.mark.parametrize("make, words", [
+    (lambda net: net.inject(rv.StepCurrent("L", [1.0], [5.0])), ["model 'lifca' takes no injected current",
+                                                                 "iaf_psc_alpha"]),
+    (lambda net: net.inject(rv.StepCurrent("A", [1.0, 2.0], [5.0])), ["'times_ms' (2)", "'amplitudes_pA' (1)"]),
+    (lambda net: net.inject(rv.StepCurrent("A", [2.0, 1.0], [5.0, 0.0])), ["strictly increasing"]),
+    (lambda net: net.inject(rv.StepCurrent("A", [1.0], [5.0], neurons=[0, 3])), ["'neurons' must be in [0, 3)"]),
+    (lambda net: net.inject(rv.DCCurrent("A", 5.0, start_ms=10.0, stop_ms=5.0)), ["stop_ms", "after start_ms"]),
+    (lambda net: net.inject(rv.StepCurrent("B", [1.0], [5.0])), ["no population named 'B'"]),
+])
+def test_bad_sources_are_refused_by_name(make, words):
+    net = rv.Network()
+    net.add_population(rv.Population("L", 3))
+    net.add_population(rv.Population("A", 3, model="iaf_psc_alpha"))
+    with pytest.raises(rv.ConfigError) as e:
+        make(net)
+    for w in words:
+        assert w in str(e.value)
+
+
+def test_a_time_off_the_grid_is_refused_before_the_build():
+    net = rv.Network()
+    net.add_population(rv.Population("A", 3, model="iaf_psc_alpha"))
+    net.inject(rv.StepCurrent("A", [1.05], [5.0]))
+    with pytest.raises(rv.ConfigError, match="1.05 ms is not a whole number of steps of 0.1 ms"):
+        rv.Simulation(net).run(10.0)
