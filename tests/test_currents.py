@@ -122,3 +122,54 @@ def test_a_time_off_the_grid_is_refused_before_the_build():
     net.inject(rv.StepCurrent("A", [1.05], [5.0]))
     with pytest.raises(rv.ConfigError, match="1.05 ms is not a whole number of steps of 0.1 ms"):
         rv.Simulation(net).run(10.0)
+
+
+def currents_seen(net, ids, T=1000.0):
+    """The injected current of every step, recovered from V (exact integration: V' = P30 (I + I_e) + e^(-h/tau) V;
+    V_th far above, so no spike, and no synaptic input)."""
+    res = rv.Simulation(net, resolution_ms=H, record_state=ids).run(T)
+    v = np.asarray(res.state["V"]).T                   # [step, neuron], relative to E_L; V starts at V0 - E_L
+    tau, c = RV_PARAMS["tau_m_ms"], RV_PARAMS["C_m_pF"]
+    p30 = -tau / c * np.expm1(-H / tau)
+    v0 = np.full((1, len(ids)), RV_PARAMS["V0_mean_mV"] - RV_PARAMS["E_L_mV"])
+    before = np.vstack([v0, v[:-1]])
+    return (v - np.exp(-H / tau) * before) / p30 - RV_PARAMS["I_e_pA"]
+
+
+def quiet_population(n):
+    net = rv.Network()
+    net.add_population(rv.Population("n", n, model="iaf_psc_alpha", params={**RV_PARAMS, "V_th_mV": 1e6}))
+    return net
+
+
+def test_noise_current_draws_its_value_every_dt_with_its_mean_and_sd():
+    net = quiet_population(4)
+    net.inject(rv.NoiseCurrent("n", mean_pA=50.0, std_pA=20.0, dt_ms=0.5, start_ms=100.0, stop_ms=900.0))
+    i = currents_seen(net, [0, 1, 2, 3])
+    assert np.max(np.abs(i[:1000])) < 1e-6 and np.max(np.abs(i[9000:])) < 1e-6    # off before start, after stop
+    on = i[1000:9000].reshape(-1, 5, 4)                  # 1600 intervals of 5 steps, 4 neurons
+    assert np.max(np.ptp(on, axis=1)) < 1e-6             # constant within an interval
+    draws = on[:, 0, :]
+    assert abs(draws.mean() - 50.0) < 5 * 20.0 / np.sqrt(draws.size)
+    assert abs(draws.std() / 20.0 - 1) < 0.05
+    c = np.corrcoef(draws.T)
+    assert np.max(np.abs(c[np.triu_indices(4, 1)])) < 0.1   # each neuron its own draws
+
+
+def test_noise_without_spread_is_its_mean_exactly():
+    noisy = quiet_population(2)
+    noisy.inject(rv.NoiseCurrent("n", mean_pA=75.0, std_pA=0.0, dt_ms=1.0, start_ms=10.0))
+    dc = quiet_population(2)
+    dc.inject(rv.DCCurrent("n", 75.0, start_ms=10.0))
+    a = rv.Simulation(noisy, resolution_ms=H, record_state=[0, 1]).run(100.0).state["V"]
+    b = rv.Simulation(dc, resolution_ms=H, record_state=[0, 1]).run(100.0).state["V"]
+    assert np.array_equal(np.asarray(a), np.asarray(b))
+
+
+def test_noise_is_the_same_for_any_threads_and_placement():
+    net = network_with_currents()
+    net.inject(rv.NoiseCurrent("E", mean_pA=100.0, std_pA=150.0, dt_ms=1.0, neurons=list(range(50))))
+    runs = [rv.Simulation(net, threads=t, placement=p).run(200.0).spikes
+            for t, p in ((1, "round-robin"), (2, "block"), (2, "random"))]
+    for ids, times in runs[1:]:
+        assert np.array_equal(ids, runs[0][0]) and np.array_equal(times, runs[0][1])

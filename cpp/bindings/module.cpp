@@ -255,7 +255,10 @@ NB_MODULE(_engine, m) {
   nb::class_<CurrentSourceSpec>(m, "CurrentSourceSpec")
       .def(nb::init<>())
       .def_rw("targets", &CurrentSourceSpec::targets).def_rw("steps", &CurrentSourceSpec::steps)
-      .def_rw("amplitudes_pA", &CurrentSourceSpec::amplitudes_pA);
+      .def_rw("amplitudes_pA", &CurrentSourceSpec::amplitudes_pA)
+      .def_rw("noise_interval_steps", &CurrentSourceSpec::noise_interval_steps)
+      .def_rw("start_step", &CurrentSourceSpec::start_step).def_rw("stop_step", &CurrentSourceSpec::stop_step)
+      .def_rw("noise_mean_pA", &CurrentSourceSpec::noise_mean_pA).def_rw("noise_std_pA", &CurrentSourceSpec::noise_std_pA);
   nb::class_<DriveSpec>(m, "DriveSpec")
       .def(nb::init<>())
       .def_rw("target", &DriveSpec::target).def_rw("n_synapses", &DriveSpec::n_synapses)

@@ -1,17 +1,51 @@
-// Injected currents (Python: rv.StepCurrent, rv.DCCurrent; SONATA current clamps): each
-// source's amplitude changes become, per thread, one list of changes ordered by step, applied
-// as the update reaches their step (InjectedCurrents::advance_to in engine.hpp). Only the
-// neurons' global ids and the sources' order decide the result: the same on any decomposition.
+// Injected currents (Python: rv.StepCurrent, rv.DCCurrent, rv.NoiseCurrent; SONATA current
+// clamps). Per thread, each source's amplitude changes become one list ordered by step, applied
+// as the update reaches their step; a noise source draws each target's current at the start of
+// every interval from (seed, gid, source, interval). Only global ids and the sources' order
+// decide the result: the same on any decomposition.
 #include <algorithm>
+#include <limits>
 #include <stdexcept>
+#include <string>
 
+#include "core/distributions.hpp"
 #include "core/engine.hpp"
+#include "core/philox.hpp"
 
 namespace ranvier {
+
+void InjectedCurrents::set_slot(uint32_t slot, double amplitude_pA) {
+  slot_amplitude[slot] = amplitude_pA;
+  const uint32_t neuron = slot_neuron[slot];
+  double sum = 0.0;                              // in source order
+  for (uint32_t k = slot_begin[neuron]; k < slot_begin[neuron + 1]; ++k) sum += slot_amplitude[k];
+  current[neuron] = sum;
+}
+
+void InjectedCurrents::advance_to(int64_t s) {
+  while (next < changes.size() && changes[next].step <= s) {
+    const Change& c = changes[next++];
+    set_slot(c.slot, c.amplitude_pA);
+  }
+  for (const Noise& n : noise) {
+    if (s < n.start || s > n.stop) continue;
+    if (s == n.stop) {                           // off from its stop on
+      for (uint32_t slot : n.slots) set_slot(slot, 0.0);
+      continue;
+    }
+    if ((s - n.start) % n.interval) continue;
+    const uint32_t interval = uint32_t((s - n.start) / n.interval);
+    for (uint32_t slot : n.slots) {
+      const double u = Stream(key, gid[slot_neuron[slot]], Purpose::noise_current, n.source, interval).uniform();
+      set_slot(slot, n.mean + n.std * inverse_normal(u));
+    }
+  }
+}
 
 void Engine::build_current_sources() {
   for (auto& ts : threads_) ts.currents = InjectedCurrents();
   if (cfg_.current_sources.empty()) return;
+  if (cfg_.current_sources.size() > 0xFFFFu) throw std::invalid_argument("at most 65,535 current sources");
   // Per thread: (neuron, source) pairs; a neuron's slots in source order.
   std::vector<std::vector<std::pair<uint32_t, uint32_t>>> pairs(threads_.size());
   for (uint32_t src = 0; src < cfg_.current_sources.size(); ++src) {
@@ -29,6 +63,8 @@ void Engine::build_current_sources() {
     if (p.empty()) continue;
     ThreadState& ts = threads_[t];
     InjectedCurrents& ic = ts.currents;
+    ic.key = key_from_seed(cfg_.seed);
+    ic.gid = ts.neurons.gid;
     std::sort(p.begin(), p.end());               // by neuron, then source: a neuron's slots in source order
     const uint64_t n = ts.neurons.size();
     ic.current.assign(n, 0.0);
@@ -36,9 +72,21 @@ void Engine::build_current_sources() {
     for (const auto& [neuron, src] : p) ++ic.slot_begin[neuron + 1];
     for (uint64_t k = 0; k < n; ++k) ic.slot_begin[k + 1] += ic.slot_begin[k];
     ic.slot_amplitude.assign(p.size(), 0.0);
+    ic.slot_neuron.resize(p.size());
+    std::vector<int> noise_of(cfg_.current_sources.size(), -1);
     for (uint32_t slot = 0; slot < p.size(); ++slot) {
       const auto& [neuron, src] = p[slot];
+      ic.slot_neuron[slot] = neuron;
       const CurrentSourceSpec& cs = cfg_.current_sources[src];
+      if (cs.noise_interval_steps > 0) {
+        if (noise_of[src] < 0) {
+          noise_of[src] = int(ic.noise.size());
+          ic.noise.push_back({src, cs.noise_interval_steps, cs.start_step, cs.stop_step, cs.noise_mean_pA,
+                              cs.noise_std_pA, {}});
+        }
+        ic.noise[size_t(noise_of[src])].slots.push_back(slot);
+        continue;
+      }
       for (size_t i = 0; i < cs.steps.size(); ++i) ic.changes.push_back({cs.steps[i], neuron, slot, cs.amplitudes_pA[i]});
     }
     std::stable_sort(ic.changes.begin(), ic.changes.end(), [](const auto& a, const auto& b) {

@@ -77,32 +77,38 @@ struct DeliveryEntry {
   uint32_t first, count;
 };
 
-// The current sources' changes on one thread's neurons (cpp/core/currents.cpp). `current` holds
-// each neuron's injected current (pA) for the step being integrated; empty when no source
-// targets the thread.
+// The current sources on one thread's neurons (cpp/core/currents.cpp). `current` holds each
+// neuron's injected current (pA) for the step being integrated; empty when no source targets
+// the thread. A slot is one (source, neuron) pair: a neuron's current is the sum of its slots'
+// amplitudes in source order, the same on any decomposition.
 struct InjectedCurrents {
   struct Change {
     int64_t step;        // the first step integrated with the new amplitude
     uint32_t neuron;     // thread-local index
-    uint32_t slot;       // (source, neuron) pair
+    uint32_t slot;
     double amplitude_pA;
+  };
+  struct Noise {                                 // a noise source's targets on this thread
+    uint32_t source;
+    int64_t interval, start, stop;
+    double mean, std;
+    std::vector<uint32_t> slots;
   };
   std::vector<double> current;                   // per neuron
   std::vector<uint8_t> range_has_current;        // per population range
-  std::vector<Change> changes;                   // by step, then neuron, then source
-  std::vector<double> slot_amplitude;            // per (source, neuron) pair, its amplitude now
+  std::vector<Change> changes;                   // by step, then neuron, then slot
+  std::vector<Noise> noise;
+  std::vector<double> slot_amplitude;            // per slot, its amplitude now
+  std::vector<uint32_t> slot_neuron;             // per slot, its neuron
   std::vector<uint32_t> slot_begin;              // per neuron: its slots, CSR, in source order
+  std::vector<uint64_t> gid;                     // per neuron: its global id (the noise draws' key)
+  Key key{};                                     // the simulation's
   size_t next = 0;                               // the first change not applied yet
-  // Brings `current` to step s: applies every change up to s.
-  void advance_to(int64_t s) {
-    while (next < changes.size() && changes[next].step <= s) {
-      const Change& c = changes[next++];
-      slot_amplitude[c.slot] = c.amplitude_pA;
-      double sum = 0.0;                          // in source order: the same on any decomposition
-      for (uint32_t k = slot_begin[c.neuron]; k < slot_begin[c.neuron + 1]; ++k) sum += slot_amplitude[k];
-      current[c.neuron] = sum;
-    }
-  }
+  // Brings `current` to step s: applies every change up to s and draws the noise due at s.
+  void advance_to(int64_t s);
+
+ private:
+  void set_slot(uint32_t slot, double amplitude_pA);
 };
 
 struct ThreadState {

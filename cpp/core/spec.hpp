@@ -156,10 +156,17 @@ struct DriveSpec {                        // Poisson input drawn on the fly
 // A current injected into neurons (pA), piecewise constant in time: amplitudes_pA[i] enters the
 // integration of every step from steps[i] on (the step that integrates [steps[i] h, steps[i] h + h]),
 // until steps[i + 1]; 0 before steps[0]. Sources on one neuron add, in the order of the list.
+// A noise source (noise_interval_steps > 0) instead: from start_step until stop_step, every
+// noise_interval_steps steps each target draws its own current noise_mean_pA + noise_std_pA z,
+// z standard normal keyed by (seed, target gid, the source's index, the interval): NEST's
+// noise_generator, the same on any decomposition.
 struct CurrentSourceSpec {
   std::vector<uint64_t> targets;          // global ids
   std::vector<int64_t> steps;             // increasing
   std::vector<double> amplitudes_pA;
+  int64_t noise_interval_steps = 0;
+  int64_t start_step = 0, stop_step = 0;
+  double noise_mean_pA = 0, noise_std_pA = 0;
 };
 
 struct EngineConfig {

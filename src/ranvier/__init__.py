@@ -31,12 +31,12 @@ _wait_policy_chosen = _choose_wait_policy()
 
 from . import activity, models, random
 from .errors import ConfigError
-from .devices import DCCurrent, StepCurrent
+from .devices import DCCurrent, NoiseCurrent, StepCurrent
 from .grid import ColumnGrid
 from .network import Network, PoissonDrive, Population, Projection
 from .plasticity import STDP, STDPPowerLaw
 from .weights import WeightRecorder
 from .simulation import PHASES, Result, Simulation
 
-__all__ = ["ConfigError", "ColumnGrid", "DCCurrent", "StepCurrent", "Network", "Population", "Projection", "PoissonDrive", "STDP", "STDPPowerLaw", "WeightRecorder", "Simulation",
+__all__ = ["ConfigError", "ColumnGrid", "DCCurrent", "NoiseCurrent", "StepCurrent", "Network", "Population", "Projection", "PoissonDrive", "STDP", "STDPPowerLaw", "WeightRecorder", "Simulation",
            "Result", "PHASES", "models", "activity", "random", "__version__"]

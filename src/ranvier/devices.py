@@ -38,12 +38,8 @@ class StepCurrent:
     neurons: Sequence[int] | None = None
 
     def validate(self, pop) -> None:
-        from .neurons import NEURON_MODELS
         where = f"current source on '{self.target}'"
-        model = NEURON_MODELS[pop.model]
-        if not getattr(model, "takes_current", False):
-            takers = sorted(n for n, m in NEURON_MODELS.items() if getattr(m, "takes_current", False))
-            raise ConfigError(f"{where}: model '{pop.model}' takes no injected current; models that do: {takers}")
+        _check_target(where, pop, self.neurons)
         times = _numbers(where, "times_ms", self.times_ms)
         amps = _numbers(where, "amplitudes_pA", self.amplitudes_pA)
         if times.size != amps.size or times.size == 0:
@@ -51,30 +47,58 @@ class StepCurrent:
                               f"non-empty lists of the same length")
         if np.any(times < 0) or np.any(np.diff(times) <= 0):
             raise ConfigError(f"{where}: 'times_ms' must be >= 0 and strictly increasing, got {times.tolist()[:8]}")
-        if self.neurons is not None:
-            ids = np.asarray(self.neurons)
-            if ids.ndim != 1 or ids.size == 0 or ids.dtype.kind not in "iu":
-                raise ConfigError(f"{where}: 'neurons' must be a list of population-local indices (integers) or None, "
-                                  f"got {self.neurons!r:.60}")
-            if ids.min() < 0 or ids.max() >= pop.size:
-                raise ConfigError(f"{where}: 'neurons' must be in [0, {pop.size}), got {int(ids.min())}..{int(ids.max())}")
-            if np.unique(ids).size != ids.size:
-                raise ConfigError(f"{where}: 'neurons' names a neuron twice")
         self.times_ms, self.amplitudes_pA = times, amps
 
     def steps(self, resolution_ms: float) -> np.ndarray:
         """The first step each amplitude enters; refuses times off the grid."""
-        steps = np.asarray(self.times_ms) / resolution_ms
-        off = np.abs(steps - np.rint(steps)) > 1e-9 * np.maximum(1.0, steps)
-        if off.any():
-            t = float(np.asarray(self.times_ms)[off][0])
-            raise ConfigError(f"current source on '{self.target}': time {t:g} ms is not a whole number of steps of "
-                              f"{resolution_ms} ms; round it or change resolution_ms")
-        return np.rint(steps).astype(np.int64)
+        return _on_grid(f"current source on '{self.target}'", "time", self.times_ms, resolution_ms)
 
     def global_ids(self, pop) -> np.ndarray:
-        local = np.arange(pop.size) if self.neurons is None else np.asarray(self.neurons, dtype=np.int64)
-        return (pop.first_id + local).astype(np.uint64)
+        return _global_ids(pop, self.neurons)
+
+    def engine_spec(self, pop, resolution_ms, spec) -> None:
+        spec.targets = self.global_ids(pop).tolist()
+        spec.steps = self.steps(resolution_ms).tolist()
+        spec.amplitudes_pA = np.asarray(self.amplitudes_pA, dtype=np.float64).tolist()
+
+
+@dataclass
+class NoiseCurrent:
+    """A noisy current (pA) on neurons of population `target` (NEST's noise_generator, PyNN's
+    NoisyCurrentSource): from start_ms until stop_ms (None: the end of the run), every dt_ms
+    each neuron draws its own current mean_pA + std_pA z, z standard normal. The draws are keyed
+    by (seed, the neuron's global id, the source's place among the network's current sources,
+    the interval): the same for any ranks, threads and placement. dt_ms: a whole number of steps."""
+    target: str
+    mean_pA: float
+    std_pA: float
+    dt_ms: float
+    start_ms: float = 0.0
+    stop_ms: float | None = None
+    neurons: Sequence[int] | None = None
+
+    def validate(self, pop) -> None:
+        where = f"noise current on '{self.target}'"
+        _check_target(where, pop, self.neurons)
+        for key in ("mean_pA", "std_pA", "dt_ms", "start_ms"):
+            v = getattr(self, key)
+            if isinstance(v, bool) or not isinstance(v, numbers.Real) or not math.isfinite(v):
+                raise ConfigError(f"{where}: '{key}' must be a finite number, got {v!r}")
+        if self.std_pA < 0 or self.dt_ms <= 0 or self.start_ms < 0:
+            raise ConfigError(f"{where}: 'std_pA' must be >= 0, 'dt_ms' > 0 and 'start_ms' >= 0")
+        if self.stop_ms is not None and not (isinstance(self.stop_ms, numbers.Real) and self.stop_ms > self.start_ms):
+            raise ConfigError(f"{where}: 'stop_ms' ({self.stop_ms!r}) must be after start_ms ({self.start_ms!r})")
+
+    def engine_spec(self, pop, resolution_ms, spec) -> None:
+        where = f"noise current on '{self.target}'"
+        spec.targets = _global_ids(pop, self.neurons).tolist()
+        (interval,) = _on_grid(where, "dt_ms", [self.dt_ms], resolution_ms)
+        (start,) = _on_grid(where, "start_ms", [self.start_ms], resolution_ms)
+        stop = _on_grid(where, "stop_ms", [self.stop_ms], resolution_ms)[0] if self.stop_ms is not None else 2**62
+        if interval < 1:
+            raise ConfigError(f"{where}: 'dt_ms' must be at least one step ({resolution_ms} ms)")
+        spec.noise_interval_steps, spec.start_step, spec.stop_step = int(interval), int(start), int(stop)
+        spec.noise_mean_pA, spec.noise_std_pA = float(self.mean_pA), float(self.std_pA)
 
 
 def DCCurrent(target: str, amplitude_pA: float, start_ms: float = 0.0, stop_ms: float | None = None,
@@ -87,6 +111,40 @@ def DCCurrent(target: str, amplitude_pA: float, start_ms: float = 0.0, stop_ms: 
         times.append(stop_ms)
         amps.append(0.0)
     return StepCurrent(target, times, amps, neurons)
+
+
+CURRENT_SOURCES = (StepCurrent, NoiseCurrent)
+
+
+def _check_target(where: str, pop, neurons) -> None:
+    from .neurons import NEURON_MODELS
+    if not getattr(NEURON_MODELS[pop.model], "takes_current", False):
+        takers = sorted(n for n, m in NEURON_MODELS.items() if getattr(m, "takes_current", False))
+        raise ConfigError(f"{where}: model '{pop.model}' takes no injected current; models that do: {takers}")
+    if neurons is not None:
+        ids = np.asarray(neurons)
+        if ids.ndim != 1 or ids.size == 0 or ids.dtype.kind not in "iu":
+            raise ConfigError(f"{where}: 'neurons' must be a list of population-local indices (integers) or None, "
+                              f"got {neurons!r:.60}")
+        if ids.min() < 0 or ids.max() >= pop.size:
+            raise ConfigError(f"{where}: 'neurons' must be in [0, {pop.size}), got {int(ids.min())}..{int(ids.max())}")
+        if np.unique(ids).size != ids.size:
+            raise ConfigError(f"{where}: 'neurons' names a neuron twice")
+
+
+def _global_ids(pop, neurons) -> np.ndarray:
+    local = np.arange(pop.size) if neurons is None else np.asarray(neurons, dtype=np.int64)
+    return (pop.first_id + local).astype(np.uint64)
+
+
+def _on_grid(where: str, what: str, times, resolution_ms: float) -> np.ndarray:
+    steps = np.asarray(times, dtype=np.float64) / resolution_ms
+    off = np.abs(steps - np.rint(steps)) > 1e-9 * np.maximum(1.0, steps)
+    if off.any():
+        t = float(np.asarray(times)[off][0])
+        raise ConfigError(f"{where}: {what} {t:g} ms is not a whole number of steps of {resolution_ms} ms; round it "
+                          f"or change resolution_ms")
+    return np.rint(steps).astype(np.int64)
 
 
 def _numbers(where: str, key: str, values) -> np.ndarray:

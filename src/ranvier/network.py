@@ -570,10 +570,11 @@ class Network:
         return d
 
     def inject(self, source):
-        """A current source (rv.StepCurrent, rv.DCCurrent) on a population's neurons."""
-        from .devices import StepCurrent
-        if not isinstance(source, StepCurrent):
-            raise ConfigError(f"inject needs a ranvier StepCurrent or DCCurrent, got {type(source).__name__}")
+        """A current source (rv.StepCurrent, rv.DCCurrent, rv.NoiseCurrent) on a population's neurons."""
+        from .devices import CURRENT_SOURCES
+        if not isinstance(source, CURRENT_SOURCES):
+            raise ConfigError(f"inject needs a ranvier StepCurrent, DCCurrent or NoiseCurrent, got "
+                              f"{type(source).__name__}")
         source.validate(self.population(source.target))
         self.currents.append(source)
         return source

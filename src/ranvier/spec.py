@@ -438,9 +438,7 @@ class EngineSpec:
         out = []
         for c in net.currents:
             s = _engine.CurrentSourceSpec()
-            s.targets = c.global_ids(net.population(c.target)).tolist()
-            s.steps = c.steps(h).tolist()
-            s.amplitudes_pA = np.asarray(c.amplitudes_pA, dtype=np.float64).tolist()
+            c.engine_spec(net.population(c.target), h, s)
             out.append(s)
         return out
 
