@@ -58,6 +58,10 @@ struct PopulationSpec {
   // rate_hz * h in each step of [start_step, stop_step).
   double source_rate_hz = 0;
   int64_t start_step = 0, stop_step = 0;
+  // Poisson sources with a piecewise-constant rate (inhomogeneous_poisson): rates_hz[i] from step
+  // rate_steps[i] on, increasing steps; silent before the first.
+  std::vector<int64_t> rate_steps;
+  std::vector<double> rates_hz;
   // Spike trains given in advance (spike_train): neuron x fires in the steps
   // train_steps[train_begin[x] .. train_begin[x + 1]), increasing (a spike at time t ms is step t / h - 1).
   std::vector<uint64_t> train_begin;

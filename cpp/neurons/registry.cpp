@@ -13,7 +13,8 @@
   X(artificial)                  \
   X(poisson_source)              \
   X(iaf_psc_alpha)               \
-  X(spike_train)
+  X(spike_train)                 \
+  X(inhomogeneous_poisson)
 
 namespace ranvier {
 
