@@ -571,6 +571,7 @@ class Result:
         self.rank, self.ranks, self.threads = comm.rank, comm.size, sim.threads
         self.exchange, self.placement, self.seed = sim.exchange, sim.placement, sim.seed
         self.overlap = sim.overlap
+        self.record_spikes, self.stream_to = sim.record_spikes, sim.stream_to
         self.resolution_ms = sim.resolution_ms
         self.duration_ms = sim.steps_done * sim.resolution_ms              # simulated: whole cycles
         self.requested_duration_ms = sim.requested_steps * sim.resolution_ms  # asked for (Simulation.run)
@@ -672,6 +673,19 @@ class Result:
         if spikes is None:
             return None
         return spikes[0], spikes[1] * self.resolution_ms
+
+    def to_neo(self, populations=None):
+        """The run as a neo.Block, laid out as PyNN's get_data() (ranvier.neo_io): one Segment; one
+        SpikeTrain per neuron (ms, t_start 0, t_stop duration_ms; annotations source_population,
+        source_id = global id, source_index = index in the population, model); per population an
+        AnalogSignal "v" (mV; absolute where the model's potentials are, with E_L added back) and
+        one of the model's second variable for the neurons of record_state; a neo.Group per
+        population. populations: names to restrict it to. Needs the neo extra
+        (pip install "ranvier[neo]"). Spikes in memory or streamed (stream_to) both work;
+        record_spikes="counts" is refused, record_spikes=False gives no spike trains. None off
+        rank 0."""
+        from . import neo_io
+        return neo_io.to_neo(self, populations)
 
     def populations(self) -> list[dict]:
         """The population table, in id order: name, size, first_id (its first global id), model,
