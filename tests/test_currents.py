@@ -173,3 +173,27 @@ def test_noise_is_the_same_for_any_threads_and_placement():
             for t, p in ((1, "round-robin"), (2, "block"), (2, "random"))]
     for ids, times in runs[1:]:
         assert np.array_equal(ids, runs[0][0]) and np.array_equal(times, runs[0][1])
+
+
+@pytest.mark.parametrize("interval_ms", [0.5, 1.0, 2.5])
+def test_state_sampled_at_an_interval_is_the_every_step_state_at_its_multiples(interval_ms):
+    """record_state_interval_ms: the state at every multiple of the interval, over run() calls
+    that end anywhere (here 37.3 ms, then the rest)."""
+    net = network_with_currents()
+    ids = [0, 5, 120, 230]
+    full = rv.Simulation(net, record_state=ids)
+    full.run(37.3)
+    every = full.run(62.7).state
+    sampled_sim = rv.Simulation(net, record_state=ids, record_state_interval_ms=interval_ms)
+    sampled_sim.run(37.3)
+    sampled = sampled_sim.run(62.7).state
+    k = round(interval_ms / H)
+    assert sampled["interval_ms"] == pytest.approx(interval_ms)
+    assert np.asarray(sampled["V"]).shape == (4, round(100.0 / interval_ms))
+    assert np.array_equal(np.asarray(sampled["V"]), np.asarray(every["V"])[:, k - 1::k])
+    assert np.array_equal(np.asarray(sampled["c"]), np.asarray(every["c"])[:, k - 1::k])
+
+
+def test_an_interval_off_the_grid_is_refused():
+    with pytest.raises(rv.ConfigError, match="record_state_interval_ms must be a whole number"):
+        rv.Simulation(network_with_currents(), record_state=[0], record_state_interval_ms=0.25 + 0.01)

@@ -273,6 +273,7 @@ NB_MODULE(_engine, m) {
       .def_rw("exchange", &EngineConfig::exchange).def_rw("placement", &EngineConfig::placement)
       .def_rw("seed", &EngineConfig::seed).def_rw("barrier", &EngineConfig::barrier)
       .def_rw("record_spikes", &EngineConfig::record_spikes).def_rw("record_state", &EngineConfig::record_state)
+      .def_rw("record_state_interval", &EngineConfig::record_state_interval)
       .def_rw("fraction_bits", &EngineConfig::fraction_bits).def_rw("use_mpi", &EngineConfig::use_mpi)
       .def_rw("comm_handle", &EngineConfig::comm_handle).def_rw("overlap", &EngineConfig::overlap)
       .def_rw("drive_steps", &EngineConfig::drive_steps)

@@ -220,7 +220,7 @@ RANVIER_PHASE void Engine::update(ThreadState& ts, int64_t cycle) {
         }
       }
     }
-    if (!ts.traced.empty()) record_state(ts, cycle, o);
+    if (!ts.traced.empty() && step % cfg_.record_state_interval == 0) record_state(ts, step);
   }
 }
 
@@ -229,8 +229,11 @@ void Engine::run_cycles(int64_t cycles) {
   if (cycle_ + cycles >= (int64_t(1) << 32)) throw std::invalid_argument("runs are limited to 2^32 cycles");
   const int T = cfg_.threads;
   const int64_t L = cfg_.steps_per_cycle;
+  // The state is sampled at the steps that are whole multiples of the interval (V at those times).
+  const int64_t every = cfg_.record_state_interval;
   trace_base_ = trace_V_.size();
-  trace_V_.resize(trace_base_ + size_t(cycles * L) * traced_ids_.size());
+  trace_first_sample_ = cycle_ * L / every;
+  trace_V_.resize(trace_base_ + size_t((cycle_ + cycles) * L / every - trace_first_sample_) * traced_ids_.size());
   trace_c_.resize(trace_V_.size());
   // Room for this call's timers, grown geometrically: no allocation inside a cycle, and never an
   // exact reserve per call (that copied the whole history every chunk: quadratic in run length).

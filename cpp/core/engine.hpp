@@ -206,7 +206,7 @@ class Engine {
   void build_delivery_queues();                                                   // delivery.cpp
   void build_state_recorder();
   void build_current_sources();                                                  // currents.cpp
-  void record_state(const ThreadState& ts, int64_t cycle, int64_t offset);        // recorders.cpp
+  void record_state(const ThreadState& ts, int64_t step);                         // recorders.cpp
   // Rows of the input buffer follow the step modulo the drive block.
   int64_t input_row(int64_t cycle, int64_t offset) const {
     return (cycle * cfg_.steps_per_cycle + offset) % cfg_.drive_steps;
@@ -231,6 +231,7 @@ class Engine {
   std::vector<uint64_t> traced_ids_;
   std::vector<double> trace_V_, trace_c_;  // [step][row], grown per run
   size_t trace_base_ = 0;
+  int64_t trace_first_sample_ = 0;         // samples (multiples of the interval) before the run call
   int64_t run_first_cycle_ = 0;
   int64_t cycle_ = 0;
   int64_t queue_cycles_ = 1;

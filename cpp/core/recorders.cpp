@@ -21,10 +21,11 @@ void Engine::build_state_recorder() {
   }
 }
 
-// V and c of this thread's traced neurons after one step.
-void Engine::record_state(const ThreadState& ts, int64_t cycle, int64_t offset) {
+// V and c of this thread's traced neurons after the step that ends at `step` (a multiple of the
+// recording interval).
+void Engine::record_state(const ThreadState& ts, int64_t step) {
   const size_t traced = traced_ids_.size();
-  const size_t first = size_t((cycle - run_first_cycle_) * cfg_.steps_per_cycle + offset) * traced + trace_base_;
+  const size_t first = size_t(step / cfg_.record_state_interval - trace_first_sample_ - 1) * traced + trace_base_;
   for (const auto& [k, row] : ts.traced) {
     trace_V_[first + row] = ts.neurons.V[k];
     trace_c_[first + row] = ts.neurons.c[k];

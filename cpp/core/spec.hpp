@@ -199,7 +199,8 @@ struct EngineConfig {
   // same whether the schedule is overlapped or not.
   int64_t drive_steps = 0;
   bool record_spikes = true;
-  std::vector<uint64_t> record_state;     // global ids whose V and c are recorded every step
+  std::vector<uint64_t> record_state;     // global ids whose V and c are recorded
+  int64_t record_state_interval = 1;      // steps between samples: V and c at every multiple
   int fraction_bits = 16;                 // synaptic input in fixed point, units of 2^-bits mV
   bool use_mpi = false;                   // false: a single process, no MPI
   int64_t comm_handle = 0;                // with use_mpi: the communicator's Fortran handle (any sign)

@@ -17,7 +17,8 @@ Layout (PyNN's, with the populations of an Assembly in one Block):
   population), model.
 - AnalogSignal per recorded variable per population holding recorded neurons (Simulation
   record_state): shape (samples, recorded neurons of the population, ascending global id),
-  sampling_period = resolution_ms (the state is recorded at every step), t_start = resolution_ms
+  sampling_period = the recording interval (Simulation record_state_interval_ms, by default the
+  resolution), t_start = that interval
   (sample k is the state at the end of step k + 1, as NEST's multimeter times it); annotations
   source_population, source_ids, model, description; array annotations channel_index (index
   within the population) and source_id (global id) per channel.
@@ -162,7 +163,7 @@ def _signals(neo, pq, result, pop, state) -> list:
         return []
     gids = gids[mine]
     local = gids - pop.first_id
-    h = result.resolution_ms
+    h = state.get("interval_ms", result.resolution_ms)
     common = dict(t_start=h * pq.ms, sampling_period=h * pq.ms, source_population=pop.name, source_ids=gids,
                   model=pop.model, array_annotations={"channel_index": local, "source_id": gids})
     v = np.asarray(state["V"], dtype=np.float64)[mine]

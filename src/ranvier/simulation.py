@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import math
+import numbers
 import os
 import resource
 import sys
@@ -62,7 +63,9 @@ class Simulation:
     barrier: time a barrier before each exchange as 'synchronize' (separates waiting from
     transfer, as the DPSNN study does). record_state: global ids whose V and c are recorded
     at every step (V in mV relative to rest, for every model; c the model's second variable:
-    lifca's adaptation, psc_exp's synaptic current in pA, iaf_psc_alpha's excitatory one).
+    lifca's adaptation, psc_exp's synaptic current in pA, iaf_psc_alpha's excitatory one), or
+    every record_state_interval_ms (a whole number of steps: the state at its multiples, as
+    NEST's multimeter interval).
 
     Spikes and per-cycle timers leave the engine after every chunk of a run (100 ms simulated)
     and are gathered on rank 0 (ranvier.recording). record_spikes: True keeps them in memory
@@ -89,7 +92,8 @@ class Simulation:
                  placement: str = "round-robin", seed: int = 1, resolution_ms: float = 0.1,
                  comm=None, barrier: bool = True, overlap: bool = False, record_spikes: bool | str = True,
                  stream_to=None,
-                 record_state: list[int] | None = None, max_memory_bytes: int | None = None,
+                 record_state: list[int] | None = None, record_state_interval_ms: float | None = None,
+                 max_memory_bytes: int | None = None,
                  global_interval: int | None = None, tier_exchange: str = "allgather",
                  initial_weights=None, record_weights=None, pace: bool = False):
         if not isinstance(network, Network):
@@ -130,6 +134,14 @@ class Simulation:
         for g in self.record_state:
             if not 0 <= g < n:
                 raise ConfigError(f"record_state: neuron id {g} is outside [0, {n})")
+        # V and c sampled every record_state_interval_ms (a whole number of steps; default every step)
+        every = self.resolution_ms if record_state_interval_ms is None else record_state_interval_ms
+        steps = every / self.resolution_ms if isinstance(every, numbers.Real) and not isinstance(every, bool) else -1
+        if not (steps >= 1 - 1e-9 and abs(steps - round(steps)) <= 1e-9 * max(1.0, steps)):
+            raise ConfigError(f"record_state_interval_ms must be a whole number (>= 1) of steps of "
+                              f"{self.resolution_ms} ms, got {record_state_interval_ms!r}")
+        self.record_state_steps = int(round(steps))
+        self.record_state_interval_ms = self.record_state_steps * self.resolution_ms
         if not isinstance(overlap, bool):
             raise ConfigError(f"overlap must be true or false, got {overlap!r}")
         self.overlap = overlap
@@ -229,7 +241,8 @@ class Simulation:
         return self.spec.engine_config(
             exchange=self.tier_exchange if self.exchange == TWO_TIER else self.exchange,
             placement=self.placement, placement_segments=self.placement_segments, seed=self.seed,
-            barrier=self.barrier, record_spikes=record_spikes, record_state=self.record_state, comm=self.comm)
+            barrier=self.barrier, record_spikes=record_spikes, record_state=self.record_state,
+            record_state_interval=self.record_state_steps, comm=self.comm)
 
     def _out_of_memory(self) -> MemoryError:
         """The build ran out of memory although the estimate passed: a MemoryError in one line."""
@@ -620,6 +633,7 @@ class Result:
             self.synapse_store_bytes = int(sum(g["store_bytes"] for g in gathered))
             if sim.record_state:
                 self.state = _merge_state([g["state"] for g in gathered])
+                self.state["interval_ms"] = sim.record_state_interval_ms   # sample k: the state at (k + 1) x interval
             self.check_conservation()
             self.deadlines = deadlines.summarize(sim.deadline_log, real_time_factor=self.real_time_factor, paced=sim.pace,
                                                  pace_wait_seconds=max(g["pace_wait"] for g in gathered))

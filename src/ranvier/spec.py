@@ -443,7 +443,8 @@ class EngineSpec:
         return out
 
     def engine_config(self, *, exchange: str, placement: str, placement_segments=None, seed: int,
-                      barrier: bool, record_spikes: bool, record_state: list[int], comm):
+                      barrier: bool, record_spikes: bool, record_state: list[int], comm,
+                      record_state_interval: int = 1):
         """The engine's configuration: this specification with the decomposition's settings.
         exchange: the engine's strategy (for two-tier, the one used inside groups and among all
         ranks); placement_segments: (bounds, ranks) of an area placement, else None."""
@@ -463,6 +464,7 @@ class EngineSpec:
         cfg.seed, cfg.barrier, cfg.record_spikes = seed, barrier, record_spikes
         cfg.overlap, cfg.drive_steps = self.overlap, self.drive_steps
         cfg.record_state = record_state
+        cfg.record_state_interval = int(record_state_interval)
         cfg.use_mpi = comm.handle is not None
         cfg.comm_handle = comm.handle or 0
         cfg.fraction_bits = self.fraction_bits
