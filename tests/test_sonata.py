@@ -187,3 +187,27 @@ def test_a_bad_config_is_one_line_naming_the_file(tmp_path):
     broken.write_text('{"run": {"tstop": 100.0}, "network": "circuit.json"')
     bad = ranvier_cli("run", broken)
     assert bad.returncode == 2 and "not valid JSON" in bad.stderr and len(bad.stderr.strip().splitlines()) == 1
+
+
+def test_the_membrane_report_is_written_in_the_sonata_layout(tmp_path):
+    from conftest import ranvier_cli
+    config = write_network(tmp_path / "net")
+    done = ranvier_cli("run", config, "--out", tmp_path / "out", "--quiet")
+    assert done.returncode == 0, done.stderr
+    net, info = sonata.load(config)
+    gids = info.reports[0][1]
+    res = rv.Simulation(net, resolution_ms=0.1, record_state=gids, record_state_interval_ms=0.5).run(300.0)
+    with h5py.File(tmp_path / "out" / "sonata" / "membrane_potential.h5") as f:
+        g = f["report/cortex"]
+        node_ids = g["mapping/node_ids"][:]
+        data = g["data"][:]
+        assert node_ids.tolist() == [0, 1, 2, 35] and data.shape == (600, 4)
+        assert g["mapping/time"][:].tolist() == [0.5, 300.5, 0.5] and g["data"].attrs["units"] == "mV"
+    # the same potentials as Result.state (absolute: E_L added back), node by node
+    for col, nid in enumerate(node_ids):
+        pop = next(p for p in net.populations if p.name in info.populations and nid in info.populations[p.name][1]
+                   and info.populations[p.name][0] == "cortex")
+        local = int(np.flatnonzero(info.populations[pop.name][1] == nid)[0])
+        row = res.state["ids"].tolist().index(pop.first_id + local)
+        expected = np.asarray(res.state["V"])[row] + pop.params["E_L_mV"]
+        assert np.allclose(data[:, col], expected, atol=1e-4)           # float32 in the file

@@ -3,7 +3,8 @@ reader takes (docs/sonata.md). Two node populations: cortex (30 excitatory and 1
 nest:iaf_psc_alpha neurons, two node types with dynamics files, a per-node I_e) and thalamus
 (20 virtual nodes firing spike trains from inputs.h5); edges thalamus -> cortex (weight and
 delay from the edge type, nsyns per edge) and cortex -> cortex (weight and delay per edge); a
-current clamp on the excitatory cells with an even node id.
+current clamp on the excitatory cells with an even node id; a membrane potential report of four
+cells.
 
     python examples/sonata/make_network.py sonata-small
     ranvier run sonata-small/simulation_config.json --out results/sonata
@@ -104,6 +105,10 @@ def write_network(folder: Path, *, duplicate_input=False, template="nest:iaf_psc
            "inputs": {"lgn": {"input_type": input_type, "module": "sonata", "input_file": "$BASE_DIR/inputs.h5",
                               "node_set": "thalamic"}},
            "output": {"output_dir": "$BASE_DIR/output", "spikes_file": "cortex_spikes.h5"}}
+    # a membrane potential report of four cortex cells, every 0.5 ms
+    sim["reports"] = {"membrane_potential": {"cells": "recorded", "variable_name": "V_m", "module": "membrane_report",
+                                             "sections": "soma", "dt": 0.5}}
+    node_sets["recorded"] = {"population": "cortex", "node_id": [0, 1, 2, 35]}
     if clamp:       # a current clamp on the excitatory cells with an even node id, 100-200 ms
         sim["inputs"]["clamp"] = {"input_type": "current_clamp", "module": "IClamp", "node_set": "even_exc",
                                   "amp": 150.0, "delay": 100.0, "duration": 100.0}

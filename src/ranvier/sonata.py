@@ -70,6 +70,8 @@ class SonataInfo:
     dt_ms: float = 0.1
     spikes_file: str = "spikes.h5"
     notes: list = field(default_factory=list)
+    # membrane potential reports: (name, global ids in increasing order, interval ms, file name)
+    reports: list = field(default_factory=list)
 
 
 # -- the configuration ------------------------------------------------------------------------
@@ -526,6 +528,29 @@ def load(config_path, *, dt_ms: float | None = None):
         info.notes.append(f"{doubled} input spike(s) fell in the same {dt:g} ms step as another spike of the same "
                           f"node: they fire from a copy of its population (same edges), none is lost")
 
+    # reports: the membrane potential of a node set's neurons (others are refused by name)
+    for name, rep in cfg.get("reports", {}).items():
+        where = f"SONATA report '{name}'"
+        if rep.get("enabled", True) is False:
+            continue
+        variable = rep.get("variable_name", "V_m")
+        if variable not in ("V_m", "v"):
+            raise ConfigError(f"{where}: variable_name '{variable}' is not supported (V_m only)")
+        members = select(node_sets, rep.get("cells"), pops) if rep.get("cells") is not None else \
+            {p.name: np.ones(p.node_ids.size, bool) for p in pops}
+        gids = []
+        for pop_name, mask in members.items():
+            chosen = set(by_name[pop_name].node_ids[mask].tolist())
+            for rname, (sonata_pop, node_ids) in info.populations.items():
+                if sonata_pop != pop_name or rname in info.virtual:
+                    continue
+                first = net.population(rname).first_id
+                gids += [first + k for k, nid in enumerate(node_ids.tolist()) if nid in chosen]
+        interval = float(rep.get("dt", dt))
+        file_name = Path(rep.get("file_name", f"{name}.h5")).name
+        if gids:
+            info.reports.append((name, sorted(gids), interval, file_name))
+
     # current clamps (IClamp): amp (pA) from delay for duration (ms), on the node set's neurons
     for where, inp, members in clamps:
         try:
@@ -687,6 +712,49 @@ def write_spikes(path, ids: np.ndarray, times_ms: np.ndarray, net, info: SonataI
             grp.create_dataset("timestamps", data=ts[order]).attrs["units"] = "ms"
             counts[name] = int(nid.size)
     return counts
+
+
+def write_report(path, state: dict, net, info: SonataInfo, seed: int) -> None:
+    """A SONATA membrane potential report (one compartment per point neuron): per SONATA
+    population /report/<population>/data [time, node] (mV, absolute) and mapping/{node_ids,
+    element_ids, element_pos, index_pointers, time [start, stop, step]}."""
+    import h5py
+
+    ids = np.asarray(state["ids"], dtype=np.int64)
+    v = np.asarray(state["V"], dtype=np.float64)          # [neuron, sample], relative to rest
+    interval = float(state["interval_ms"])
+    groups: dict = {}
+    for p in net.populations:
+        mine = np.flatnonzero((ids >= p.first_id) & (ids < p.first_id + p.size))
+        if not mine.size:
+            continue
+        local = ids[mine] - p.first_id
+        absolute = v[mine]
+        if "E_L_mV" in p.params:                              # the engine holds V - E_L
+            absolute = absolute + _rest(p, seed)[local][:, None]
+        sonata_pop, node_ids = info.populations[p.name]
+        groups.setdefault(sonata_pop, []).append((node_ids[local], absolute))
+    with h5py.File(path, "w") as f:
+        for name, parts in groups.items():
+            nid = np.concatenate([a for a, _ in parts])
+            data = np.concatenate([b for _, b in parts], axis=0)
+            order = np.argsort(nid, kind="stable")
+            nid, data = nid[order], data[order]
+            g = f.create_group(f"report/{name}")
+            ds = g.create_dataset("data", data=data.T.astype(np.float32))
+            ds.attrs["units"] = "mV"
+            m = g.create_group("mapping")
+            m.create_dataset("node_ids", data=nid.astype(np.uint64))
+            m.create_dataset("element_ids", data=np.zeros(nid.size, np.uint32))
+            m.create_dataset("element_pos", data=np.full(nid.size, 0.5, np.float32))
+            m.create_dataset("index_pointers", data=np.arange(nid.size + 1, dtype=np.uint64))
+            t = m.create_dataset("time", data=np.array([interval, interval * (data.shape[1] + 1), interval]))
+            t.attrs["units"] = "ms"
+
+
+def _rest(pop, seed: int) -> np.ndarray:
+    from .neurons import NEURON_MODELS
+    return np.asarray(NEURON_MODELS[pop.model].neuron_values(pop, "E_L_mV", seed), dtype=np.float64)
 
 
 def compare_spikes(ours: dict, reference: dict, *, tstop_ms: float, window_ms: float = 1.0) -> dict:

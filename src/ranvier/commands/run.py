@@ -171,7 +171,8 @@ def command(args) -> int:
         sim = Simulation(network, comm=comm, **cfg.simulation_kwargs(),   # its last checks (memory) precede the build
                          record_spikes=True if args.out is not None else "counts",
                          stream_to=out.staging if out is not None else None,
-                         initial_weights=settings.get("initial_weights"), record_weights=recorders)
+                         initial_weights=settings.get("initial_weights"), record_weights=recorders,
+                         **(_sonata_recording(network, cfg) if args.out is not None else {}))
         if args.out is not None:
             _check_output_space(out, sim, cfg.simulation["duration_ms"])
         return _simulate(args, cfg, network, sim, meter, fit, out, rank)
@@ -262,8 +263,8 @@ def _simulate(args, cfg, network, sim, meter, fit, out, rank) -> int:
         if rec.error is not None:
             from ..output import write_failure
             raise OutputError(write_failure(out.shown, rec.error, rec.bytes_needed()))
-        if network.sonata is not None:  # sonata/<spikes_file>: the network's own populations and node ids
-            _write_sonata_spikes(out.staging, sim, network)
+        if network.sonata is not None:  # sonata/<spikes_file>, its reports: the network's own node ids
+            _write_sonata_output(out.staging, sim, network, result)
         if gathered is not None:       # weights.h5: SONATA edges, and the recorders' samples
             weights_io.write_weights(out.staging / "weights.h5", sim, gathered, result.weight_traces)
         env = environment.collect(sim.size, sim.comm.ranks_on_node, sim.threads)
@@ -278,7 +279,25 @@ def _simulate(args, cfg, network, sim, meter, fit, out, rank) -> int:
     return 0
 
 
-def _write_sonata_spikes(folder, sim, network) -> None:
+def _sonata_recording(network, cfg) -> dict:
+    """The state a SONATA config's reports need: every reported neuron, at the finest interval."""
+    info = network.sonata
+    if info is None or not info.reports:
+        return {}
+    h = float(cfg.simulation["resolution_ms"])
+    base = min(interval for _, _, interval, _ in info.reports)
+    for name, _, interval, _ in info.reports:
+        k = interval / base
+        if abs(k - round(k)) > 1e-9 * k or abs(base / h - round(base / h)) > 1e-9 * base / h:
+            raise ConfigError(f"SONATA report '{name}': dt {interval:g} ms must be a whole number of steps of "
+                              f"{h:g} ms and a multiple of the other reports' dt ({base:g} ms)")
+    ids = sorted({g for _, gids, _, _ in info.reports for g in gids})
+    return {"record_state": ids, "record_state_interval_ms": base}
+
+
+def _write_sonata_output(folder, sim, network, result) -> None:
+    import numpy as np
+
     from .. import sonata
     from ..recording import read_spike_file
 
@@ -287,6 +306,13 @@ def _write_sonata_spikes(folder, sim, network) -> None:
                                  [p.first_id for p in network.populations], sim.resolution_ms)
     (folder / "sonata").mkdir()
     sonata.write_spikes(folder / "sonata" / info.spikes_file, ids, steps * sim.resolution_ms, network, info)
+    for name, gids, interval, file_name in info.reports:
+        state = result.state
+        rows = np.searchsorted(state["ids"], gids)
+        k = int(round(interval / state["interval_ms"]))
+        part = {"ids": np.asarray(gids), "V": np.asarray(state["V"])[rows, k - 1::k],
+                "interval_ms": state["interval_ms"] * k}
+        sonata.write_report(folder / "sonata" / file_name, part, network, info, sim.seed)
 
 
 def _si(x: float) -> str:
