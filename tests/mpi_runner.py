@@ -28,7 +28,7 @@ import traceback
 
 import numpy as np
 
-MODELS = ("dpsnn-grid", "dpsnn", "burst", "artificial-cells", "mam-benchmark", "microcircuit", "iaf_psc_alpha", "rules",
+MODELS = ("dpsnn-grid", "dpsnn", "burst", "artificial-cells", "mam-benchmark", "microcircuit", "iaf_psc_alpha", "devices", "rules",
           "heterogeneous", "plastic", "dpsnn-stdp")
 # The microcircuit test network: `neurons` sets the scale (of 77,169), and the in-degrees are scaled
 # alike; the thalamic sources fire early so that the Poisson-source cells are exercised too.
@@ -130,6 +130,21 @@ def alpha_network(neurons: int, probability: float):
                                       delay_offset_ms=1.0, delay_scale_ms=1.0, delay_cut_ms=3.0, delay_step_ms=0.1))
     for tgt in ("E", "I"):
         net.drive(rv.PoissonDrive(tgt, 100, 80.0, weight=40.0))
+    return net
+
+
+def devices_network(neurons: int, probability: float):
+    """alpha_network driven by the stimulation devices: a step current and a DC current on
+    overlapping subsets, a noise current, and inhomogeneous Poisson sources."""
+    import ranvier as rv
+    net = alpha_network(neurons, probability)
+    n_e = net.population("E").size
+    net.add_population(rv.Population("P", 200, params={"rate_times_ms": [20.0, 80.0, 150.0],
+                                                       "rates_hz": [30.0, 120.0, 10.0]}, model="inhomogeneous_poisson"))
+    net.connect(rv.Projection(source="P", target="E", indegree=20, weight=60.0, delay_ms=1.0))
+    net.inject(rv.StepCurrent("E", [10.0, 60.0, 120.0], [150.0, -50.0, 250.0], neurons=list(range(0, n_e, 3))))
+    net.inject(rv.DCCurrent("E", 120.0, start_ms=30.0, stop_ms=170.0, neurons=list(range(n_e // 2, n_e))))
+    net.inject(rv.NoiseCurrent("I", mean_pA=50.0, std_pA=200.0, dt_ms=0.5, start_ms=5.0))
     return net
 
 
@@ -279,6 +294,8 @@ def run_config(model="dpsnn", neurons=2048, synapses=1125, ms=300.0, threads=1, 
                               delay_ratio=delay_ratio)
     elif model == "iaf_psc_alpha":
         net = alpha_network(neurons, probability)
+    elif model == "devices":
+        net = devices_network(neurons, probability)
     elif model == "rules":
         net = rules_network(neurons, synapses)
     elif model == "heterogeneous":

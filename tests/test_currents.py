@@ -197,3 +197,19 @@ def test_state_sampled_at_an_interval_is_the_every_step_state_at_its_multiples(i
 def test_an_interval_off_the_grid_is_refused():
     with pytest.raises(rv.ConfigError, match="record_state_interval_ms must be a whole number"):
         rv.Simulation(network_with_currents(), record_state=[0], record_state_interval_ms=0.25 + 0.01)
+
+
+@pytest.mark.parametrize("ranks,threads,placement,exchange", [(2, 1, "block", "alltoallv"),
+                                                             (3, 2, "round-robin", "p2p"),
+                                                             (2, 2, "random", "allgather")])
+def test_devices_give_the_same_spikes_for_any_decomposition(workloads, ranks, threads, placement, exchange):
+    """Step, DC and noise currents and inhomogeneous Poisson sources on iaf_psc_alpha neurons: the
+    same spikes on any ranks x threads x placement x exchange (tests/mpi_runner.py: devices_network)."""
+    kw = dict(model="devices", neurons=1000, probability=0.05, ms=200.0)
+    ref = workloads(1, threads=1, exchange="allgather", placement="round-robin", **kw)
+    run = workloads(ranks, threads=threads, exchange=exchange, placement=placement, **kw)
+    quiet = workloads(1, threads=1, exchange="allgather", placement="round-robin", model="iaf_psc_alpha",
+                      neurons=1000, probability=0.05, ms=200.0)
+    assert ref["ids"].size > 1000 and ref["digest"] != quiet["digest"]      # the devices change the spikes
+    assert run["digest"] == ref["digest"]
+    assert np.array_equal(run["ids"], ref["ids"]) and np.array_equal(run["steps"], ref["steps"])
