@@ -22,6 +22,7 @@ VALID = {
                           tau_syn_ex_ms=0.5, tau_syn_in_ms=2.0, tau_arp_ms=2.0, I_e_pA=0.0, V0_mean_mV=-58.0,
                           V0_sd_mV=5.0),
     "spike_train": dict(spike_times_ms=[1.0, 2.5, 10.0]),
+    "inhomogeneous_poisson": dict(rate_times_ms=[0.0, 50.0], rates_hz=[5.0, 20.0]),
 }
 UNITS = {"", "ms", "mV", "mV/ms", "pA", "pF", "Hz"}
 

@@ -470,22 +470,31 @@ class PoissonSource(NeuronModel):
     name = "poisson_source"
     input_unit = None
     parameters = {
-        "rate_hz": Parameter("Hz", "firing rate inside the window"),
-        "start_ms": Parameter("ms", "start of the firing window", 0.0),
-        "stop_ms": Parameter("ms", "end of the firing window"),
+        "rate_hz": Parameter("Hz", "firing rate inside the window", per_neuron=True),
+        "start_ms": Parameter("ms", "start of the firing window", 0.0, per_neuron=True),
+        "stop_ms": Parameter("ms", "end of the firing window", per_neuron=True),
     }
 
     @classmethod
     def check(cls, pop, where):
-        positive(where, "rate_hz", pop.params["rate_hz"], allow_zero=True)
-        start = positive(where, "start_ms", pop.params["start_ms"], allow_zero=True)
-        stop = positive(where, "stop_ms", pop.params["stop_ms"], allow_zero=True)
+        q = pop.params
+        if any(is_per_neuron(q[k]) for k in cls.parameters):        # one value per neuron (PyNN's per-cell rates)
+            for k in cls.parameters:
+                v = np.asarray(q[k] if isinstance(q[k], np.ndarray) else [q[k]], dtype=float)
+                if isinstance(q[k], Distribution) or not np.all(np.isfinite(v) & (v >= 0)):
+                    raise ConfigError(f"{where}: per neuron, '{k}' must be an array of finite numbers >= 0")
+            if np.any(np.asarray(q["stop_ms"]) < np.asarray(q["start_ms"])):
+                raise ConfigError(f"{where}: 'stop_ms' must not be below 'start_ms'")
+            return
+        positive(where, "rate_hz", q["rate_hz"], allow_zero=True)
+        start = positive(where, "start_ms", q["start_ms"], allow_zero=True)
+        stop = positive(where, "stop_ms", q["stop_ms"], allow_zero=True)
         if stop < start:
             raise ConfigError(f"{where}: 'stop_ms' ({stop}) must not be below 'start_ms' ({start})")
 
     @classmethod
     def known_rate_hz(cls, params):
-        return float(params["rate_hz"])         # inside the window: an upper bound over any run
+        return float(np.max(params["rate_hz"]))   # inside the window: an upper bound over any run
 
     @classmethod
     def placement_rate_hz(cls, params, default_hz):
@@ -494,8 +503,11 @@ class PoissonSource(NeuronModel):
     @classmethod
     def to_engine(cls, pop, resolution_ms):
         q, s = pop.params, cls._spec()
+        if any(is_per_neuron(q[k]) for k in cls.parameters):
+            cls._per_neuron_spec(pop, s)
+            q = s.parameters
         s.source_rate_hz = q["rate_hz"]
-        s.start_step, s.stop_step = round(q["start_ms"] / resolution_ms), round(q["stop_ms"] / resolution_ms)
+        s.start_step, s.stop_step = round(q["start_ms"] / resolution_ms), round(min(q["stop_ms"], 4e17) / resolution_ms)
         return s
 
 

@@ -1,0 +1,113 @@
+"""PyNN's own system tests (test/system/scenarios of the PyNN 0.13.0 source distribution) run
+against pyNN.ranvier, the way PyNN's test_nest.py runs them against pyNN.nest: each scenario
+function called with the backend module. Prints passed / failed / skipped per scenario file and
+why each failure or skip happened.
+
+    python bench/pynn_scenarios.py [--sdist DIR] [--out FILE.md]
+
+The source distribution is downloaded once (pip download --no-binary :all: --no-deps
+pyNN==0.13.0) into ~/.cache/ranvier/pynn-0.13.0 unless --sdist (or RANVIER_PYNN_SDIST) names an
+unpacked one. tests/test_pynn_scenarios.py runs the same scenarios under pytest.
+"""
+from __future__ import annotations
+
+import argparse
+import ast
+import collections
+import importlib
+import os
+import subprocess
+import sys
+import tarfile
+import tempfile
+from pathlib import Path
+
+VERSION = "0.13.0"
+CACHE = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "ranvier" / f"pynn-{VERSION}"
+
+
+def sdist_dir(explicit: str | None = None) -> Path | None:
+    """The unpacked PyNN source distribution (downloaded once), or None where it cannot be had."""
+    given = explicit or os.environ.get("RANVIER_PYNN_SDIST")
+    if given:
+        return Path(given)
+    if (CACHE / "test" / "system" / "scenarios").is_dir():
+        return CACHE
+    with tempfile.TemporaryDirectory() as tmp:
+        try:
+            subprocess.run([sys.executable, "-m", "pip", "download", "--no-binary", ":all:", "--no-deps", "-q",
+                            f"pyNN=={VERSION}", "-d", tmp], check=True, capture_output=True, timeout=300)
+        except (subprocess.CalledProcessError, subprocess.TimeoutExpired, OSError):
+            return None
+        archives = list(Path(tmp).glob("*.tar.gz"))
+        if not archives:
+            return None
+        CACHE.parent.mkdir(parents=True, exist_ok=True)
+        with tarfile.open(archives[0]) as tar:
+            top = tar.getnames()[0].split("/")[0]
+            members = [m for m in tar.getmembers() if m.name.startswith(f"{top}/test/")]
+            tar.extractall(CACHE.parent, members=members, filter="data")
+        (CACHE.parent / top).rename(CACHE)
+    return CACHE
+
+
+def scenarios(root: Path) -> list[tuple[str, str]]:
+    """(file, function) of every scenario taking `sim`, found without importing anything."""
+    out = []
+    for path in sorted((root / "test" / "system" / "scenarios").glob("test_*.py")):
+        tree = ast.parse(path.read_text())
+        for node in tree.body:
+            if isinstance(node, ast.FunctionDef) and node.name.startswith("test") and \
+                    [a.arg for a in node.args.args][:1] == ["sim"]:
+                out.append((path.stem, node.name))
+    return out
+
+
+def run_one(root: Path, module: str, function: str):
+    """('passed' | 'failed' | 'skipped', why) of one scenario with pyNN.ranvier."""
+    import _pytest.outcomes as outcomes
+    import pyNN.ranvier as backend
+    system = str(root / "test" / "system")
+    if system not in sys.path:
+        sys.path.insert(0, system)
+    func = getattr(importlib.import_module(f"scenarios.{module}"), function)
+    try:
+        func(backend)
+    except outcomes.Skipped as e:
+        return "skipped", str(e.msg if hasattr(e, "msg") else e)
+    except (Exception, outcomes.Failed) as e:
+        return "failed", f"{type(e).__name__}: {str(e).strip().splitlines()[0] if str(e).strip() else ''}"[:200]
+    return "passed", ""
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--sdist", help="an unpacked PyNN 0.13.0 source distribution")
+    ap.add_argument("--out", help="write the table (Markdown) here too")
+    args = ap.parse_args(argv)
+    import logging
+    logging.disable(logging.CRITICAL)                  # the scenarios turn PyNN's debug logging on
+    root = sdist_dir(args.sdist)
+    if root is None:
+        print("the PyNN 0.13.0 source distribution could not be downloaded", file=sys.stderr)
+        return 1
+    per_file = collections.defaultdict(collections.Counter)
+    lines = []
+    for module, function in scenarios(root):
+        outcome, why = run_one(root, module, function)
+        per_file[module][outcome] += 1
+        lines.append(f"| {module} | {function} | {outcome} | {why.replace('|', '/')} |")
+    table = ["| scenario file | passed | failed | skipped |", "|---|---|---|---|"]
+    for module, c in per_file.items():
+        table.append(f"| {module} | {c['passed']} | {c['failed']} | {c['skipped']} |")
+    total = sum(per_file.values(), collections.Counter())
+    table.append(f"| all | {total['passed']} | {total['failed']} | {total['skipped']} |")
+    text = "\n".join(table + ["", "| file | scenario | outcome | why |", "|---|---|---|---|"] + lines)
+    print(text)
+    if args.out:
+        Path(args.out).write_text(text + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

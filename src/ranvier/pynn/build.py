@@ -1,0 +1,113 @@
+"""The pyNN.ranvier session's description as one Ranvier network: populations with their
+native parameters and initial values, projections as explicit synapses, current sources.
+Rank 0's description is the one built, on every rank (PyNN's unseeded RNGs differ by rank)."""
+from __future__ import annotations
+
+import numpy as np
+
+
+def _native_values(pop) -> dict:
+    out = {}
+    for name, value in pop._parameters.items():
+        if hasattr(value, "evaluate"):
+            value = value.evaluate(simplify=True)
+        if isinstance(value, np.ndarray) and value.dtype != object:
+            value = value.astype(float)
+            if value.size and np.all(value == value.flat[0]):
+                value = float(value.flat[0])
+        out[name] = value
+    return out
+
+
+def spike_trains(value, size) -> list:
+    """A SpikeSourceArray's native spike_times_ms as one float array per cell."""
+    cells = list(value) if isinstance(value, np.ndarray) and value.dtype == object else [value] * size
+    return [np.asarray(getattr(seq, "value", seq), dtype=float).ravel() for seq in cells]
+
+
+def _spike_times(value, size, dt):
+    """Per cell: its times rounded up to the grid, > 0, each step once (Ranvier's spike_train)."""
+    trains = []
+    for t in spike_trains(value, size):
+        steps = np.unique(np.ceil(t / dt - 1e-9))
+        trains.append((steps[steps >= 1] * dt).tolist())
+    return trains
+
+
+def describe(state) -> dict:
+    """A plain description (numbers, lists and arrays) of the session's network."""
+    pops = []
+    for p in state.populations:
+        native = _native_values(p)
+        model = p.celltype.ranvier_model
+        if model == "spike_train":
+            params = {"spike_times_ms": _spike_times(native["spike_times_ms"], p.size, state.dt)}
+        else:
+            params = dict(native)
+        initial = p._initial.get("v") if model in ("iaf_psc_alpha", "psc_exp") else None
+        if initial is None and model in ("iaf_psc_alpha", "psc_exp"):
+            initial = np.full(p.size, float(p.celltype.default_initial_values["v"]))
+        pops.append({"label": p.label, "size": p.size, "model": model, "params": params,
+                     "initial": None if initial is None else np.asarray(initial, float),
+                     "excitatory": True})
+    projs = []
+    for j, pr in enumerate(state.projections):
+        pre = np.array([c.presynaptic_index for c in pr.connections], dtype=np.int64)
+        post = np.array([c.postsynaptic_index for c in pr.connections], dtype=np.int64)
+        w = np.array([c.weight for c in pr.connections], dtype=float)
+        d = np.array([c.delay for c in pr.connections], dtype=float)
+        projs.append({"pre": state.populations.index(pr.pre.grandparent if hasattr(pr.pre, "grandparent") else pr.pre),
+                      "post": state.populations.index(pr.post.grandparent if hasattr(pr.post, "grandparent")
+                                                      else pr.post),
+                      "pre_index": _parent_index(pr.pre, pre), "post_index": _parent_index(pr.post, post),
+                      "weight": w, "delay": d, "receptor": pr.receptor_type})
+    currents = []
+    for source, ids in state.currents:
+        currents.append((source, list(ids)))
+    return {"populations": pops, "projections": projs, "currents": currents}
+
+
+def _parent_index(obj, index):
+    """Indices within a PopulationView -> indices within its root population."""
+    while hasattr(obj, "parent"):
+        index = np.arange(obj.parent.size)[obj.mask][index]
+        obj = obj.parent
+    return index
+
+
+def build_network(state):
+    import ranvier as rv
+    from ranvier.parallel import make_comm
+
+    desc = describe(state)
+    comm = make_comm()
+    desc = comm.bcast({k: v for k, v in desc.items() if k != "currents"}) | {"currents": desc["currents"]}
+    net = rv.Network(name="pyNN")
+    names = []
+    for k, p in enumerate(desc["populations"]):
+        name = f"{k}:{p['label']}" if p["label"] else str(k)
+        names.append(name)
+        kw = {"initial": p["initial"]} if p["initial"] is not None else {}
+        net.add_population(rv.Population(name, p["size"], params=p["params"], model=p["model"], **kw))
+    for pr in desc["projections"]:
+        if not len(pr["weight"]):
+            continue
+        target_model = desc["populations"][pr["post"]]["model"]
+        scale = 1000.0 if target_model in ("iaf_psc_alpha", "psc_exp") else 1.0      # nA -> pA
+        w = np.abs(pr["weight"]) * scale
+        if pr["receptor"] == "inhibitory":
+            w = -w
+        delay = np.maximum(np.rint(pr["delay"] / state.dt), 1) * state.dt
+        net.connect(rv.Projection(source=names[pr["pre"]], target=names[pr["post"]], sources=pr["pre_index"].tolist(),
+                                  targets=pr["post_index"].tolist(), weight=w.tolist(), delay_ms=delay.tolist()))
+    firsts = np.array([p.first_id for p in net.populations])
+    for source, ids in desc["currents"]:
+        ids = np.asarray(ids, dtype=np.int64)
+        owner = np.searchsorted(firsts, ids, side="right") - 1
+        for k in np.unique(owner):
+            pop = net.populations[k]
+            for s in source.ranvier_sources(pop.name, (ids[owner == k] - pop.first_id).tolist()):
+                net.inject(s)
+    record = sorted({int(i) for r in state.recorders for v, ids in r.recorded.items()
+                     if v.name != "spikes" for i in ids})
+    return net, record

@@ -1,0 +1,122 @@
+"""The state of a pyNN.ranvier session: what PyNN's common layer asks a backend for (time, dt,
+delays, ranks, recorders), and the Ranvier network the session's populations, projections and
+current sources become at the first run.
+
+PyNN builds a network object by object; Ranvier builds a network whole and then simulates. So
+the session keeps PyNN's description and builds one rv.Network and one rv.Simulation at the
+first run() (and after reset()); run() continues that simulation. A change to the network
+after a run and before reset() is refused by name (Ranvier cannot change a built network yet).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from pyNN import common
+
+name = "Ranvier"
+
+
+class ID(int, common.IDMixin):
+    """A cell's PyNN id: its Ranvier global id."""
+
+    def __init__(self, n):
+        int.__init__(n)
+        common.IDMixin.__init__(self)
+
+
+class State(common.control.BaseState):
+
+    def __init__(self):
+        common.control.BaseState.__init__(self)
+        self.mpi_rank, self.num_processes = _mpi()
+        self.threads = 1
+        self.seed = 1
+        self.dt = 0.1
+        self.min_delay = self.max_delay = None
+        self.clear()
+
+    # -- PyNN's interface ----------------------------------------------------------------------
+    def run(self, simtime):
+        self.run_until(self.t + simtime)
+
+    def run_until(self, tstop):
+        sim = self._simulation()
+        steps = int(round(tstop / self.dt)) - sim.steps_done
+        if steps > 0:
+            self.result = sim.run(steps * self.dt)
+        self.t = sim.steps_done * self.dt
+        self.running = True
+
+    def clear(self):
+        self.recorders = set()
+        self.populations = []
+        self.projections = []
+        self.currents = []            # (rv current source factory, cells)
+        self.id_counter = 0
+        self.segment_counter = -1
+        self.write_on_end = []
+        self.reset()
+
+    def reset(self):
+        """Back to t = 0: the next run builds the network again and starts from its initial state."""
+        self.running = False
+        self.t = 0.0
+        self.t_start = 0.0
+        self.segment_counter += 1
+        self.simulation = None
+        self.result = None
+        self.network = None
+
+    # -- building --------------------------------------------------------------------------------
+    def check_not_built(self, what: str) -> None:
+        if self.simulation is not None and self.simulation.steps_done > 0:
+            raise NotImplementedError(f"pyNN.ranvier: {what} after run() needs reset() first (Ranvier builds the "
+                                      f"network once, at the first run)")
+
+    def _simulation(self):
+        if self.simulation is None:
+            import ranvier as rv
+            from .build import build_network
+            self.network, record = build_network(self)
+            self.simulation = rv.Simulation(self.network, resolution_ms=self.dt, threads=self.threads,
+                                            seed=self.seed, record_state=record or None)
+            self.recorded_state_ids = np.asarray(record, dtype=np.int64)
+        return self.simulation
+
+
+    # -- lookups ----------------------------------------------------------------------------------
+    def population_of(self, gid: int):
+        for p in self.populations:
+            if int(p.first_id) <= gid <= int(p.last_id):
+                return p
+        raise KeyError(gid)
+
+    def celltype_of(self, gid: int):
+        return self.population_of(gid).celltype
+
+    def parameter_of(self, gid: int, native: str) -> float:
+        p = self.population_of(gid)
+        value = p._parameters[native]
+        if hasattr(value, "evaluate"):
+            value = value.evaluate(simplify=True)
+        return float(value[gid - int(p.first_id)] if isinstance(value, np.ndarray) else value)
+
+    def initial_value(self, gid: int, variable: str) -> float:
+        p = self.population_of(gid)
+        values = p._initial.get(variable)
+        if values is not None and not np.isnan(values[gid - int(p.first_id)]):
+            return float(values[gid - int(p.first_id)])
+        return float(p.celltype.default_initial_values[variable])
+
+    def on_grid(self, t) -> float:
+        """A time rounded to the nearest step."""
+        return round(float(t) / self.dt) * self.dt
+
+
+def _mpi():
+    from ranvier.parallel import make_comm
+    comm = make_comm()
+    return comm.rank, comm.size
+
+
+state = State()

@@ -1,0 +1,182 @@
+"""PyNN's standard cell types and current sources on Ranvier's models and devices.
+
+Native parameter names are Ranvier's, so a population's native parameters are the Ranvier
+population's: IF_curr_alpha -> iaf_psc_alpha, IF_curr_exp -> psc_exp (separate excitatory and
+inhibitory time constants), SpikeSourceArray -> spike_train, SpikeSourcePoisson ->
+poisson_source. PyNN's units (nF, nA)
+become Ranvier's (pF, pA) in the translations.
+"""
+from __future__ import annotations
+
+from pyNN.standardmodels import build_translations, cells, electrodes, synapses
+
+from .simulator import state
+
+
+class IF_curr_alpha(cells.IF_curr_alpha):
+    __doc__ = cells.IF_curr_alpha.__doc__
+    ranvier_model = "iaf_psc_alpha"
+    translations = build_translations(
+        ('tau_m', 'tau_m_ms'),
+        ('cm', 'C_m_pF', 1000.0),
+        ('v_rest', 'E_L_mV'),
+        ('v_thresh', 'V_th_mV'),
+        ('v_reset', 'V_reset_mV'),
+        ('tau_refrac', 'tau_arp_ms'),
+        ('i_offset', 'I_e_pA', 1000.0),
+        ('tau_syn_E', 'tau_syn_ex_ms'),
+        ('tau_syn_I', 'tau_syn_in_ms'),
+    )
+    variable_map = {'v': 'V', 'i_syn_exc': 'c'}
+    scale_factors = {'v': 1.0, 'i_syn_exc': 0.001}
+
+
+class IF_curr_exp(cells.IF_curr_exp):
+    __doc__ = cells.IF_curr_exp.__doc__
+    ranvier_model = "psc_exp"
+    translations = build_translations(
+        ('tau_m', 'tau_m_ms'),
+        ('cm', 'C_m_pF', 1000.0),
+        ('v_rest', 'E_L_mV'),
+        ('v_thresh', 'V_th_mV'),
+        ('v_reset', 'V_reset_mV'),
+        ('tau_refrac', 'tau_arp_ms'),
+        ('i_offset', 'I_e_pA', 1000.0),
+        ('tau_syn_E', 'tau_syn_ex_ms'),
+        ('tau_syn_I', 'tau_syn_in_ms'),
+    )
+    variable_map = {'v': 'V'}
+    scale_factors = {'v': 1.0}
+
+
+class SpikeSourceArray(cells.SpikeSourceArray):
+    __doc__ = cells.SpikeSourceArray.__doc__
+    ranvier_model = "spike_train"
+    translations = build_translations(('spike_times', 'spike_times_ms'))
+
+
+class SpikeSourcePoisson(cells.SpikeSourcePoisson):
+    __doc__ = cells.SpikeSourcePoisson.__doc__
+    ranvier_model = "poisson_source"
+    translations = build_translations(
+        ('rate', 'rate_hz'),
+        ('start', 'start_ms'),
+        ('duration', 'stop_ms', "start + duration", "stop_ms - start_ms"),
+    )
+
+
+def list_standard_models():
+    """The StandardCellType classes this backend has."""
+    return [name for name, obj in globals().items()
+            if isinstance(obj, type) and issubclass(obj, cells.StandardCellType) and hasattr(obj, "ranvier_model")]
+
+
+class StaticSynapse(synapses.StaticSynapse):
+    __doc__ = synapses.StaticSynapse.__doc__
+    translations = build_translations(('weight', 'weight'), ('delay', 'delay'))
+
+    def _get_minimum_delay(self):
+        return state.min_delay
+
+
+# -- current sources ---------------------------------------------------------------------------
+class _CurrentSource:
+    """A PyNN current source: its native parameters kept here (amplitudes in pA); inject_into
+    names the cells, which get a Ranvier current source each at the first run."""
+
+    def __init__(self, **parameters):
+        super().__init__(**parameters)
+        self.set_native_parameters(self.translate(self.parameter_space))
+
+    def set_native_parameters(self, parameters):
+        import numpy as np
+        parameters.shape = (1,)
+        parameters.evaluate(simplify=True)
+        store = self.__dict__.setdefault("_store", {})
+        for key, value in parameters.items():
+            value = getattr(value, "value", value)                  # a Sequence
+            if isinstance(value, np.ndarray) and value.dtype == object:
+                value = getattr(value.flat[0], "value", value.flat[0])
+            store[key] = value
+        self._check()
+
+    def get_native_parameters(self):
+        from pyNN.parameters import ParameterSpace
+        return ParameterSpace(dict(self._store))
+
+    def _check(self):
+        pass
+
+    def inject_into(self, cells):
+        from pyNN.common import Assembly, Population, PopulationView
+        state.check_not_built("injecting a current")
+        if isinstance(cells, (Population, PopulationView, Assembly)):
+            ids = [int(i) for i in cells.all_cells]
+        else:
+            ids = sorted(int(i) for i in cells)
+        for i in ids:
+            if not state.celltype_of(i).injectable:
+                raise TypeError("Can't inject current into a spike source.")
+        state.currents.append((self, ids))
+
+    def ranvier_sources(self, target: str, neurons: list):
+        raise NotImplementedError
+
+    def _native(self) -> dict:
+        return dict(self._store)
+
+
+class DCSource(_CurrentSource, electrodes.DCSource):
+    __doc__ = electrodes.DCSource.__doc__
+    translations = build_translations(('amplitude', 'amplitude', 1000.0), ('start', 'start'), ('stop', 'stop'))
+
+    def ranvier_sources(self, target, neurons):
+        import ranvier as rv
+        p = self._native()
+        start, stop = state.on_grid(p["start"]), state.on_grid(p["stop"])
+        return [rv.DCCurrent(target, float(p["amplitude"]), start_ms=start, stop_ms=stop if stop < 1e11 else None,
+                             neurons=neurons)]
+
+
+class StepCurrentSource(_CurrentSource, electrodes.StepCurrentSource):
+    __doc__ = electrodes.StepCurrentSource.__doc__
+    translations = build_translations(('amplitudes', 'amplitudes', 1000.0), ('times', 'times'))
+
+    def _check(self):
+        """PyNN's rules: times >= 0 and increasing; each mapped to the nearest step, of two times
+        on one step the later amplitude kept."""
+        import numpy as np
+        times = np.asarray(self._store.get("times", []), dtype=float).ravel()
+        amps = np.asarray(self._store.get("amplitudes", []), dtype=float).ravel()
+        if times.size and times.min() < 0:
+            raise ValueError("Step current cannot accept negative timestamps.")
+        if times.size > 1 and np.min(np.diff(times)) <= 0:
+            raise ValueError("Step current timestamps should be monotonically increasing.")
+        steps = np.rint(times / state.dt)
+        last = np.append(steps[1:] != steps[:-1], True) if steps.size else np.zeros(0, bool)
+        self._store["times"], self._store["amplitudes"] = steps[last] * state.dt, amps[last]
+
+    def ranvier_sources(self, target, neurons):
+        import numpy as np
+
+        import ranvier as rv
+        p = self._native()
+        times = [state.on_grid(t) for t in np.asarray(p["times"], dtype=float).ravel()]
+        amps = np.asarray(p["amplitudes"], dtype=float).ravel().tolist()
+        if not times:
+            return []
+        return [rv.StepCurrent(target, times, amps, neurons=neurons)]
+
+
+class NoisyCurrentSource(_CurrentSource, electrodes.NoisyCurrentSource):
+    __doc__ = electrodes.NoisyCurrentSource.__doc__
+    translations = build_translations(('mean', 'mean', 1000.0), ('stdev', 'stdev', 1000.0), ('dt', 'dt'),
+                                      ('start', 'start'), ('stop', 'stop'))
+
+    def ranvier_sources(self, target, neurons):
+        import ranvier as rv
+        p = self._native()
+        dt = float(p["dt"]) if p["dt"] else state.dt
+        stop = float(p["stop"])
+        return [rv.NoiseCurrent(target, float(p["mean"]), float(p["stdev"]), dt, start_ms=state.on_grid(p["start"]),
+                                stop_ms=state.on_grid(stop) if stop < 1e11 else None, neurons=neurons)]
