@@ -29,7 +29,7 @@ import traceback
 import numpy as np
 
 MODELS = ("dpsnn-grid", "dpsnn", "burst", "artificial-cells", "mam-benchmark", "microcircuit", "iaf_psc_alpha", "devices", "rules",
-          "heterogeneous", "plastic", "dpsnn-stdp")
+          "heterogeneous", "plastic", "dpsnn-stdp", "pynn-cells")
 # The microcircuit test network: `neurons` sets the scale (of 77,169), and the in-degrees are scaled
 # alike; the thalamic sources fire early so that the Poisson-source cells are exercised too.
 MICROCIRCUIT_TEST = {"thalamus": True, "th_start_ms": 50.0, "th_duration_ms": 20.0}
@@ -145,6 +145,37 @@ def devices_network(neurons: int, probability: float):
     net.inject(rv.StepCurrent("E", [10.0, 60.0, 120.0], [150.0, -50.0, 250.0], neurons=list(range(0, n_e, 3))))
     net.inject(rv.DCCurrent("E", 120.0, start_ms=30.0, stop_ms=170.0, neurons=list(range(n_e // 2, n_e))))
     net.inject(rv.NoiseCurrent("I", mean_pA=50.0, std_pA=200.0, dt_ms=0.5, start_ms=5.0))
+    return net
+
+
+def pynn_cells_network(neurons: int, probability: float):
+    """The models of PyNN's standard cells in one driven network: psc_exp with separate excitatory
+    and inhibitory time constants (E, homogeneous; I, tau_syn_ex_ms drawn per neuron) and
+    iaf_cond_exp (C, homogeneous; D, g_L_nS and V_th_mV per neuron); 70 % excitatory, inhibitory
+    weights negative (split input), pA into psc_exp, nS into iaf_cond_exp; Poisson drive."""
+    import ranvier as rv
+    from ranvier.random import Uniform
+    n_e = n_c = neurons * 7 // 20
+    n_i = n_d = (neurons - n_e - n_c) // 2
+    net = rv.Network(name="pynn-cells")
+    psc = {"tau_syn_ex_ms": 0.5, "tau_syn_in_ms": 3.0, "V0_mean_mV": -60.0, "V0_sd_mV": 5.0}
+    net.add_population(rv.Population("E", n_e, dict(psc), model="psc_exp"))
+    net.add_population(rv.Population("I", n_i, {**psc, "tau_syn_ex_ms": Uniform(0.3, 1.0)}, model="psc_exp",
+                                     excitatory=False))
+    cond = {"V0_mean_mV": -60.0, "V0_sd_mV": 5.0}
+    net.add_population(rv.Population("C", n_c, dict(cond), model="iaf_cond_exp"))
+    net.add_population(rv.Population("D", n_d, {**cond, "g_L_nS": np.linspace(12.0, 20.0, n_d),
+                                                "V_th_mV": Uniform(-56.0, -54.0)}, model="iaf_cond_exp",
+                                     excitatory=False))
+    delays = dict(delay_offset_ms=1.0, delay_scale_ms=1.0, delay_cut_ms=3.0, delay_step_ms=0.1)
+    weights = {("psc_exp", True): 40.0, ("psc_exp", False): -80.0, ("iaf_cond_exp", True): 2.0,
+               ("iaf_cond_exp", False): -8.0}
+    for src in net.populations:
+        for tgt in net.populations:
+            net.connect(rv.Projection(source=src.name, target=tgt.name, probability=probability,
+                                      weight=weights[(tgt.model, src.excitatory)], **delays))
+    for tgt, w, rate in (("E", 40.0, 200.0), ("I", 40.0, 150.0), ("C", 2.0, 120.0), ("D", 2.0, 120.0)):
+        net.drive(rv.PoissonDrive(tgt, 100, rate, weight=w))
     return net
 
 
@@ -298,6 +329,8 @@ def run_config(model="dpsnn", neurons=2048, synapses=1125, ms=300.0, threads=1, 
         net = devices_network(neurons, probability)
     elif model == "rules":
         net = rules_network(neurons, synapses)
+    elif model == "pynn-cells":
+        net = pynn_cells_network(neurons, probability)
     elif model == "heterogeneous":
         net = heterogeneous_network(neurons, probability)
     elif model == "plastic":

@@ -19,31 +19,46 @@ AMPS = [320.0, -150.0, 500.0, 0.0]
 INPUT_TIMES = [5.0, 30.0, 31.0, 60.0]
 
 
-def one_neuron(times=TIMES, amps=AMPS, extra_sources=()):
+# model -> (Ranvier parameters, NEST's model and parameters, the two input weights)
+MODELS = {
+    "iaf_psc_alpha": (RV_PARAMS, "iaf_psc_alpha", NEST_PARAMS, (400.0, -200.0)),
+    "psc_exp": (RV_PARAMS, "iaf_psc_exp", NEST_PARAMS, (400.0, -200.0)),
+    "iaf_cond_exp": ({**{k: v for k, v in RV_PARAMS.items() if k != "tau_m_ms"}, "g_L_nS": 200.0 / 15.0,
+                      "E_ex_mV": 0.0, "E_in_mV": -85.0},
+                     "iaf_cond_exp", {**{k: v for k, v in NEST_PARAMS.items() if k != "tau_m"}, "g_L": 200.0 / 15.0,
+                                      "E_ex": 0.0, "E_in": -85.0}, (6.0, -12.0)),
+}
+
+
+def one_neuron(times=TIMES, amps=AMPS, extra_sources=(), model="iaf_psc_alpha"):
+    params, _, _, (w_ex, w_in) = MODELS[model]
     net = rv.Network()
     net.add_population(rv.Population("pre", 1, params={"spike_times_ms": INPUT_TIMES}, model="spike_train"))
-    net.add_population(rv.Population("n", 1, model="iaf_psc_alpha", params=RV_PARAMS))
-    net.connect(rv.Projection(source="pre", target="n", sources=[0, 0], targets=[0, 0], weight=[400.0, -200.0],
+    net.add_population(rv.Population("n", 1, model=model, params=params))
+    net.connect(rv.Projection(source="pre", target="n", sources=[0, 0], targets=[0, 0], weight=[w_ex, w_in],
                               delay_ms=[1.0, 2.0]))
     net.inject(rv.StepCurrent("n", times, amps))
     for src in extra_sources:
         net.inject(src)
     res = rv.Simulation(net, resolution_ms=H, record_state=[1]).run(100.0)
-    return np.asarray(res.state["V"]).ravel() + RV_PARAMS["E_L_mV"], res
+    return np.asarray(res.state["V"]).ravel() + params["E_L_mV"], res
 
 
+@pytest.mark.parametrize("model", sorted(MODELS))
 @pytest.mark.parametrize("delay_ms", [0.1, 1.0])
-def test_nests_step_current_generator_to_the_step(delay_ms):
+def test_nests_step_current_generator_to_the_step(model, delay_ms):
     """NEST's generator with amplitude_times t reaches the neuron over its connection's delay d:
-    StepCurrent(times t + d) gives its V at every step within 1e-9 mV, and its spikes."""
+    StepCurrent(times t + d) gives its V at every step within 1e-9 mV (1e-6 for iaf_cond_exp),
+    and its spikes."""
     nest = pytest.importorskip("nest")
+    _, nest_model, nest_params, (w_ex, w_in) = MODELS[model]
     nest.ResetKernel()
     nest.set_verbosity("M_ERROR")
     nest.resolution = H
-    n = nest.Create("iaf_psc_alpha", params=NEST_PARAMS)
+    n = nest.Create(nest_model, params=nest_params)
     pre = nest.Create("spike_generator", params={"spike_times": INPUT_TIMES})
-    nest.Connect(pre, n, syn_spec={"weight": 400.0, "delay": 1.0})
-    nest.Connect(pre, n, syn_spec={"weight": -200.0, "delay": 2.0})
+    nest.Connect(pre, n, syn_spec={"weight": w_ex, "delay": 1.0})
+    nest.Connect(pre, n, syn_spec={"weight": w_in, "delay": 2.0})
     gen = nest.Create("step_current_generator", params={"amplitude_times": TIMES, "amplitude_values": AMPS})
     nest.Connect(gen, n, syn_spec={"delay": delay_ms})
     meter = nest.Create("multimeter", params={"record_from": ["V_m"], "interval": H})
@@ -52,9 +67,9 @@ def test_nests_step_current_generator_to_the_step(delay_ms):
     nest.Connect(n, rec)
     nest.Simulate(100.0)
     t_nest, v_nest = meter.events["times"], meter.events["V_m"]
-    v, res = one_neuron([t + delay_ms for t in TIMES])
+    v, res = one_neuron([t + delay_ms for t in TIMES], model=model)
     k = np.rint(t_nest / H).astype(int) - 1               # our row k holds V at (k + 1) h
-    assert k.size > 900 and np.max(np.abs(v[k] - v_nest)) < 1e-9
+    assert k.size > 900 and np.max(np.abs(v[k] - v_nest)) < (1e-6 if model == "iaf_cond_exp" else 1e-9)
     ids, times = res.spikes
     ours = times[ids == 1]
     assert ours.size > 0 and np.allclose(ours, rec.events["times"], atol=1e-9)

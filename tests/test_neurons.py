@@ -23,8 +23,11 @@ VALID = {
                           V0_sd_mV=5.0),
     "spike_train": dict(spike_times_ms=[1.0, 2.5, 10.0]),
     "inhomogeneous_poisson": dict(rate_times_ms=[0.0, 50.0], rates_hz=[5.0, 20.0]),
+    "iaf_cond_exp": dict(E_L_mV=-65.0, V_th_mV=-50.0, V_reset_mV=-65.0, C_m_pF=250.0, g_L_nS=25.0, E_ex_mV=0.0,
+                         E_in_mV=-80.0, tau_syn_ex_ms=0.5, tau_syn_in_ms=2.0, tau_arp_ms=2.0, I_e_pA=0.0,
+                         V0_mean_mV=-58.0, V0_sd_mV=5.0),
 }
-UNITS = {"", "ms", "mV", "mV/ms", "pA", "pF", "Hz"}
+UNITS = {"", "ms", "mV", "mV/ms", "pA", "pF", "nS", "Hz"}
 
 
 def test_every_model_is_registered_under_its_name_and_has_test_parameters():

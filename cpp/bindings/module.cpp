@@ -173,6 +173,7 @@ NB_MODULE(_engine, m) {
       .def_rw("source_rate_hz", &PopulationSpec::source_rate_hz).def_rw("start_step", &PopulationSpec::start_step)
       .def_rw("stop_step", &PopulationSpec::stop_step).def_rw("tau_minus_ms", &PopulationSpec::tau_minus_ms)
       .def_rw("train_begin", &PopulationSpec::train_begin).def_rw("train_steps", &PopulationSpec::train_steps)
+      .def_rw("injected_current", &PopulationSpec::injected_current)
       .def_rw("rate_steps", &PopulationSpec::rate_steps).def_rw("rates_hz", &PopulationSpec::rates_hz);
   nb::class_<PlasticitySpec>(m, "PlasticitySpec")
       .def(nb::init<>())

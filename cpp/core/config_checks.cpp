@@ -58,7 +58,8 @@ void check_config(EngineConfig& cfg) {
       throw std::invalid_argument("each population takes at most one Poisson drive");
   // The drive adds into the excitatory column: a model with split input takes positive drives only.
   for (const auto& d : cfg.drives)
-    if (neuron_model(cfg.populations[d.target].model).split_input && (d.weight_mean < 0 || d.weight_sd > 0))
+    if (neuron_model(cfg.populations[d.target].model).layout_of(cfg.populations[d.target]).split_input &&
+        (d.weight_mean < 0 || d.weight_sd > 0))
       throw std::invalid_argument("population '" + cfg.populations[d.target].name +
                                   "' separates excitatory and inhibitory input: its Poisson drive needs weight >= 0 "
                                   "and weight_sd = 0");

@@ -43,9 +43,10 @@ void build_thread_neurons(const EngineConfig& cfg, const Placement& placement, i
   out.input_columns = n;
   int extra = 0;
   for (auto& range : out.ranges) {
-    const NeuronModel& model = neuron_model(cfg.populations[range.population].model);
-    extra = std::max(extra, model.extra_columns);
-    if (!model.split_input) continue;
+    const PopulationSpec& pop = cfg.populations[range.population];
+    const NeuronModel::Layout layout = neuron_model(pop.model).layout_of(pop);
+    extra = std::max(extra, layout.extra_columns);
+    if (!layout.split_input) continue;
     range.inhibitory_offset = out.input_columns - range.begin;
     out.input_columns += range.end - range.begin;
   }

@@ -69,6 +69,9 @@ struct PopulationSpec {
   // The post-synaptic trace of STDP (NEST's tau_minus of an archiving node): every neuron of the
   // population that is the target of a plastic synapse keeps its spike history with this trace.
   double tau_minus_ms = 20;
+  // A current source targets some of its neurons (psc_exp then takes its two-current step, which
+  // reads the injected current).
+  bool injected_current = false;
 };
 
 // How a projection chooses its synapses (the Python front end's Projection rules).

@@ -79,6 +79,14 @@ struct NeuronModel {
   std::unique_ptr<PopulationUpdate> (*make_update)(const PopulationSpec&, const ModelContext&, const NeuronColumns&);
   bool split_input = false;   // excitatory and inhibitory input in separate columns
   int extra_columns = 0;      // state variables beyond V, c and the refractory counter (at most 3)
+  // Where those two depend on the population's parameters (psc_exp splits its input only where
+  // its excitatory and inhibitory time constants differ): the population's; null: the two above.
+  struct Layout {
+    bool split_input;
+    int extra_columns;
+  };
+  Layout (*layout)(const PopulationSpec&) = nullptr;
+  Layout layout_of(const PopulationSpec& p) const { return layout ? layout(p) : Layout{split_input, extra_columns}; }
   bool takes_current = false; // reads StepInput::current (others: the front end refuses current sources)
 };
 

@@ -1,6 +1,8 @@
 #include "neurons/psc_exp.hpp"
 
 #include <cmath>
+#include <stdexcept>
+#include <vector>
 
 #include "neurons/membrane_simd.hpp"
 
@@ -13,6 +15,45 @@ Propagators::Propagators(const Parameters& p, double h) {
             ? h / p.c_m_pF * P22
             : p.tau_m_ms * p.tau_syn_ms / (p.c_m_pF * (p.tau_syn_ms - p.tau_m_ms)) * (P11 - P22);
   dc_term = p.i_e_pA * p.tau_m_ms / p.c_m_pF * (1.0 - P22);
+  theta = p.theta_mV;
+  reset = p.reset_mV;
+  refractory = int32_t(p.refractory_steps);
+}
+
+namespace {
+
+bool same_values(const NeuronValues& a, const NeuronValues& b) {
+  return a.values == b.values && a.distribution == b.distribution && a.a == b.a && a.b == b.b && a.tag == b.tag;
+}
+
+// NEST's P21 of one synapse type (IAFPropagatorExp): gamma exp(-h/tau_syn) expm1(h (1/tau_syn -
+// 1/tau_m)), gamma = beta / C_m, beta = tau_syn tau_m / (tau_m - tau_syn); where that is not a
+// positive normal number (tau_syn at or near tau_m) its limit h / C_m exp(-h/tau_m).
+double p21(double tau_syn, double tau_m, double c_m, double h) {
+  const double beta = tau_syn * tau_m / (tau_m - tau_syn);
+  const double gamma = beta / c_m;
+  const double p = gamma * std::exp(-h * (1 / tau_syn)) * std::expm1(h * ((tau_m - tau_syn) / (tau_syn * tau_m)));
+  return std::isnormal(p) && p > 0 ? p : h * (1 / c_m) * std::exp(-h * (1 / tau_m));
+}
+
+}  // namespace
+
+bool splits(const PopulationSpec& p) {
+  if (p.injected_current) return true;   // the two-current step reads StepInput::current
+  const auto ex = p.per_neuron.find("tau_syn_ex_ms"), in = p.per_neuron.find("tau_syn_in_ms");
+  const bool vary_ex = ex != p.per_neuron.end(), vary_in = in != p.per_neuron.end();
+  if (vary_ex || vary_in) return !(vary_ex && vary_in && same_values(ex->second, in->second));
+  return tau_syn_ex(p) != tau_syn_in(p);
+}
+
+SplitPropagators::SplitPropagators(const SplitParameters& p, double h) {
+  P22 = std::exp(-h / p.tau_m_ms);
+  P11ex = std::exp(-h / p.tau_syn_ex_ms);
+  P11in = std::exp(-h / p.tau_syn_in_ms);
+  P21ex = p21(p.tau_syn_ex_ms, p.tau_m_ms, p.c_m_pF, h);
+  P21in = p21(p.tau_syn_in_ms, p.tau_m_ms, p.c_m_pF, h);
+  P20 = p.tau_m_ms / p.c_m_pF * (1.0 - P22);
+  i_e = p.i_e_pA;
   theta = p.theta_mV;
   reset = p.reset_mV;
   refractory = int32_t(p.refractory_steps);
@@ -76,7 +117,48 @@ RANVIER_AVX512 void steps_avx512(const Propagators& p, double scale, const int32
 }
 #endif
 
-void check(const PopulationSpec& spec) { check_per_neuron(spec, kPerNeuron); }
+// Two currents, one set of propagators for the range.
+class SplitUpdate final : public PopulationUpdate {
+ public:
+  SplitUpdate(const PopulationSpec& spec, const ModelContext& ctx) : p_(SplitParameters::of(spec), ctx.h) {}
+  void step(const StepInput& in, const NeuronColumns& s, uint8_t* fired) const override {
+    const double scale = in.input_scale;
+    for (uint64_t k = 0; k < s.n; ++k)
+      fired[k] = step_split(p_, double(in.input[k]) * scale, double(in.inhibitory[k]) * scale, s.V[k], s.c[k],
+                            s.extra[0][k], s.refractory[k], in.current ? in.current[k] : 0.0);
+  }
+
+ private:
+  SplitPropagators p_;
+};
+
+// Two currents, parameters that vary per neuron: one set of propagators per neuron, the same step.
+class SplitPerNeuronUpdate final : public PopulationUpdate {
+ public:
+  SplitPerNeuronUpdate(const PopulationSpec& spec, const ModelContext& ctx, const NeuronColumns& s)
+      : table_(propagator_table<SplitParameters, SplitPropagators>(spec, ctx, s)) {}
+  void step(const StepInput& in, const NeuronColumns& s, uint8_t* fired) const override {
+    const double scale = in.input_scale;
+    for (uint64_t k = 0; k < s.n; ++k)
+      fired[k] = step_split(table_[k], double(in.input[k]) * scale, double(in.inhibitory[k]) * scale, s.V[k],
+                            s.c[k], s.extra[0][k], s.refractory[k], in.current ? in.current[k] : 0.0);
+  }
+
+ private:
+  std::vector<SplitPropagators> table_;
+};
+
+void check(const PopulationSpec& spec) {
+  check_per_neuron(spec, kPerNeuron);
+  if (!(spec.tau_m_ms > 0 && tau_syn_ex(spec) > 0 && tau_syn_in(spec) > 0 && spec.c_m_pF > 0))
+    throw std::invalid_argument("psc_exp population '" + spec.name +
+                                "' needs positive tau_m_ms, tau_syn_ex_ms, tau_syn_in_ms and c_m_pF");
+}
+
+NeuronModel::Layout layout(const PopulationSpec& spec) {
+  const bool split = splits(spec);
+  return {split, split ? 1 : 0};
+}
 
 void initialize(const PopulationSpec& spec, const Key& key, const NeuronColumns& s) {
   initial_potentials_absolute(spec, key, s);
@@ -84,6 +166,10 @@ void initialize(const PopulationSpec& spec, const Key& key, const NeuronColumns&
 
 std::unique_ptr<PopulationUpdate> make_update(const PopulationSpec& spec, const ModelContext& ctx,
                                               const NeuronColumns& s) {
+  if (splits(spec)) {
+    if (parameters_vary(spec)) return std::make_unique<SplitPerNeuronUpdate>(spec, ctx, s);
+    return std::make_unique<SplitUpdate>(spec, ctx);
+  }
   MembraneUpdate<Parameters, Propagators>::Kernels kernels{steps_scalar, nullptr, nullptr};
 #if defined(__AVX2__)
   kernels.avx2 = steps_avx2;
@@ -96,6 +182,7 @@ std::unique_ptr<PopulationUpdate> make_update(const PopulationSpec& spec, const 
 
 }  // namespace
 
-const NeuronModel model{"psc_exp", check, initialize, make_update};
+const NeuronModel model{"psc_exp", check, initialize, make_update, /*split_input=*/false, /*extra_columns=*/0,
+                        /*layout=*/layout, /*takes_current=*/true};
 
 }  // namespace ranvier::psc_exp

@@ -1,7 +1,15 @@
 // Leaky integrate-and-fire with exponential post-synaptic currents (NEST's iaf_psc_exp):
-//   tau_m dV/dt = -V + tau_m (I + i_e) / C_m,   dI/dt = -I / tau_syn,
-// V relative to rest (theta_mV, reset_mV likewise); synaptic input (pA) jumps I. Integrated
-// exactly on the time grid, in NEST's order.
+//   tau_m dV/dt = -V + tau_m (I_ex + I_in + i_e) / C_m,   dI_x/dt = -I_x / tau_syn_x,
+// V relative to rest (theta_mV, reset_mV likewise); synaptic input (pA) jumps the currents:
+// positive weights I_ex, negative ones I_in. Integrated exactly on the time grid, in NEST's order.
+//
+// Two forms, chosen per population when the engine is built (splits()):
+// - one current I = I_ex + I_in where the two time constants are the same for every neuron
+//   (the form every network had before the two were separate, and its vector kernels: the same
+//   spikes bit for bit);
+// - two currents where they differ: the input is split (NeuronModel::layout), I_in is a further
+//   state column, and the step is NEST's, propagators included (IAFPropagatorExp's rule for
+//   tau_syn near tau_m), scalar.
 #pragma once
 #include <cstdint>
 
@@ -10,18 +18,36 @@
 
 namespace ranvier::psc_exp {
 
-// The PopulationSpec fields the model reads; or one neuron's values, by the front end's names
-// (potentials absolute there: theta and reset are taken relative to the neuron's E_L, as the
-// front end does for the fields), where parameters vary per neuron.
+// The synaptic time constants of a population: tau_syn_ex_ms and tau_syn_in_ms by name where
+// given (the front end gives both, equal to its tau_syn_ms where only that is set), else the
+// field tau_syn_ms for both.
+inline double tau_syn_ex(const PopulationSpec& p) {
+  const auto it = p.parameters.find("tau_syn_ex_ms");
+  return it == p.parameters.end() ? p.tau_syn_ms : it->second;
+}
+inline double tau_syn_in(const PopulationSpec& p) {
+  const auto it = p.parameters.find("tau_syn_in_ms");
+  return it == p.parameters.end() ? p.tau_syn_ms : it->second;
+}
+
+// Whether the population needs two currents: its time constants differ for some neuron (one
+// varies per neuron and the other does not, or not by the same values or draws, or the two
+// numbers differ).
+bool splits(const PopulationSpec& p);
+
+// One current: the PopulationSpec fields the model reads (its time constant tau_syn_ex, equal to
+// tau_syn_in); or one neuron's values, by the front end's names (potentials absolute there:
+// theta and reset are taken relative to the neuron's E_L, as the front end does for the
+// fields), where parameters vary per neuron.
 struct Parameters {
   double tau_m_ms, tau_syn_ms, c_m_pF, i_e_pA, theta_mV, reset_mV;
   int64_t refractory_steps;
   static Parameters of(const PopulationSpec& p) {
-    return {p.tau_m_ms, p.tau_syn_ms, p.c_m_pF, p.i_e_pA, p.theta_mV, p.reset_mV, p.refractory_steps};
+    return {p.tau_m_ms, tau_syn_ex(p), p.c_m_pF, p.i_e_pA, p.theta_mV, p.reset_mV, p.refractory_steps};
   }
   static Parameters of_neuron(const NeuronParameters& v, uint64_t gid, double h) {
     const double E_L = v("E_L_mV", gid);
-    return {v("tau_m_ms", gid),      v("tau_syn_ms", gid),        v("C_m_pF", gid),
+    return {v("tau_m_ms", gid),      v("tau_syn_ex_ms", gid),     v("C_m_pF", gid),
             v("I_e_pA", gid),        v("V_th_mV", gid) - E_L,     v("V_reset_mV", gid) - E_L,
             steps_of(v("tau_arp_ms", gid), h)};
   }
@@ -29,10 +55,11 @@ struct Parameters {
 
 // The parameters that may vary per neuron (all but those of the initial V, V0_mean_mV and V0_sd_mV).
 inline constexpr const char* kPerNeuron[] = {"E_L_mV", "V_th_mV", "V_reset_mV", "C_m_pF", "tau_m_ms",
-                                             "tau_syn_ms", "tau_arp_ms", "I_e_pA", nullptr};
+                                             "tau_syn_ex_ms", "tau_syn_in_ms", "tau_arp_ms", "I_e_pA", nullptr};
 
-// State (columns of NeuronColumns): V, c (the synaptic current I, pA), refractory. Initial V:
-// initial_potential (N(v0_mean, v0_sd), relative to rest), or per_neuron's initial_V_mV (absolute).
+// State (columns of NeuronColumns): V, c (the synaptic current I, pA; I_ex with two currents,
+// and I_in in extra[0]), refractory. Initial V: initial_potential (N(v0_mean, v0_sd), relative
+// to rest), or per_neuron's initial_V_mV (absolute).
 
 // Exact propagators over one step h: V gets P22 V + P21 I + dc_term (P20 i_e), I gets P11 I.
 struct Propagators {
@@ -50,6 +77,45 @@ inline bool step(const Propagators& p, double input, double& V, double& I, int32
   const bool spike = active & (v >= p.theta);
   V = spike ? p.reset : (active ? v : V);
   I = I * p.P11 + input;
+  r = spike ? p.refractory : r - (r > 0);
+  return spike;
+}
+
+// Two currents (the time constants differ): the parameters, as above with both time constants.
+struct SplitParameters {
+  double tau_m_ms, tau_syn_ex_ms, tau_syn_in_ms, c_m_pF, i_e_pA, theta_mV, reset_mV;
+  int64_t refractory_steps;
+  static SplitParameters of(const PopulationSpec& p) {
+    return {p.tau_m_ms, tau_syn_ex(p), tau_syn_in(p), p.c_m_pF, p.i_e_pA, p.theta_mV, p.reset_mV, p.refractory_steps};
+  }
+  static SplitParameters of_neuron(const NeuronParameters& v, uint64_t gid, double h) {
+    const double E_L = v("E_L_mV", gid);
+    return {v("tau_m_ms", gid), v("tau_syn_ex_ms", gid),     v("tau_syn_in_ms", gid),
+            v("C_m_pF", gid),   v("I_e_pA", gid),            v("V_th_mV", gid) - E_L,
+            v("V_reset_mV", gid) - E_L, steps_of(v("tau_arp_ms", gid), h)};
+  }
+};
+
+// NEST's propagators over h: P22 = exp(-h/tau_m), P11_x = exp(-h/tau_syn_x), P21_x (current ->
+// V) by IAFPropagatorExp's rule, P20 = tau_m / C_m (1 - P22) (constant current -> V).
+struct SplitPropagators {
+  double P22, P11ex, P11in, P21ex, P21in, P20, i_e, theta, reset;
+  int32_t refractory;
+  SplitPropagators(const SplitParameters& p, double h);
+};
+
+// One step, NEST's order: V integrates the currents of the step's start unless refractory
+// (V P22 + I_ex P21ex + I_in P21in + i_e P20, left to right), the currents decay and take the
+// step's input, then the threshold. State: V, I_ex (column c), I_in (extra[0]), refractory.
+// `current`: the injected current of the step (pA; NEST's i_0, with I_e in P20's term).
+inline bool step_split(const SplitPropagators& p, double input_ex, double input_in, double& V, double& I_ex,
+                       double& I_in, int32_t& r, double current = 0.0) {
+  const double v = V * p.P22 + I_ex * p.P21ex + I_in * p.P21in + (p.i_e + current) * p.P20;
+  const bool active = r == 0;
+  const bool spike = active & (v >= p.theta);
+  V = spike ? p.reset : (active ? v : V);
+  I_ex = I_ex * p.P11ex + input_ex;
+  I_in = I_in * p.P11in + input_in;
   r = spike ? p.refractory : r - (r > 0);
   return spike;
 }

@@ -13,6 +13,7 @@
   X(artificial)                  \
   X(poisson_source)              \
   X(iaf_psc_alpha)               \
+  X(iaf_cond_exp)                \
   X(spike_train)                 \
   X(inhomogeneous_poisson)
 

@@ -248,11 +248,18 @@ class NeuronModel:
         return 0 if name == "initial" else 1 + list(cls.parameters).index(name)
 
     @classmethod
+    def _value_tag(cls, pop, name: str) -> int:
+        """The tag of a parameter's draws in this population: its own (`_tag`), or, for a parameter
+        that takes another one's value where left out (psc_exp's tau_syn_ex_ms), that one's, so
+        the two draw the same values."""
+        return cls._tag(name)
+
+    @classmethod
     def _per_neuron_spec(cls, pop, s) -> dict:
         """Sets s.parameters (every parameter by name; the mean of one that varies) and
         s.per_neuron (the arrays and distributions, and the initial V where it is per neuron).
         Returns s.parameters, for the model's fields."""
-        per = {k: _engine_values(v, cls._tag(k)) for k, v in pop.params.items() if is_per_neuron(v)}
+        per = {k: _engine_values(v, cls._value_tag(pop, k)) for k, v in pop.params.items() if is_per_neuron(v)}
         if is_per_neuron(pop.initial):
             per[INITIAL_V] = _engine_values(pop.initial, cls._tag("initial"))
         scalars = {k: _mean(v) for k, v in pop.params.items()}
@@ -275,7 +282,8 @@ class NeuronModel:
             raise ConfigError(f"population '{pop.name}': no parameter '{name}'; parameters: {sorted(pop.params)}")
         if isinstance(value, Distribution):
             from . import _engine
-            return _engine.neuron_values(_engine_values(value, cls._tag(name)), pop.first_id, pop.size, seed)
+            return _engine.neuron_values(_engine_values(value, cls._value_tag(pop, name)), pop.first_id, pop.size,
+                                         seed)
         if isinstance(value, np.ndarray):
             return value.copy()
         return np.full(pop.size, float(value))
@@ -339,14 +347,19 @@ class Lifca(NeuronModel):
 
 class PscExp(NeuronModel):
     """Leaky integrate-and-fire with exponential post-synaptic currents (NEST's iaf_psc_exp),
-    integrated exactly on the time grid: synaptic input (pA) jumps the current I, which decays
-    with tau_syn_ms. The potential parameters are absolute (mV, as NEST's: E_L_mV is the resting
-    potential); the engine, and what it records, hold V - E_L_mV (mV, relative to rest), and c =
-    the synaptic current I (pA). The initial V is drawn from N(V0_mean_mV, V0_sd_mV) per neuron,
-    or set per neuron by Population.initial (an array or a distribution, absolute mV).
+    integrated exactly on the time grid: synaptic input (pA) jumps a current that decays
+    exponentially; positive weights the excitatory current I_ex (time constant tau_syn_ex_ms),
+    negative ones the inhibitory I_in (tau_syn_in_ms). Each of the two, left out, is tau_syn_ms,
+    so a population that sets tau_syn_ms alone has one time constant for both (one current in the
+    engine, as before the two were separate). The potential parameters are absolute (mV, as
+    NEST's: E_L_mV is the resting potential); the engine, and what it records, hold V - E_L_mV
+    (mV, relative to rest), and c = the synaptic current (pA): I_ex + I_in with one time constant,
+    I_ex with two. The initial V is drawn from N(V0_mean_mV, V0_sd_mV) per neuron, or set per
+    neuron by Population.initial (an array or a distribution, absolute mV).
     Defaults: NEST's (V starts at E_L)."""
     name = "psc_exp"
     input_unit = "pA"
+    takes_current = True               # injected currents (ranvier.devices): NEST's two-current step
     has_potential = True
     initial_states = ("reset",)        # "reset": V from V0_mean_mV and V0_sd_mV
     parameters = {
@@ -356,14 +369,37 @@ class PscExp(NeuronModel):
                                 per_neuron=True),
         "C_m_pF": Parameter("pF", "membrane capacitance", 250.0, per_neuron=True),
         "tau_m_ms": Parameter("ms", "membrane time constant", 10.0, per_neuron=True),
-        "tau_syn_ms": Parameter("ms", "time constant of the synaptic current (excitatory and inhibitory)", 2.0,
-                                per_neuron=True),
+        "tau_syn_ms": Parameter("ms", "time constant of the synaptic currents where tau_syn_ex_ms or tau_syn_in_ms is "
+                                "left out", 2.0, per_neuron=True),
         "tau_arp_ms": Parameter("ms", "absolute refractory period", 2.0, per_neuron=True),
         "I_e_pA": Parameter("pA", "constant input current", 0.0, per_neuron=True),
         "V0_mean_mV": Parameter("mV", "mean of the initial membrane potential (absolute)", -70.0),
         "V0_sd_mV": Parameter("mV", "standard deviation of the initial membrane potential", 0.0),
+        # at the end: the tags of per-neuron draws follow the order (NeuronModel._tag)
+        "tau_syn_ex_ms": Parameter("ms", "time constant of the excitatory synaptic current (positive weights); left "
+                                   "out: tau_syn_ms", 2.0, per_neuron=True),
+        "tau_syn_in_ms": Parameter("ms", "time constant of the inhibitory synaptic current (negative weights); left "
+                                   "out: tau_syn_ms", 2.0, per_neuron=True),
     }
-    time_constants = ("tau_syn_ms",)
+    time_constants = ("tau_syn_ms", "tau_syn_ex_ms", "tau_syn_in_ms")
+    ALIASES = {"tau_syn_ex_ms": "tau_syn_ms", "tau_syn_in_ms": "tau_syn_ms"}   # left out: takes that one's value
+
+    @classmethod
+    def _aliased(cls, pop, name: str) -> bool:
+        """Whether `name` was left out of the population and takes its alias's value."""
+        return name in cls.ALIASES and cls.ALIASES[name] in cls.parameters and name in pop.defaulted
+
+    @classmethod
+    def read_values(cls, pop, where):
+        params, initial = super().read_values(pop, where)
+        for name, source in cls.ALIASES.items():
+            if cls._aliased(pop, name):
+                params[name] = params[source]           # the same value (object: an array or a distribution)
+        return params, initial
+
+    @classmethod
+    def _value_tag(cls, pop, name):
+        return cls._tag(cls.ALIASES[name] if cls._aliased(pop, name) else name)
 
     @classmethod
     def check(cls, pop, where):
@@ -388,8 +424,12 @@ class PscExp(NeuronModel):
     def to_engine(cls, pop, resolution_ms):
         s = cls._spec()
         q = cls._per_neuron_spec(pop, s)    # the means of parameters that vary per neuron
+        # tau_syn_ms is resolved here: the engine reads tau_syn_ex_ms and tau_syn_in_ms (one current
+        # where the two are the same for every neuron, cpp/neurons/psc_exp.hpp: splits).
+        s.parameters = {k: v for k, v in s.parameters.items() if k != "tau_syn_ms"}
+        s.per_neuron = {k: v for k, v in s.per_neuron.items() if k != "tau_syn_ms"}
         # Potentials relative to rest in the engine.
-        s.tau_m_ms, s.tau_syn_ms, s.c_m_pF, s.i_e_pA = q["tau_m_ms"], q["tau_syn_ms"], q["C_m_pF"], q["I_e_pA"]
+        s.tau_m_ms, s.tau_syn_ms, s.c_m_pF, s.i_e_pA = q["tau_m_ms"], q["tau_syn_ex_ms"], q["C_m_pF"], q["I_e_pA"]
         s.theta_mV, s.reset_mV = q["V_th_mV"] - q["E_L_mV"], q["V_reset_mV"] - q["E_L_mV"]
         s.refractory_steps = round(q["tau_arp_ms"] / resolution_ms)
         s.initial_normal = True
@@ -580,7 +620,7 @@ class IafPscAlpha(PscExp):
     Initial V as psc_exp. Defaults: NEST's."""
     name = "iaf_psc_alpha"
     takes_current = True               # injected currents (ranvier.devices) add to I_e
-    parameters = {**{k: v for k, v in PscExp.parameters.items() if k != "tau_syn_ms"},
+    parameters = {**{k: v for k, v in PscExp.parameters.items() if k not in PscExp.time_constants},
                   "tau_syn_ex_ms": Parameter("ms", "rise time of the excitatory synaptic current", 2.0,
                                              per_neuron=True),
                   "tau_syn_in_ms": Parameter("ms", "rise time of the inhibitory synaptic current", 2.0,
@@ -592,6 +632,67 @@ class IafPscAlpha(PscExp):
         s = cls._spec()
         q = cls._per_neuron_spec(pop, s)    # every parameter by name (tau_syn_ex_ms, tau_syn_in_ms read so)
         s.tau_m_ms, s.c_m_pF, s.i_e_pA = q["tau_m_ms"], q["C_m_pF"], q["I_e_pA"]
+        s.theta_mV, s.reset_mV = q["V_th_mV"] - q["E_L_mV"], q["V_reset_mV"] - q["E_L_mV"]
+        s.refractory_steps = round(q["tau_arp_ms"] / resolution_ms)
+        s.initial_normal = True
+        s.v0_mean_mV, s.v0_sd_mV = q["V0_mean_mV"] - q["E_L_mV"], q["V0_sd_mV"]
+        return s
+
+
+class IafCondExp(NeuronModel):
+    """Leaky integrate-and-fire with exponential synaptic conductances (NEST's iaf_cond_exp):
+    C_m dV/dt = -g_L (V - E_L) + I_e - g_ex (V - E_ex) - g_in (V - E_in), each conductance
+    decaying with its time constant; a spike of weight w (nS) jumps g_ex by w where w > 0, g_in by
+    -w where w < 0. Integrated as NEST integrates it (Runge-Kutta-Fehlberg 4(5) with NEST's
+    adaptive step control, per neuron; docs/neuron-models.md). Potential parameters absolute (mV,
+    as NEST's); the engine, and what it records, hold V - E_L_mV (mV, relative to rest), and c =
+    g_ex (nS). Initial V as psc_exp. Defaults: NEST's."""
+    takes_current = True               # injected currents (ranvier.devices) add to I_e
+    name = "iaf_cond_exp"
+    input_unit = "nS"
+    has_potential = True
+    initial_states = ("reset",)        # "reset": V from V0_mean_mV and V0_sd_mV
+    parameters = {
+        "E_L_mV": Parameter("mV", "leak reversal potential (absolute)", -70.0, per_neuron=True),
+        "V_th_mV": Parameter("mV", "firing threshold (absolute)", -55.0, per_neuron=True),
+        "V_reset_mV": Parameter("mV", "reset potential (absolute; V is held here while refractory)", -60.0,
+                                per_neuron=True),
+        "C_m_pF": Parameter("pF", "membrane capacitance", 250.0, per_neuron=True),
+        "g_L_nS": Parameter("nS", "leak conductance", 16.6667, per_neuron=True),
+        "E_ex_mV": Parameter("mV", "excitatory reversal potential (absolute)", 0.0, per_neuron=True),
+        "E_in_mV": Parameter("mV", "inhibitory reversal potential (absolute)", -85.0, per_neuron=True),
+        "tau_syn_ex_ms": Parameter("ms", "time constant of the excitatory conductance", 0.2, per_neuron=True),
+        "tau_syn_in_ms": Parameter("ms", "time constant of the inhibitory conductance", 2.0, per_neuron=True),
+        "tau_arp_ms": Parameter("ms", "absolute refractory period", 2.0, per_neuron=True),
+        "I_e_pA": Parameter("pA", "constant input current", 0.0, per_neuron=True),
+        "V0_mean_mV": Parameter("mV", "mean of the initial membrane potential (absolute)", -70.0),
+        "V0_sd_mV": Parameter("mV", "standard deviation of the initial membrane potential", 0.0),
+    }
+
+    @classmethod
+    def check(cls, pop, where):
+        q = pop.params
+        for key in ("C_m_pF", "g_L_nS", "tau_syn_ex_ms", "tau_syn_in_ms"):
+            _positive(where, key, q[key])
+        for key in ("tau_arp_ms", "V0_sd_mV"):
+            _positive(where, key, q[key], allow_zero=True)
+        for key in ("E_L_mV", "V_th_mV", "V_reset_mV", "E_ex_mV", "E_in_mV", "I_e_pA", "V0_mean_mV"):
+            _number(where, key, q[key])
+        _below(where, "V_reset_mV", "V_th_mV", q, pop.size)
+        given = set(q) - pop.defaulted
+        if is_per_neuron(pop.initial) and given & {"V0_mean_mV", "V0_sd_mV"}:
+            raise ConfigError(f"{where}: 'initial' sets the initial potential per neuron, and so do "
+                              f"{sorted(given & {'V0_mean_mV', 'V0_sd_mV'})}; give one of the two")
+
+    @classmethod
+    def check_resolution(cls, pop, resolution_ms):
+        _whole_steps(pop, "tau_arp_ms", resolution_ms)
+
+    @classmethod
+    def to_engine(cls, pop, resolution_ms):
+        s = cls._spec()
+        q = cls._per_neuron_spec(pop, s)    # every parameter by name (g_L_nS, E_ex_mV, ... read so)
+        s.c_m_pF, s.i_e_pA = q["C_m_pF"], q["I_e_pA"]
         s.theta_mV, s.reset_mV = q["V_th_mV"] - q["E_L_mV"], q["V_reset_mV"] - q["E_L_mV"]
         s.refractory_steps = round(q["tau_arp_ms"] / resolution_ms)
         s.initial_normal = True
@@ -665,6 +766,6 @@ class SpikeTrain(NeuronModel):
 
 
 NEURON_MODELS: dict[str, type[NeuronModel]] = {
-    m.name: m for m in (Lifca, Artificial, IgnoreAndFire, PscExp, PoissonSource, IafPscAlpha, SpikeTrain,
+    m.name: m for m in (Lifca, Artificial, IgnoreAndFire, PscExp, PoissonSource, IafPscAlpha, SpikeTrain, IafCondExp,
                         InhomogeneousPoisson)
 }

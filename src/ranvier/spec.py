@@ -287,6 +287,9 @@ class EngineSpec:
         self._check_memory(comm, max_memory_bytes)
 
         self.populations, self.projections, self.drives = self._engine_specs()
+        targeted = {c.target for c in network.currents}
+        for pop, spec in zip(network.populations, self.populations):
+            spec.injected_current = pop.name in targeted
 
     # -- the two-tier global interval ---------------------------------------------------------
     def _global_interval(self, exchange: str, requested) -> int:

@@ -1,0 +1,258 @@
+// Leaky integrate-and-fire with exponential synaptic conductances (NEST's iaf_cond_exp):
+//   C_m dV/dt = -g_L V + i_e - g_ex (V - E_ex) - g_in (V - E_in),
+//   dg_x/dt = -g_x / tau_syn_x,
+// V relative to rest (E_ex, E_in, theta, reset likewise; the front end's are absolute). Input is in
+// nS: positive weights jump g_ex, negative ones jump g_in by their magnitude (split input).
+//
+// Integrated as NEST 3.10 integrates it, so that the trace matches NEST's on the grid: over each
+// step h, the embedded Runge-Kutta-Fehlberg 4(5) pair (the fifth-order solution is kept, the
+// difference of the two estimates the error) with adaptive step size, GSL's standard control
+// with an absolute tolerance of 1e-3 (mV for V, nS for the conductances) and no relative one: a
+// trial step is repeated with a smaller step when its largest error exceeds 1.1 tolerances
+// (factor 0.9 (err/tol)^(-1/5), at least 0.2), and the next step may grow when it is below half
+// of one (factor 0.9 (err/tol)^(-1/6), between 1 and 5). Each neuron keeps its own step size
+// from one time step to the next (a state column), so a neuron's trajectory does not depend on
+// any other neuron, thread or rank. Then NEST's order: the step's input jumps the conductances;
+// while refractory V is held at the reset and the counter counts down, else V >= theta spikes.
+// During the integration the right-hand side holds V at the reset while refractory (dV/dt = 0)
+// and uses min(V, theta) otherwise, as NEST's.
+//
+// How close this is to the exact solution and to NEST: docs/neuron-models.md (measured by
+// tests/test_pynn_cells.py). Scalar kernel: the number of trial steps varies per neuron.
+#include <algorithm>
+#include <cfloat>
+#include <cmath>
+#include <stdexcept>
+#include <vector>
+
+#include "core/spec.hpp"
+#include "neurons/neuron_model.hpp"
+
+namespace ranvier::iaf_cond_exp {
+
+// The PopulationSpec fields and named parameters the model reads (potentials relative to rest:
+// the front end's absolute E_ex_mV, E_in_mV are taken relative to E_L_mV here); or one neuron's
+// values by the front end's names, where parameters vary per neuron.
+struct Parameters {
+  double g_L_nS, c_m_pF, E_ex_mV, E_in_mV, tau_syn_ex_ms, tau_syn_in_ms, i_e_pA, theta_mV, reset_mV;
+  int64_t refractory_steps;
+  static Parameters of(const PopulationSpec& p) {
+    const double E_L = parameter(p, "E_L_mV");
+    return {parameter(p, "g_L_nS"),        p.c_m_pF,
+            parameter(p, "E_ex_mV") - E_L, parameter(p, "E_in_mV") - E_L,
+            parameter(p, "tau_syn_ex_ms"), parameter(p, "tau_syn_in_ms"),
+            p.i_e_pA,                      p.theta_mV,
+            p.reset_mV,                    p.refractory_steps};
+  }
+  static Parameters of_neuron(const NeuronParameters& v, uint64_t gid, double h) {
+    const double E_L = v("E_L_mV", gid);
+    return {v("g_L_nS", gid),         v("C_m_pF", gid),          v("E_ex_mV", gid) - E_L,
+            v("E_in_mV", gid) - E_L,  v("tau_syn_ex_ms", gid),   v("tau_syn_in_ms", gid),
+            v("I_e_pA", gid),         v("V_th_mV", gid) - E_L,   v("V_reset_mV", gid) - E_L,
+            steps_of(v("tau_arp_ms", gid), h)};
+  }
+};
+
+// The parameters that may vary per neuron (all but those of the initial V).
+constexpr const char* kPerNeuron[] = {"E_L_mV",        "V_th_mV",       "V_reset_mV", "C_m_pF",
+                                      "g_L_nS",        "E_ex_mV",       "E_in_mV",    "tau_syn_ex_ms",
+                                      "tau_syn_in_ms", "tau_arp_ms",    "I_e_pA",     nullptr};
+
+// State (columns of NeuronColumns): V, c = g_ex (nS, traced), extra[0] = g_in (nS), extra[1] =
+// the step size the integrator tries first in the next time step (0: not yet set, h),
+// refractory. Initial V: initial_potentials_absolute.
+
+// The constants of one neuron's update.
+struct Constants {
+  double g_L, c_m, E_ex, E_in, tau_ex, tau_in, i_e, theta, reset, h, inv_c_m, inv_tau_ex, inv_tau_in;
+  int32_t refractory;
+  Constants(const Parameters& p, double h_ms)
+      : g_L(p.g_L_nS),
+        c_m(p.c_m_pF),
+        E_ex(p.E_ex_mV),
+        E_in(p.E_in_mV),
+        tau_ex(p.tau_syn_ex_ms),
+        tau_in(p.tau_syn_in_ms),
+        i_e(p.i_e_pA),
+        theta(p.theta_mV),
+        reset(p.reset_mV),
+        h(h_ms),
+        inv_c_m(1 / c_m), inv_tau_ex(1 / tau_ex), inv_tau_in(1 / tau_in),
+        refractory(int32_t(p.refractory_steps)) {}
+};
+
+// The state vector of the integrator: V (mV, relative to rest), g_ex, g_in (nS).
+constexpr int kDim = 3;
+using Y = double[kDim];
+
+// The right-hand side (NEST's): V held at the reset while refractory, else bounded by theta.
+// It multiplies by 1/C_m and 1/tau_syn where NEST divides (20 % faster; the largest difference
+// from NEST's trace in tests/test_pynn_cells.py stayed 5e-14 mV).
+inline void derivative(const Constants& p, bool refractory, double i_stim, const Y y, Y f) {
+  const double v = refractory ? p.reset : std::min(y[0], p.theta);
+  const double i_ex = y[1] * (v - p.E_ex);
+  const double i_in = y[2] * (v - p.E_in);
+  const double i_leak = p.g_L * v;
+  f[0] = refractory ? 0.0 : (-i_leak + i_stim + p.i_e - i_ex - i_in) * p.inv_c_m;
+  f[1] = -y[1] * p.inv_tau_ex;
+  f[2] = -y[2] * p.inv_tau_in;
+}
+
+// The Runge-Kutta-Fehlberg tableau (Fehlberg 1969): stage nodes 1/4, 3/8, 12/13, 1, 1/2; the
+// fifth-order weights b5 and the differences b5 - b4 of the fifth- and fourth-order weights.
+constexpr double kA21 = 1.0 / 4.0;
+constexpr double kA31 = 3.0 / 32.0, kA32 = 9.0 / 32.0;
+constexpr double kA41 = 1932.0 / 2197.0, kA42 = -7200.0 / 2197.0, kA43 = 7296.0 / 2197.0;
+constexpr double kA51 = 439.0 / 216.0, kA52 = -8.0, kA53 = 3680.0 / 513.0, kA54 = -845.0 / 4104.0;
+constexpr double kA61 = -8.0 / 27.0, kA62 = 2.0, kA63 = -3544.0 / 2565.0, kA64 = 1859.0 / 4104.0,
+                 kA65 = -11.0 / 40.0;
+constexpr double kB1 = 16.0 / 135.0, kB3 = 6656.0 / 12825.0, kB4 = 28561.0 / 56430.0, kB5 = -9.0 / 50.0,
+                 kB6 = 2.0 / 55.0;
+constexpr double kE1 = 1.0 / 360.0, kE3 = -128.0 / 4275.0, kE4 = -2197.0 / 75240.0, kE5 = 1.0 / 50.0,
+                 kE6 = 2.0 / 55.0;
+constexpr double kTolerance = 1e-3;   // absolute, per component (NEST: gsl_odeiv_control_y_new(1e-3, 0))
+constexpr double kSafety = 0.9;       // the control's safety factor
+constexpr double kOrder = 5.0;        // the order the control assumes for the pair
+
+// One trial step of size dt from y0 with derivative k1 there: the fifth-order solution in y, and
+// the largest error estimate over the components, in tolerances (at least DBL_MIN).
+inline double rkf45(const Constants& p, bool refractory, double i_stim, const Y y0, const Y k1, double dt, Y y) {
+  Y k2, k3, k4, k5, k6, t;
+  for (int i = 0; i < kDim; ++i) t[i] = y0[i] + dt * (kA21 * k1[i]);
+  derivative(p, refractory, i_stim, t, k2);
+  for (int i = 0; i < kDim; ++i) t[i] = y0[i] + dt * (kA31 * k1[i] + kA32 * k2[i]);
+  derivative(p, refractory, i_stim, t, k3);
+  for (int i = 0; i < kDim; ++i) t[i] = y0[i] + dt * (kA41 * k1[i] + kA42 * k2[i] + kA43 * k3[i]);
+  derivative(p, refractory, i_stim, t, k4);
+  for (int i = 0; i < kDim; ++i) t[i] = y0[i] + dt * (kA51 * k1[i] + kA52 * k2[i] + kA53 * k3[i] + kA54 * k4[i]);
+  derivative(p, refractory, i_stim, t, k5);
+  for (int i = 0; i < kDim; ++i)
+    t[i] = y0[i] + dt * (kA61 * k1[i] + kA62 * k2[i] + kA63 * k3[i] + kA64 * k4[i] + kA65 * k5[i]);
+  derivative(p, refractory, i_stim, t, k6);
+  double largest = 0;
+  for (int i = 0; i < kDim; ++i) {
+    y[i] = y0[i] + dt * (kB1 * k1[i] + kB3 * k3[i] + kB4 * k4[i] + kB5 * k5[i] + kB6 * k6[i]);
+    largest = std::max(largest, std::abs(dt * (kE1 * k1[i] + kE3 * k3[i] + kE4 * k4[i] + kE5 * k5[i] + kE6 * k6[i])));
+  }
+  return std::max(DBL_MIN, largest / kTolerance);   // the largest of |e_i| / tolerance: division is monotonic
+}
+
+// Integrates y over one time step h with adaptive steps; `trial` is the neuron's step size
+// (updated for the next time step).
+inline void integrate(const Constants& p, bool refractory, double i_stim, Y y, double& trial) {
+  double t = 0.0;
+  double step = trial > 0 ? trial : p.h;
+  while (t < p.h) {
+    Y y0, k1;
+    std::copy(y, y + kDim, y0);
+    derivative(p, refractory, i_stim, y0, k1);
+    const double remaining = p.h - t;
+    for (;;) {
+      const bool last = step > remaining;
+      if (last) step = remaining;
+      const double error = rkf45(p, refractory, i_stim, y0, k1, step, y);
+      const double t_next = last ? p.h : t + step;
+      if (error > 1.1) {
+        const double smaller = std::max(0.2, kSafety / std::pow(error, 1.0 / kOrder)) * step;
+        if (smaller < step && t_next + smaller != t_next) {   // a real decrease: try again from y0
+          step = smaller;
+          continue;
+        }
+      } else if (error < 0.5) {
+        // The step may grow: by 0.9 (err/tol)^(-1/6), between 1 and 5. Where it already reaches to
+        // the end of the next interval to integrate (the rest of this time step, or the next
+        // one), the next step is cut there whatever it grew to, so the factor is not computed.
+        const double next_interval = t_next < p.h ? p.h - t_next : p.h;
+        step *= step >= next_interval ? 5.0 : std::clamp(kSafety / std::pow(error, 1.0 / (kOrder + 1.0)), 1.0, 5.0);
+      }
+      t = t_next;
+      break;
+    }
+  }
+  trial = step;
+}
+
+// One time step of one neuron: integrate, take the input (nS; inhibitory input is negative),
+// then the refractory period or the threshold.
+// `current`: the injected current of the step (pA; NEST's I_stim).
+inline bool step(const Constants& p, double input_ex, double input_in, double& V, double& g_ex, double& g_in,
+                 double& trial, int32_t& r, double current = 0.0) {
+  Y y{V, g_ex, g_in};
+  integrate(p, r > 0, current, y, trial);
+  V = y[0];
+  g_ex = y[1] + input_ex;
+  g_in = y[2] - input_in;
+  if (r > 0) {
+    --r;
+    V = p.reset;
+    return false;
+  }
+  if (V < p.theta) return false;
+  r = p.refractory;
+  V = p.reset;
+  return true;
+}
+
+namespace {
+
+// The homogeneous update: one set of constants for the range.
+class Update final : public PopulationUpdate {
+ public:
+  Update(const PopulationSpec& spec, const ModelContext& ctx) : p_(Parameters::of(spec), ctx.h) {}
+  void step(const StepInput& in, const NeuronColumns& s, uint8_t* fired) const override {
+    const double scale = in.input_scale;
+    for (uint64_t k = 0; k < s.n; ++k)
+      fired[k] = iaf_cond_exp::step(p_, double(in.input[k]) * scale, double(in.inhibitory[k]) * scale, s.V[k],
+                                    s.c[k], s.extra[0][k], s.extra[1][k], s.refractory[k],
+                                    in.current ? in.current[k] : 0.0);
+  }
+
+ private:
+  Constants p_;
+};
+
+// Parameters that vary per neuron: one set of constants per neuron of the range, the same step.
+class PerNeuronUpdate final : public PopulationUpdate {
+ public:
+  PerNeuronUpdate(const PopulationSpec& spec, const ModelContext& ctx, const NeuronColumns& s) {
+    const NeuronParameters values(spec, ctx.key);
+    table_.reserve(s.n);
+    for (uint64_t k = 0; k < s.n; ++k) table_.emplace_back(Parameters::of_neuron(values, s.gid[k], ctx.h), ctx.h);
+  }
+  void step(const StepInput& in, const NeuronColumns& s, uint8_t* fired) const override {
+    const double scale = in.input_scale;
+    for (uint64_t k = 0; k < s.n; ++k)
+      fired[k] = iaf_cond_exp::step(table_[k], double(in.input[k]) * scale, double(in.inhibitory[k]) * scale,
+                                    s.V[k], s.c[k], s.extra[0][k], s.extra[1][k], s.refractory[k],
+                                    in.current ? in.current[k] : 0.0);
+  }
+
+ private:
+  std::vector<Constants> table_;
+};
+
+void check(const PopulationSpec& spec) {
+  check_per_neuron(spec, kPerNeuron);
+  const Parameters p = Parameters::of(spec);      // throws for a missing parameter
+  if (!(p.g_L_nS > 0 && p.c_m_pF > 0 && p.tau_syn_ex_ms > 0 && p.tau_syn_in_ms > 0))
+    throw std::invalid_argument("iaf_cond_exp population '" + spec.name +
+                                "' needs positive g_L_nS, c_m_pF, tau_syn_ex_ms and tau_syn_in_ms");
+}
+
+void initialize(const PopulationSpec& spec, const Key& key, const NeuronColumns& s) {
+  initial_potentials_absolute(spec, key, s);
+}
+
+std::unique_ptr<PopulationUpdate> make_update(const PopulationSpec& spec, const ModelContext& ctx,
+                                              const NeuronColumns& s) {
+  if (parameters_vary(spec)) return std::make_unique<PerNeuronUpdate>(spec, ctx, s);
+  return std::make_unique<Update>(spec, ctx);
+}
+
+}  // namespace
+
+// extern: a namespace-scope const has internal linkage otherwise (no header declares it).
+extern const NeuronModel model{"iaf_cond_exp", check, initialize, make_update,
+                               /*split_input=*/true, /*extra_columns=*/2, /*layout=*/nullptr, /*takes_current=*/true};
+
+}  // namespace ranvier::iaf_cond_exp
