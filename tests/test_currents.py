@@ -228,3 +228,68 @@ def test_devices_give_the_same_spikes_for_any_decomposition(workloads, ranks, th
     assert ref["ids"].size > 1000 and ref["digest"] != quiet["digest"]      # the devices change the spikes
     assert run["digest"] == ref["digest"]
     assert np.array_equal(run["ids"], ref["ids"]) and np.array_equal(run["steps"], ref["steps"])
+
+
+def test_parameters_set_between_runs_are_nests_setstatus():
+    """Simulation.set_parameters between runs: NEST's SetStatus between Simulate calls, V within
+    1e-9 mV at every step (iaf_psc_alpha: I_e and the threshold change; the state is kept)."""
+    nest = pytest.importorskip("nest")
+    nest.ResetKernel()
+    nest.set_verbosity("M_ERROR")
+    nest.resolution = H
+    n = nest.Create("iaf_psc_alpha", params=NEST_PARAMS)
+    meter = nest.Create("multimeter", params={"record_from": ["V_m"], "interval": H})
+    nest.Connect(meter, n)
+    nest.Simulate(30.0)
+    n.set({"I_e": 420.0, "V_th": -52.0})
+    nest.Simulate(70.0)
+    net = rv.Network()
+    net.add_population(rv.Population("n", 1, model="iaf_psc_alpha", params=RV_PARAMS))
+    sim = rv.Simulation(net, resolution_ms=H, record_state=[0])
+    sim.run(30.0)
+    sim.set_parameters("n", I_e_pA=420.0, V_th_mV=-52.0)
+    res = sim.run(70.0)
+    v = np.asarray(res.state["V"]).ravel() + RV_PARAMS["E_L_mV"]
+    k = np.rint(meter.events["times"] / H).astype(int) - 1
+    assert res.spikes_total > 0 and np.max(np.abs(v[k] - meter.events["V_m"])) < 1e-9
+    assert net.population("n").params["I_e_pA"] == 420.0
+
+
+def test_new_spike_trains_go_on_from_the_current_time():
+    net = rv.Network()
+    net.add_population(rv.Population("s", 2, params={"spike_times_ms": [[5.0, 25.0], []]}, model="spike_train"))
+    sim = rv.Simulation(net)
+    sim.run(10.0)
+    sim.set_parameters("s", spike_times_ms=[[2.0, 12.0, 15.0], [17.0]])     # 2.0 is past: not fired again
+    ids, times = sim.run(20.0).spikes
+    assert list(zip(ids.tolist(), times.tolist())) == [(0, 5.0), (0, 12.0), (0, 15.0), (1, 17.0)]
+
+
+def test_a_current_schedule_replaced_between_runs_equals_the_whole_schedule():
+    def build():
+        net = network_with_currents()
+        return net
+    whole = build()
+    whole.currents[0] = rv.StepCurrent("E", [10.0, 60.0, 80.0, 120.0], [380.0, 250.0, 100.0, 420.0],
+                                       neurons=list(range(0, 200, 3)))
+    ref = rv.Simulation(whole, threads=2).run(200.0).spikes
+    for threads, placement in ((1, "round-robin"), (2, "random")):
+        net = build()
+        sim = rv.Simulation(net, threads=threads, placement=placement)
+        sim.run(70.0)                 # the old schedule until 70 ms: 380 from 10, 250 from 60
+        sim.set_current(0, rv.StepCurrent("E", [10.0, 60.0, 80.0, 120.0], [380.0, 250.0, 100.0, 420.0],
+                                          neurons=list(range(0, 200, 3))))
+        ids, times = sim.run(130.0).spikes
+        assert np.array_equal(ids, ref[0]) and np.array_equal(times, ref[1])
+
+
+def test_what_cannot_change_between_runs_is_refused():
+    net = rv.Network()
+    net.add_population(rv.Population("p", 3, model="psc_exp", params={"tau_syn_ms": 2.0}))
+    net.inject(rv.DCCurrent("p", 10.0))
+    sim = rv.Simulation(net)
+    sim.run(5.0)
+    with pytest.raises(rv.ConfigError, match="unknown parameter"):
+        sim.set_parameters("p", tau_m=3.0)
+    with pytest.raises(rv.ConfigError, match="same kind of source on the same neurons"):
+        sim.set_current(0, rv.DCCurrent("p", 10.0, neurons=[0]))

@@ -409,6 +409,58 @@ class Simulation:
             total += (ASSUMED_RATE_HZ if rate is None else rate) * p.size * duration_ms * 1e-3
         return total
 
+    def set_parameters(self, population: str, **params) -> None:
+        """New values for some of a population's parameters from the next run() call on (PyNN's
+        set() between runs; NEST's SetStatus). Its neurons keep their state (V, currents,
+        adaptation); a spike_train population goes on with each new train's first spike at or
+        after the current time. The same model, size and (psc_exp) number of synaptic currents:
+        what needs a different layout is refused. Call it on every rank, with the same values:
+        the simulation stays the same for any decomposition. The network's Population takes the
+        new values too."""
+        import dataclasses
+
+        pop = self.network.population(population)
+        if not params:
+            return
+        unknown = sorted(set(params) - set(NEURON_MODELS[pop.model].parameters))
+        if unknown:
+            raise ConfigError(f"population '{population}' ({pop.model}): unknown parameter(s) {unknown}; known: "
+                              f"{sorted(NEURON_MODELS[pop.model].parameters)}")
+        new = dataclasses.replace(pop, params={**{k: v for k, v in pop.params.items()
+                                                  if k not in pop.defaulted or k in params}, **params})
+        new.first_id = pop.first_id
+        new.validate()
+        NEURON_MODELS[new.model].check_resolution(new, self.resolution_ms)
+        index = self.network.populations.index(pop)
+        spec = NEURON_MODELS[new.model].to_engine(new, self.resolution_ms)
+        old = self.spec.populations[index]
+        spec.name, spec.first, spec.size, spec.tau_minus_ms = old.name, old.first, old.size, old.tau_minus_ms
+        spec.area, spec.injected_current = old.area, old.injected_current
+        try:
+            self._engine.set_population(index, spec)
+        except ValueError as e:
+            raise ConfigError(str(e)) from None
+        self.spec.populations[index] = spec
+        pop.params, pop.defaulted = new.params, new.defaulted
+
+    def set_current(self, index: int, source) -> None:
+        """A new schedule for the network's current source number `index` (in the order of
+        Network.inject) from the next step on: the same kind of source on the same neurons
+        (PyNN's set_parameters on a current source between runs). Times before the current time
+        collapse to the amplitude in force now. Call it on every rank."""
+        old = self.network.currents[index]
+        if type(source) is not type(old) or source.target != old.target or \
+                list(np.atleast_1d(source.neurons if source.neurons is not None else [])) != \
+                list(np.atleast_1d(old.neurons if old.neurons is not None else [])):
+            raise ConfigError(f"set_current: source {index} needs the same kind of source on the same neurons "
+                              f"({type(old).__name__} on '{old.target}')")
+        pop = self.network.population(source.target)
+        source.validate(pop)
+        spec = _engine.CurrentSourceSpec()
+        source.engine_spec(pop, self.resolution_ms, spec)
+        self._engine.set_current_source(index, spec)
+        self.network.currents[index] = source
+
     def close(self) -> None:
         """Ends the recording: with stream_to, writes spikes.h5 and timers.h5 from the streamed chunks
         (rank 0). A write that failed (a full disk) leaves `recording.error` set and no files. Also

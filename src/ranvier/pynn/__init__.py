@@ -33,7 +33,8 @@ def setup(timestep=DEFAULT_TIMESTEP, min_delay=DEFAULT_MIN_DELAY, **extra_params
     state = simulator.state
     state.clear()
     state.dt = float(timestep)
-    state.min_delay = timestep if min_delay == "auto" else float(min_delay)
+    state.min_delay_auto = min_delay == "auto"
+    state.min_delay = timestep if state.min_delay_auto else float(min_delay)
     state.max_delay = max_delay
     state.threads = int(extra_params.get("threads", 1))
     state.seed = int(extra_params.get("rng_seed", 1))

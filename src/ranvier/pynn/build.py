@@ -25,27 +25,41 @@ def spike_trains(value, size) -> list:
     return [np.asarray(getattr(seq, "value", seq), dtype=float).ravel() for seq in cells]
 
 
-def _spike_times(value, size, dt):
-    """Per cell: its times rounded up to the grid, > 0, each step once (Ranvier's spike_train)."""
+def _spike_times(value, size, dt, given=None, first=0):
+    """Per cell: its times rounded up to the grid, > 0, each step once (Ranvier's spike_train);
+    `given` (gid -> step -> the time given) learns the times the steps stand for."""
     trains = []
-    for t in spike_trains(value, size):
-        steps = np.unique(np.ceil(t / dt - 1e-9))
+    for k, t in enumerate(spike_trains(value, size)):
+        steps = np.ceil(t / dt - 1e-9)
+        if given is not None:
+            given.setdefault(first + k, {}).update({int(s): float(x) for s, x in zip(steps, t) if s >= 1})
+        steps = np.unique(steps)
         trains.append((steps[steps >= 1] * dt).tolist())
     return trains
+
+
+def ranvier_params(state, p) -> dict:
+    """A PyNN population's native parameters as its Ranvier population takes them."""
+    native = _native_values(p)
+    if p.celltype.ranvier_model == "spike_train":
+        return {"spike_times_ms": _spike_times(native["spike_times_ms"], p.size, state.dt, state.given_times,
+                                               int(p.first_id))}
+    params = dict(native)
+    if "tau_arp_ms" in params:           # refractory periods to the nearest step (NEST's rounding)
+        params["tau_arp_ms"] = np.round(np.asarray(params["tau_arp_ms"], dtype=float) / state.dt) * state.dt
+        if params["tau_arp_ms"].ndim == 0:
+            params["tau_arp_ms"] = float(params["tau_arp_ms"])
+    return params
 
 
 def describe(state) -> dict:
     """A plain description (numbers, lists and arrays) of the session's network."""
     pops = []
     for p in state.populations:
-        native = _native_values(p)
         model = p.celltype.ranvier_model
-        if model == "spike_train":
-            params = {"spike_times_ms": _spike_times(native["spike_times_ms"], p.size, state.dt)}
-        else:
-            params = dict(native)
-        initial = p._initial.get("v") if model in ("iaf_psc_alpha", "psc_exp") else None
-        if initial is None and model in ("iaf_psc_alpha", "psc_exp"):
+        params = ranvier_params(state, p)
+        initial = p._initial.get("v") if model in ("iaf_psc_alpha", "psc_exp", "iaf_cond_exp") else None
+        if initial is None and model in ("iaf_psc_alpha", "psc_exp", "iaf_cond_exp"):
             initial = np.full(p.size, float(p.celltype.default_initial_values["v"]))
         pops.append({"label": p.label, "size": p.size, "model": model, "params": params,
                      "initial": None if initial is None else np.asarray(initial, float),
@@ -61,10 +75,7 @@ def describe(state) -> dict:
                                                       else pr.post),
                       "pre_index": _parent_index(pr.pre, pre), "post_index": _parent_index(pr.post, post),
                       "weight": w, "delay": d, "receptor": pr.receptor_type})
-    currents = []
-    for source, ids in state.currents:
-        currents.append((source, list(ids)))
-    return {"populations": pops, "projections": projs, "currents": currents}
+    return {"populations": pops, "projections": projs}
 
 
 def _parent_index(obj, index):
@@ -79,9 +90,12 @@ def build_network(state):
     import ranvier as rv
     from ranvier.parallel import make_comm
 
-    desc = describe(state)
     comm = make_comm()
-    desc = comm.bcast({k: v for k, v in desc.items() if k != "currents"}) | {"currents": desc["currents"]}
+    # Rank 0's description and recording, on every rank (PyNN's unseeded RNGs differ by rank).
+    record = sorted({int(i) for r in state.recorders for v, ids in r.recorded.items()
+                     if v.name != "spikes" for i in ids})
+    desc, record = comm.bcast((describe(state), record) if comm.rank == 0 else None)
+    desc["currents"] = [(source, list(ids)) for source, ids in state.currents]
     net = rv.Network(name="pyNN")
     names = []
     for k, p in enumerate(desc["populations"]):
@@ -93,7 +107,7 @@ def build_network(state):
         if not len(pr["weight"]):
             continue
         target_model = desc["populations"][pr["post"]]["model"]
-        scale = 1000.0 if target_model in ("iaf_psc_alpha", "psc_exp") else 1.0      # nA -> pA
+        scale = 1000.0 if target_model in ("iaf_psc_alpha", "psc_exp", "iaf_cond_exp") else 1.0      # nA -> pA
         w = np.abs(pr["weight"]) * scale
         if pr["receptor"] == "inhibitory":
             w = -w
@@ -101,13 +115,15 @@ def build_network(state):
         net.connect(rv.Projection(source=names[pr["pre"]], target=names[pr["post"]], sources=pr["pre_index"].tolist(),
                                   targets=pr["post_index"].tolist(), weight=w.tolist(), delay_ms=delay.tolist()))
     firsts = np.array([p.first_id for p in net.populations])
+    state.current_index = {}                   # PyNN source -> [(its Ranvier source's index, target, neurons)]
     for source, ids in desc["currents"]:
         ids = np.asarray(ids, dtype=np.int64)
         owner = np.searchsorted(firsts, ids, side="right") - 1
         for k in np.unique(owner):
             pop = net.populations[k]
-            for s in source.ranvier_sources(pop.name, (ids[owner == k] - pop.first_id).tolist()):
+            neurons = (ids[owner == k] - pop.first_id).tolist()
+            for s in source.ranvier_sources(pop.name, neurons):
+                state.current_index.setdefault(id(source), []).append((len(net.currents), pop.name, neurons))
                 net.inject(s)
-    record = sorted({int(i) for r in state.recorders for v, ids in r.recorded.items()
-                     if v.name != "spikes" for i in ids})
+    state.population_names = names
     return net, record

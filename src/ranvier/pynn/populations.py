@@ -23,18 +23,20 @@ class PopulationView(common.PopulationView):
     _simulator = simulator
 
     def _get_parameters(self, *names):
-        return _parameters(self, names, lambda name: self.parent._parameters[name][self.mask]
+        local = self.parent._mask_local[self.mask] if isinstance(self.mask, np.ndarray) and self.mask.dtype == bool \
+            else self.parent._mask_local[np.arange(self.parent.size)[self.mask]]
+        return _parameters(self, names, lambda name: self.parent._parameters[name][self.mask][local]
                            if isinstance(self.parent._parameters[name], np.ndarray) else
-                           self.parent._parameters[name])
+                           self.parent._parameters[name], int(np.count_nonzero(local)))
 
     def _set_parameters(self, parameter_space):
-        simulator.state.check_not_built("setting parameters")
         for name, value in parameter_space.items():
             self.parent._ensure_array(name)
             try:
                 self.parent._parameters[name][self.mask] = value.evaluate(simplify=True)
             except ValueError:
                 raise errors.InvalidParameterValueError(f"{name} should not be of type {type(value)}")
+        simulator.state.update_population(self.grandparent)
 
     def _set_initial_value_array(self, variable, initial_values):
         simulator.state.check_not_built("initializing")
@@ -60,7 +62,9 @@ class Population(common.Population):
                                            f"available: {list_standard_models()}")
         first = state.id_counter
         self.all_cells = np.array([simulator.ID(i) for i in range(first, first + self.size)], dtype=simulator.ID)
-        self._mask_local = np.ones(self.size, dtype=bool)     # every rank holds the whole description
+        # Rank 0 holds the description that is built (every rank builds it); to PyNN's gathers the
+        # cells are rank 0's, so nothing is counted twice.
+        self._mask_local = np.full(self.size, state.mpi_rank == 0)
         parameter_space = self.celltype.native_parameters
         parameter_space.shape = (self.size,)
         parameter_space.evaluate(simplify=False)
@@ -90,20 +94,27 @@ class Population(common.Population):
         return PopulationView(self, selector, label)
 
     def _get_parameters(self, *names):
-        return _parameters(self, names, lambda name: self._parameters[name])
+        return _parameters(self, names, self._local_value, self.local_size)
+
+    def _local_value(self, name):
+        value = self._parameters[name]
+        return value[self._mask_local] if isinstance(value, np.ndarray) else value
+
+    def _get_native_parameters(self, *names):
+        return ParameterSpace({name: simplify(self._local_value(name)) for name in names}, shape=(self.local_size,))
 
     def _set_parameters(self, parameter_space):
-        simulator.state.check_not_built("setting parameters")
-        parameter_space.evaluate(simplify=False, mask=self._mask_local)
+        parameter_space.evaluate(simplify=False)
         for name, value in parameter_space.items():
             self._parameters[name] = value
+        simulator.state.update_population(self)
 
 
-def _parameters(obj, names, native_value):
+def _parameters(obj, names, native_value, size):
     celltype = obj.celltype
     if any(name in celltype.computed_parameters() for name in names):
         native_names = celltype.get_native_names()
     else:
         native_names = celltype.get_native_names(*names)
-    native = ParameterSpace({name: simplify(native_value(name)) for name in native_names}, shape=(obj.size,))
+    native = ParameterSpace({name: simplify(native_value(name)) for name in native_names}, shape=(size,))
     return celltype.reverse_translate(native)

@@ -10,6 +10,7 @@ from pyNN.core import ezip
 from pyNN.space import Space
 
 from . import simulator
+from .standardmodels import StaticSynapse
 
 
 class Connection(common.Connection):
@@ -28,6 +29,7 @@ class Connection(common.Connection):
 class Projection(common.Projection):
     __doc__ = common.Projection.__doc__
     _simulator = simulator
+    _static_synapse_class = StaticSynapse
 
     def __init__(self, presynaptic_population, postsynaptic_population, connector, synapse_type=None,
                  source=None, receptor_type=None, space=Space(), label=None):

@@ -8,7 +8,6 @@ import numpy as np
 from pyNN import recording
 
 from . import simulator
-from .build import spike_trains
 
 
 class Recorder(recording.Recorder):
@@ -16,6 +15,8 @@ class Recorder(recording.Recorder):
 
     def _record(self, variable, new_ids, sampling_interval=None):
         simulator.state.check_not_built("recording")
+        if sampling_interval is not None:
+            self.sampling_interval = sampling_interval
 
     def _spikes(self):
         result = simulator.state.result
@@ -34,18 +35,10 @@ class Recorder(recording.Recorder):
             out[int(gid)] = times[mine & (gids == gid)]
         # A SpikeSourceArray fires at its given times (its spikes act at the next step, as NEST's
         # precise times at a grid-based neuron): those are the times recorded, as NEST's.
-        if state.result is not None and state.mpi_rank == 0:
-            for p in state.populations:
-                if p.celltype.ranvier_model != "spike_train":
-                    continue
-                trains = spike_trains(p._parameters["spike_times_ms"], p.size)
-                for gid in wanted[(wanted >= int(p.first_id)) & (wanted <= int(p.last_id))]:
-                    t = trains[gid - int(p.first_id)]
-                    t = t[(t > 0) & (t >= start) & (t <= state.t + 1e-9)]
-                    if t.size:
-                        out[int(gid)] = np.unique(t)
-                    else:
-                        out.pop(int(gid), None)
+        given = state.given_times
+        for gid, t in out.items():
+            if gid in given:
+                out[gid] = np.array([given[gid].get(int(round(x / state.dt)), x) for x in t])
         return out
 
     def _get_all_signals(self, variable, ids, clear=False):
@@ -70,6 +63,8 @@ class Recorder(recording.Recorder):
         return signals[:, (start + every - 1) // every:].T, None
 
     def _local_count(self, variable, filter_ids=None):
+        if simulator.state.mpi_rank != 0:     # rank 0 holds every count; PyNN's gather merges the dicts
+            return {}
         gids, _ = self._spikes()
         counts = np.bincount(gids, minlength=simulator.state.id_counter)
         return {int(i): int(counts[int(i)]) for i in self.filter_recorded(variable, filter_ids)}

@@ -9,6 +9,8 @@ after a run and before reset() is refused by name (Ranvier cannot change a built
 """
 from __future__ import annotations
 
+import atexit
+
 import numpy as np
 
 from pyNN import common
@@ -33,6 +35,7 @@ class State(common.control.BaseState):
         self.seed = 1
         self.dt = 0.1
         self.min_delay = self.max_delay = None
+        self.min_delay_auto = False
         self.clear()
 
     # -- PyNN's interface ----------------------------------------------------------------------
@@ -66,8 +69,32 @@ class State(common.control.BaseState):
         self.simulation = None
         self.result = None
         self.network = None
+        self.given_times = {}         # SpikeSourceArray cells: gid -> grid step -> the time given
 
     # -- building --------------------------------------------------------------------------------
+    def running_simulation(self):
+        """The simulation, where it has run (changes then go to it), else None."""
+        return self.simulation if self.simulation is not None and self.simulation.steps_done > 0 else None
+
+    def update_population(self, population) -> None:
+        """A population's parameters changed after a run: the simulation takes them."""
+        from ranvier.parallel import make_comm
+
+        from .build import ranvier_params
+        sim = self.running_simulation()
+        if sim is not None:
+            name = self.population_names[self.populations.index(population)]
+            comm = make_comm()
+            sim.set_parameters(name, **comm.bcast(ranvier_params(self, population) if comm.rank == 0 else None))
+
+    def update_current(self, source) -> None:
+        sim = self.running_simulation()
+        if sim is None:
+            return
+        for index, target, neurons in self.current_index.get(id(source), []):
+            (new,) = source.ranvier_sources(target, neurons)
+            sim.set_current(index, new)
+
     def check_not_built(self, what: str) -> None:
         if self.simulation is not None and self.simulation.steps_done > 0:
             raise NotImplementedError(f"pyNN.ranvier: {what} after run() needs reset() first (Ranvier builds the "
@@ -81,6 +108,9 @@ class State(common.control.BaseState):
             self.simulation = rv.Simulation(self.network, resolution_ms=self.dt, threads=self.threads,
                                             seed=self.seed, record_state=record or None)
             self.recorded_state_ids = np.asarray(record, dtype=np.int64)
+            if self.min_delay_auto:           # setup(min_delay="auto"): the network's smallest delay
+                delays = [min(pr.delay_ms) for pr in self.network.projections if len(pr.delay_ms)]
+                self.min_delay = min(delays) if delays else self.dt
         return self.simulation
 
 
@@ -120,3 +150,5 @@ def _mpi():
 
 
 state = State()
+# The engine's objects go before the interpreter's teardown (nanobind reports leaks otherwise).
+atexit.register(state.reset)

@@ -27,8 +27,8 @@ class IF_curr_alpha(cells.IF_curr_alpha):
         ('tau_syn_E', 'tau_syn_ex_ms'),
         ('tau_syn_I', 'tau_syn_in_ms'),
     )
-    variable_map = {'v': 'V', 'i_syn_exc': 'c'}
-    scale_factors = {'v': 1.0, 'i_syn_exc': 0.001}
+    variable_map = {'v': 'V'}
+    scale_factors = {'v': 1.0}
 
 
 class IF_curr_exp(cells.IF_curr_exp):
@@ -47,6 +47,26 @@ class IF_curr_exp(cells.IF_curr_exp):
     )
     variable_map = {'v': 'V'}
     scale_factors = {'v': 1.0}
+
+
+class IF_cond_exp(cells.IF_cond_exp):
+    __doc__ = cells.IF_cond_exp.__doc__
+    ranvier_model = "iaf_cond_exp"
+    translations = build_translations(
+        ('tau_m', 'g_L_nS', "cm/tau_m*1000.0", "C_m_pF/g_L_nS"),
+        ('cm', 'C_m_pF', 1000.0),
+        ('v_rest', 'E_L_mV'),
+        ('v_thresh', 'V_th_mV'),
+        ('v_reset', 'V_reset_mV'),
+        ('tau_refrac', 'tau_arp_ms'),
+        ('i_offset', 'I_e_pA', 1000.0),
+        ('tau_syn_E', 'tau_syn_ex_ms'),
+        ('tau_syn_I', 'tau_syn_in_ms'),
+        ('e_rev_E', 'E_ex_mV'),
+        ('e_rev_I', 'E_in_mV'),
+    )
+    variable_map = {'v': 'V', 'gsyn_exc': 'c'}
+    scale_factors = {'v': 1.0, 'gsyn_exc': 0.001}          # nS -> uS
 
 
 class SpikeSourceArray(cells.SpikeSourceArray):
@@ -99,6 +119,7 @@ class _CurrentSource:
                 value = getattr(value.flat[0], "value", value.flat[0])
             store[key] = value
         self._check()
+        state.update_current(self)
 
     def get_native_parameters(self):
         from pyNN.parameters import ParameterSpace
