@@ -70,7 +70,18 @@ def describe(state) -> dict:
         post = np.array([c.postsynaptic_index for c in pr.connections], dtype=np.int64)
         w = np.array([c.weight for c in pr.connections], dtype=float)
         d = np.array([c.delay for c in pr.connections], dtype=float)
-        projs.append({"pre": state.populations.index(pr.pre.grandparent if hasattr(pr.pre, "grandparent") else pr.pre),
+        plastic = None
+        if type(pr.synapse_type).__name__ == "STDPMechanism":
+            def one(name):
+                values = np.array([getattr(c, name) for c in pr.connections], dtype=float)
+                if values.size and np.any(values != values[0]):
+                    raise NotImplementedError(f"pyNN.ranvier: STDP parameter {name} differs between the connections "
+                                              f"of one projection; Ranvier's are the projection's")
+                return float(values[0]) if values.size else 0.0
+            plastic = {"tau_plus_ms": one("tau_plus_ms"), "lambda_": one("lambda_"), "alpha": one("alpha"),
+                       "w_max": one("w_max"), "tau_minus_ms": one("tau_minus_ms"),
+                       "mu": pr.synapse_type.weight_dependence.mu}
+        projs.append({"plastic": plastic, "pre": state.populations.index(pr.pre.grandparent if hasattr(pr.pre, "grandparent") else pr.pre),
                       "post": state.populations.index(pr.post.grandparent if hasattr(pr.post, "grandparent")
                                                       else pr.post),
                       "pre_index": _parent_index(pr.pre, pre), "post_index": _parent_index(pr.post, post),
@@ -103,7 +114,8 @@ def build_network(state):
         names.append(name)
         kw = {"initial": p["initial"]} if p["initial"] is not None else {}
         net.add_population(rv.Population(name, p["size"], params=p["params"], model=p["model"], **kw))
-    for pr in desc["projections"]:
+    state.plastic = []                         # (PyNN projection index, Ranvier projection index)
+    for j, pr in enumerate(desc["projections"]):
         if not len(pr["weight"]):
             continue
         target_model = desc["populations"][pr["post"]]["model"]
@@ -112,8 +124,18 @@ def build_network(state):
         if pr["receptor"] == "inhibitory":
             w = -w
         delay = np.maximum(np.rint(pr["delay"] / state.dt), 1) * state.dt
+        synapse = None
+        if pr["plastic"] is not None:
+            q = pr["plastic"]
+            sign = -1.0 if pr["receptor"] == "inhibitory" else 1.0
+            synapse = rv.STDP(tau_plus_ms=q["tau_plus_ms"], lambda_=q["lambda_"], alpha=q["alpha"],
+                              mu_plus=q["mu"][0], mu_minus=q["mu"][1], w_max=sign * q["w_max"] * scale)
+            target = net.population(names[pr["post"]])
+            target.tau_minus_ms = q["tau_minus_ms"]
+            state.plastic.append((j, len(net.projections)))
         net.connect(rv.Projection(source=names[pr["pre"]], target=names[pr["post"]], sources=pr["pre_index"].tolist(),
-                                  targets=pr["post_index"].tolist(), weight=w.tolist(), delay_ms=delay.tolist()))
+                                  targets=pr["post_index"].tolist(), weight=w.tolist(), delay_ms=delay.tolist(),
+                                  synapse=synapse))
     firsts = np.array([p.first_id for p in net.populations])
     state.current_index = {}                   # PyNN source -> [(its Ranvier source's index, target, neurons)]
     for source, ids in desc["currents"]:

@@ -39,9 +39,9 @@ class Projection(common.Projection):
         if self.receptor_type not in ("excitatory", "inhibitory"):
             raise errors.NotAvailableError(f"pyNN.ranvier: receptor type {self.receptor_type!r}; "
                                            f"'excitatory' or 'inhibitory'")
-        if type(self.synapse_type).__name__ not in ("StaticSynapse",):
+        if type(self.synapse_type).__name__ not in ("StaticSynapse", "STDPMechanism"):
             raise errors.NotAvailableError(f"pyNN.ranvier: synapse type {type(self.synapse_type).__name__} is not "
-                                           f"available yet; StaticSynapse")
+                                           f"available yet; StaticSynapse and STDPMechanism")
         self.connections = []
         connector.connect(self)
         simulator.state.projections.append(self)

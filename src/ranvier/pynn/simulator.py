@@ -49,6 +49,29 @@ class State(common.control.BaseState):
             self.result = sim.run(steps * self.dt)
         self.t = sim.steps_done * self.dt
         self.running = True
+        self._read_plastic_weights()
+
+    def _read_plastic_weights(self):
+        """The plastic projections' weights now, into their PyNN connections (rank 0 holds them):
+        matched by (pre, post, delay), in order among equal ones."""
+        for j, k in getattr(self, "plastic", []):
+            pr = self.projections[j]
+            net_pr = self.network.projections[k]
+            got = self.simulation.weights(net_pr.source, net_pr.target, index=k)     # collective
+            if got is None or not pr.connections:
+                continue
+            src_pop, tgt_pop = self.network.population(net_pr.source), self.network.population(net_pr.target)
+            scale = 1000.0 if tgt_pop.model in ("iaf_psc_alpha", "psc_exp", "iaf_cond_exp") else 1.0
+            ours = np.lexsort((np.rint(got.delay_ms / self.dt), got.target, got.source))
+            from .build import _parent_index
+            pre = _parent_index(pr.pre, np.array([c.presynaptic_index for c in pr.connections])) + src_pop.first_id
+            post = _parent_index(pr.post, np.array([c.postsynaptic_index for c in pr.connections])) + tgt_pop.first_id
+            delay = np.rint(np.maximum(np.rint(np.array([c.delay for c in pr.connections]) / self.dt), 1))
+            theirs = np.lexsort((np.arange(pre.size), delay, post, pre))
+            if ours.size != theirs.size:
+                continue
+            for c_index, w in zip(theirs, np.abs(got.weight[ours]) / scale):
+                pr.connections[c_index].weight = float(w)
 
     def clear(self):
         self.recorders = set()

@@ -99,6 +99,71 @@ class StaticSynapse(synapses.StaticSynapse):
         return state.min_delay
 
 
+def _alpha_forwards(**parameters):
+    """NEST's alpha = A_minus / A_plus; with A_plus = 0 (no change at all) A_minus kept as is."""
+    A_plus, A_minus = parameters["A_plus"], parameters["A_minus"]
+    return A_minus if A_plus == 0 else A_minus / A_plus
+
+
+def _alpha_reverse(**parameters):
+    return parameters["alpha"] if parameters["lambda_"] == 0 else parameters["alpha"] * parameters["lambda_"]
+
+
+class STDPMechanism(synapses.STDPMechanism):
+    """PyNN's STDP on Ranvier's pair-based STDP (NEST's stdp_synapse: rv.STDP); all-to-all pairing."""
+    __doc__ = synapses.STDPMechanism.__doc__
+    base_translations = build_translations(
+        ('weight', 'weight'),
+        ('delay', 'delay'),
+        ('dendritic_delay_fraction', 'dendritic_delay_fraction'),
+    )
+
+    def __init__(self, timing_dependence=None, weight_dependence=None, voltage_dependence=None,
+                 dendritic_delay_fraction=1.0, weight=0.0, delay=None):
+        if dendritic_delay_fraction != 1:
+            raise ValueError("pyNN.ranvier: STDP delays are dendritic (dendritic_delay_fraction = 1), as NEST's")
+        super().__init__(timing_dependence, weight_dependence, voltage_dependence, dendritic_delay_fraction,
+                         weight, delay)
+
+    def _get_minimum_delay(self):
+        return state.min_delay
+
+
+class SpikePairRule(synapses.SpikePairRule):
+    __doc__ = synapses.SpikePairRule.__doc__
+    translations = build_translations(
+        ('tau_plus', 'tau_plus_ms'),
+        ('tau_minus', 'tau_minus_ms'),            # the post-synaptic population's trace
+        ('A_plus', 'lambda_'),
+        ('A_minus', 'alpha', _alpha_forwards, _alpha_reverse),
+    )
+    possible_models = {"stdp"}
+
+
+class AdditiveWeightDependence(synapses.AdditiveWeightDependence):
+    __doc__ = synapses.AdditiveWeightDependence.__doc__
+    translations = build_translations(('w_max', 'w_max'), ('w_min', 'w_min'))
+    possible_models = {"stdp"}
+    mu = (0.0, 0.0)                               # NEST's mu_plus, mu_minus
+
+    def __init__(self, w_min=0.0, w_max=1.0):
+        if w_min != 0:
+            raise ValueError("pyNN.ranvier: w_min must be 0 (NEST's stdp_synapse has no lower bound but 0)")
+        super().__init__(w_min, w_max)
+
+
+class MultiplicativeWeightDependence(synapses.MultiplicativeWeightDependence):
+    __doc__ = synapses.MultiplicativeWeightDependence.__doc__
+    translations = build_translations(('w_max', 'w_max'), ('w_min', 'w_min'))
+    possible_models = {"stdp"}
+    mu = (1.0, 1.0)
+
+    def __init__(self, w_min=0.0, w_max=1.0):
+        if w_min != 0:
+            raise ValueError("pyNN.ranvier: w_min must be 0 (NEST's stdp_synapse has no lower bound but 0)")
+        super().__init__(w_min, w_max)
+
+
 # -- current sources ---------------------------------------------------------------------------
 class _CurrentSource:
     """A PyNN current source: its native parameters kept here (amplitudes in pA); inject_into
