@@ -63,20 +63,28 @@ def scenarios(root: Path) -> list[tuple[str, str]]:
     return out
 
 
-def run_one(root: Path, module: str, function: str):
-    """('passed' | 'failed' | 'skipped', why) of one scenario with pyNN.ranvier."""
+def run_one(root: Path, module: str, function: str, folder: Path | None = None):
+    """('passed' | 'failed' | 'skipped', why) of one scenario with pyNN.ranvier, run in `folder`
+    (the files some scenarios write go there; a scratch folder if None)."""
+    if folder is None:
+        with tempfile.TemporaryDirectory() as tmp:
+            return run_one(root, module, function, Path(tmp))
     import _pytest.outcomes as outcomes
     import pyNN.ranvier as backend
     system = str(root / "test" / "system")
     if system not in sys.path:
         sys.path.insert(0, system)
     func = getattr(importlib.import_module(f"scenarios.{module}"), function)
+    here = os.getcwd()
+    os.chdir(folder)
     try:
         func(backend)
     except outcomes.Skipped as e:
         return "skipped", str(e.msg if hasattr(e, "msg") else e)
     except (Exception, outcomes.Failed) as e:
         return "failed", f"{type(e).__name__}: {str(e).strip().splitlines()[0] if str(e).strip() else ''}"[:200]
+    finally:
+        os.chdir(here)
     return "passed", ""
 
 

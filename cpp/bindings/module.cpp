@@ -290,6 +290,8 @@ NB_MODULE(_engine, m) {
       }, "config"_a)
       .def("build", &Engine::build, nb::call_guard<nb::gil_scoped_release>())
       .def("run_cycles", &Engine::run_cycles, "cycles"_a, nb::call_guard<nb::gil_scoped_release>())
+      .def("set_population", &Engine::set_population, "index"_a, "spec"_a)
+      .def("set_current_source", &Engine::set_current_source, "index"_a, "spec"_a)
       .def_prop_ro("rank", &Engine::rank)
       .def_prop_ro("ranks", &Engine::ranks)
       .def_prop_ro("cycles_done", &Engine::cycles_done)

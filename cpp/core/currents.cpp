@@ -73,10 +73,12 @@ void Engine::build_current_sources() {
     for (uint64_t k = 0; k < n; ++k) ic.slot_begin[k + 1] += ic.slot_begin[k];
     ic.slot_amplitude.assign(p.size(), 0.0);
     ic.slot_neuron.resize(p.size());
+    ic.slot_source.resize(p.size());
     std::vector<int> noise_of(cfg_.current_sources.size(), -1);
     for (uint32_t slot = 0; slot < p.size(); ++slot) {
       const auto& [neuron, src] = p[slot];
       ic.slot_neuron[slot] = neuron;
+      ic.slot_source[slot] = src;
       const CurrentSourceSpec& cs = cfg_.current_sources[src];
       if (cs.noise_interval_steps > 0) {
         if (noise_of[src] < 0) {
@@ -98,6 +100,67 @@ void Engine::build_current_sources() {
       ic.range_has_current[ri] = ic.slot_begin[r.end] > ic.slot_begin[r.begin];
     }
   }
+}
+
+void Engine::set_current_source(uint32_t index, const CurrentSourceSpec& spec) {
+  if (index >= cfg_.current_sources.size()) throw std::invalid_argument("set_current_source: no such source");
+  const CurrentSourceSpec& old = cfg_.current_sources[index];
+  if (spec.targets != old.targets || (spec.noise_interval_steps > 0) != (old.noise_interval_steps > 0))
+    throw std::invalid_argument("set_current_source: the same targets and kind of source are needed");
+  if (spec.steps.size() != spec.amplitudes_pA.size())
+    throw std::invalid_argument("set_current_source: steps and amplitudes differ in length");
+  cfg_.current_sources[index] = spec;
+  const int64_t now = cycle_ * cfg_.steps_per_cycle;          // the next step to integrate
+  for (auto& ts : threads_) {
+    InjectedCurrents& ic = ts.currents;
+    if (ic.current.empty()) continue;
+    for (auto& n : ic.noise)
+      if (n.source == index) n = {index, spec.noise_interval_steps, spec.start_step, spec.stop_step,
+                                  spec.noise_mean_pA, spec.noise_std_pA, n.slots};
+    // Drop the source's pending changes; its new ones from now on, the one in force now first.
+    std::vector<InjectedCurrents::Change> kept(ic.changes.begin() + ptrdiff_t(ic.next), ic.changes.end());
+    kept.erase(std::remove_if(kept.begin(), kept.end(),
+                              [&](const auto& c) { return ic.slot_source[c.slot] == index; }), kept.end());
+    for (uint32_t slot = 0; slot < ic.slot_source.size(); ++slot) {
+      if (ic.slot_source[slot] != index || spec.noise_interval_steps > 0) continue;
+      const uint32_t neuron = ic.slot_neuron[slot];
+      double in_force = 0.0;
+      for (size_t i = 0; i < spec.steps.size(); ++i) {
+        if (spec.steps[i] <= now) in_force = spec.amplitudes_pA[i];
+        else kept.push_back({spec.steps[i], neuron, slot, spec.amplitudes_pA[i]});
+      }
+      kept.push_back({now, neuron, slot, in_force});
+    }
+    std::stable_sort(kept.begin(), kept.end(), [](const auto& a, const auto& b) {
+      return a.step != b.step ? a.step < b.step : a.neuron != b.neuron ? a.neuron < b.neuron : a.slot < b.slot;
+    });
+    ic.changes = std::move(kept);
+    ic.next = 0;
+  }
+}
+
+void Engine::set_population(uint32_t index, const PopulationSpec& spec) {
+  if (index >= cfg_.populations.size()) throw std::invalid_argument("set_population: no such population");
+  PopulationSpec& old = cfg_.populations[index];
+  const NeuronModel& model = neuron_model(old.model);
+  if (spec.model != old.model || spec.first != old.first || spec.size != old.size)
+    throw std::invalid_argument("set_population: population '" + old.name + "' keeps its model and size");
+  model.check(spec);
+  const auto a = model.layout_of(old), b = model.layout_of(spec);
+  if (a.split_input != b.split_input || a.extra_columns != b.extra_columns)
+    throw std::invalid_argument("population '" + old.name + "': these parameters change how its input is held "
+                                "(psc_exp: one time constant or two); build a new simulation");
+  old = spec;                                   // updates hold a reference to it, or copy it below
+  const ModelContext context{cfg_.resolution_ms, key_from_seed(cfg_.seed), neuron_simd_level()};
+  const int64_t now = cycle_ * cfg_.steps_per_cycle;
+  for (auto& ts : threads_)
+    for (size_t ri = 0; ri < ts.neurons.ranges.size(); ++ri) {
+      const PopulationRange& range = ts.neurons.ranges[ri];
+      if (range.population != index) continue;
+      const NeuronColumns columns = columns_of(ts.neurons, range);
+      ts.updates[ri] = model.make_update(old, context, columns);
+      if (model.parameters_changed) model.parameters_changed(old, columns, now);
+    }
 }
 
 }  // namespace ranvier

@@ -100,6 +100,7 @@ struct InjectedCurrents {
   std::vector<Noise> noise;
   std::vector<double> slot_amplitude;            // per slot, its amplitude now
   std::vector<uint32_t> slot_neuron;             // per slot, its neuron
+  std::vector<uint32_t> slot_source;             // per slot, its source
   std::vector<uint32_t> slot_begin;              // per neuron: its slots, CSR, in source order
   std::vector<uint64_t> gid;                     // per neuron: its global id (the noise draws' key)
   Key key{};                                     // the simulation's
@@ -152,6 +153,11 @@ class Engine {
   ~Engine();
   void build();
   void run_cycles(int64_t cycles);
+  // Between run_cycles calls: a population's new parameters (the same model, size and layout; its
+  // neurons keep their state), and a current source's new schedule (its changes before the next
+  // step collapse to the amplitude in force then). Both in currents.cpp.
+  void set_population(uint32_t index, const PopulationSpec& spec);
+  void set_current_source(uint32_t index, const CurrentSourceSpec& spec);
 
   int rank() const { return comm_->rank(); }
   int ranks() const { return comm_->size(); }

@@ -88,6 +88,10 @@ struct NeuronModel {
   Layout (*layout)(const PopulationSpec&) = nullptr;
   Layout layout_of(const PopulationSpec& p) const { return layout ? layout(p) : Layout{split_input, extra_columns}; }
   bool takes_current = false; // reads StepInput::current (others: the front end refuses current sources)
+  // After a population's parameters change between runs (Engine::set_population), the state that
+  // follows from them, from step `now` on (spike_train: the next spike of each new train); null:
+  // the state is kept as it is.
+  void (*parameters_changed)(const PopulationSpec&, const NeuronColumns&, int64_t now) = nullptr;
 };
 
 // The model of a Python model name (PopulationSpec::model); throws std::invalid_argument naming

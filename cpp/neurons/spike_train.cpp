@@ -3,6 +3,7 @@
 // membrane. The trains are PopulationSpec::train_steps, neuron x's in
 // [train_begin[x], train_begin[x + 1]): the steps s of the spikes, so that each spike has the
 // engine's spike time (s + 1) h, the time the user gave.
+#include <algorithm>
 #include <stdexcept>
 
 #include "neurons/artificial.hpp"
@@ -54,9 +55,21 @@ std::unique_ptr<PopulationUpdate> make_update(const PopulationSpec& spec, const 
   return std::make_unique<Update>(spec);
 }
 
+// New trains between runs: each neuron goes on with its first spike at or after step `now`.
+void parameters_changed(const PopulationSpec& spec, const NeuronColumns& s, int64_t now) {
+  for (uint64_t k = 0; k < s.n; ++k) {
+    const uint64_t x = s.gid[k] - spec.first;
+    const auto first = spec.train_steps.begin() + ptrdiff_t(spec.train_begin[x]);
+    const auto last = spec.train_steps.begin() + ptrdiff_t(spec.train_begin[x + 1]);
+    const auto at = std::lower_bound(first, last, now);
+    s.spikes_fired[k] = uint32_t(at - first);
+    s.next_spike[k] = at < last ? *at : -1;
+  }
+}
+
 }  // namespace
 
 extern const NeuronModel model;   // external linkage: registry.cpp lists it
-const NeuronModel model{"spike_train", check, initialize, make_update};
+const NeuronModel model{"spike_train", check, initialize, make_update, false, 0, nullptr, false, parameters_changed};
 
 }  // namespace ranvier::spike_train
