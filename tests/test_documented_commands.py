@@ -77,6 +77,12 @@ SCALED: dict[str, Scaled] = {
     "ranvier bench exchange examples/dpsnn-grid.toml --ranks 2 --strategies allgather,p2p,neighbor --repeats 1":
         Scaled("--duration-ms 100"),
     "ranvier run artificial-cells --set cells=2000 --duration-ms 200": Scaled("--duration-ms 100"),
+    # docs/pynn.md
+    'pip install ".[pynn]"': Scaled(skip="an install: .ci/run installs the test extra, which has PyNN"),
+    "python bench/pynn_scenarios.py --out docs/measurements/pynn-scenarios/results.md":
+        Scaled(skip="PyNN's scenarios: tests/test_pynn_scenarios.py runs them"),
+    "python bench/va_benchmark.py --out docs/measurements/va-benchmark":
+        Scaled(skip="needs the nest extra; tests/test_pynn_backend.py runs the benchmark on 1 and 2 ranks"),
     # docs/sonata.md
     "python examples/sonata/make_network.py sonata-small": Scaled(),
     "ranvier run sonata-small/simulation_config.json --out results/sonata": Scaled(),

@@ -1,0 +1,100 @@
+"""pyNN.ranvier beyond PyNN's own scenarios (tests/test_pynn_scenarios.py): the Vogels-Abbott
+benchmark script unchanged on 1 and 2 ranks, threads, STDP against pyNN.nest (nest extra)."""
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from conftest import ROOT, mpiexec_path, needs_mpiexec, restore_cpus, subprocess_env
+
+pytest.importorskip("pyNN")
+sys.path.insert(0, str(ROOT / "bench"))
+import va_benchmark  # noqa: E402
+
+
+def va_spikes(tmp_path, ranks):
+    try:
+        script = va_benchmark.script()
+    except Exception as e:                                   # no network: the script cannot be had
+        pytest.skip(f"PyNN's VAbenchmarks.py could not be downloaded: {e}")
+    shutil.copy(script, tmp_path / "VAbenchmarks.py")
+    cmd = [sys.executable, "VAbenchmarks.py", "ranvier", "CUBA"]
+    if ranks > 1:
+        cmd = [mpiexec_path(), "-n", str(ranks)] + cmd
+    done = subprocess.run(cmd, cwd=tmp_path, env=subprocess_env(), capture_output=True, text=True, timeout=600,
+                          preexec_fn=restore_cpus)
+    assert done.returncode == 0, done.stderr[-3000:]
+    (path,) = sorted((tmp_path / "Results").rglob(f"VAbenchmarks_CUBA_exc_ranvier_np{ranks}_*.pkl"))
+    return va_benchmark.spikes(str(path)), done.stdout
+
+
+@needs_mpiexec
+def test_the_va_benchmark_runs_unchanged_with_the_same_spikes_on_one_and_two_ranks(tmp_path):
+    (tmp_path / "one").mkdir()
+    (tmp_path / "two").mkdir()
+    one, _ = va_spikes(tmp_path / "one", 1)
+    two, out2 = va_spikes(tmp_path / "two", 2)
+    assert len(one) == 3200 and sum(map(len, one.values())) > 10000      # every excitatory cell, about 6 Hz
+    assert one.keys() == two.keys() and all(np.array_equal(one[k], two[k]) for k in one)
+    assert "Excitatory rate" in out2 and "Nodes                  : 2" in out2
+
+
+def small_network(sim, threads):
+    sim.setup(timestep=0.1, min_delay=1.0, threads=threads)
+    exc = sim.Population(120, sim.IF_curr_exp(tau_syn_E=2.0, tau_syn_I=4.0, i_offset=0.2))
+    inh = sim.Population(30, sim.IF_cond_exp())
+    src = sim.Population(40, sim.SpikeSourcePoisson(rate=30.0))
+    rng = sim.NumpyRNG(seed=11)
+    sim.Projection(src, exc, sim.FixedProbabilityConnector(0.2, rng=rng), sim.StaticSynapse(weight=0.6, delay=1.0))
+    sim.Projection(exc, inh, sim.FixedNumberPreConnector(15, rng=rng), sim.StaticSynapse(weight=0.004, delay=1.5))
+    sim.Projection(inh, exc, sim.FixedProbabilityConnector(0.3, rng=rng), sim.StaticSynapse(weight=-0.3, delay=1.0),
+                   receptor_type="inhibitory")
+    exc.inject(sim.StepCurrentSource(times=[50.0, 100.0], amplitudes=[0.3, 0.0]))
+    exc.record("spikes")
+    inh.record("spikes")
+    sim.run(150.0)
+    exc.set(i_offset=0.5)                   # a change between runs
+    sim.run(50.0)
+    trains = [np.asarray(st.magnitude) for p in (exc, inh) for st in p.get_data().segments[0].spiketrains]
+    sim.end()
+    return trains
+
+
+def test_threads_give_the_same_spikes():
+    import pyNN.ranvier as sim
+    one, two = small_network(sim, 1), small_network(sim, 2)
+    assert sum(map(len, one)) > 100
+    assert all(np.array_equal(a, b) for a, b in zip(one, two))
+
+
+def test_stdp_gives_nests_weights():
+    pytest.importorskip("nest")
+
+    def run(name):
+        import importlib
+        sim = importlib.import_module(f"pyNN.{name}")
+        sim.setup(timestep=0.1, min_delay=1.0)
+        pre = sim.Population(20, sim.SpikeSourceArray(spike_times=[[5.0 + 10 * k + i * 0.5 for k in range(30)]
+                                                                   for i in range(20)]))
+        post = sim.Population(5, sim.IF_curr_alpha(tau_refrac=2.0))
+        stdp = sim.STDPMechanism(timing_dependence=sim.SpikePairRule(tau_plus=20.0, tau_minus=20.0, A_plus=0.01,
+                                                                     A_minus=0.012),
+                                 weight_dependence=sim.AdditiveWeightDependence(w_min=0.0, w_max=1.5),
+                                 weight=0.6, delay=1.0)
+        prj = sim.Projection(pre, post, sim.AllToAllConnector(), stdp)
+        post.record("spikes")
+        sim.run(320.0)
+        w = prj.get("weight", format="array")
+        n = sum(len(s) for s in post.get_data().segments[0].spiketrains)
+        sim.end()
+        return w, n
+
+    ours, n_ours = run("ranvier")
+    theirs, n_theirs = run("nest")
+    assert n_ours == n_theirs > 0
+    assert np.nanmax(np.abs(ours - 0.6)) > 0.05                       # the weights moved
+    assert np.nanmax(np.abs(ours - theirs)) < 1e-12
