@@ -45,6 +45,14 @@ def ranvier_params(state, p) -> dict:
         return {"spike_times_ms": _spike_times(native["spike_times_ms"], p.size, state.dt, state.given_times,
                                                int(p.first_id))}
     params = dict(native)
+    if p.celltype.ranvier_model == "lifca":          # IF_curr_delta: NEST's iaf_psc_delta, relative to rest
+        e_l = np.asarray(params.pop("E_L_mV"), dtype=float)
+        c_m = np.asarray(params.pop("C_m_pF"), dtype=float)
+        params["theta_mV"] = np.asarray(params.pop("V_th_mV"), dtype=float) - e_l
+        params["reset_mV"] = np.asarray(params.pop("V_reset_mV"), dtype=float) - e_l
+        params["dc_mV_per_ms"] = np.asarray(params.pop("I_e_pA"), dtype=float) / c_m
+        params = {k: (float(np.ravel(v)[0]) if isinstance(v, np.ndarray) and np.all(v == np.ravel(v)[0]) else v)
+                  for k, v in params.items()}
     if "tau_arp_ms" in params:           # refractory periods to the nearest step (NEST's rounding)
         params["tau_arp_ms"] = np.round(np.asarray(params["tau_arp_ms"], dtype=float) / state.dt) * state.dt
         if params["tau_arp_ms"].ndim == 0:
@@ -58,9 +66,13 @@ def describe(state) -> dict:
     for p in state.populations:
         model = p.celltype.ranvier_model
         params = ranvier_params(state, p)
-        initial = p._initial.get("v") if model in ("iaf_psc_alpha", "psc_exp", "iaf_cond_exp") else None
-        if initial is None and model in ("iaf_psc_alpha", "psc_exp", "iaf_cond_exp"):
+        membrane = ("iaf_psc_alpha", "psc_exp", "iaf_cond_exp", "lifca")
+        initial = p._initial.get("v") if model in membrane else None
+        if initial is None and model in membrane:
             initial = np.full(p.size, float(p.celltype.default_initial_values["v"]))
+        if model == "lifca":                         # relative to rest
+            initial = np.asarray(initial, dtype=float) - np.broadcast_to(
+                np.asarray(_native_values(p)["E_L_mV"], dtype=float), (p.size,))
         pops.append({"label": p.label, "size": p.size, "model": model, "params": params,
                      "initial": None if initial is None else np.asarray(initial, float),
                      "excitatory": True})
@@ -119,7 +131,8 @@ def build_network(state):
         if not len(pr["weight"]):
             continue
         target_model = desc["populations"][pr["post"]]["model"]
-        scale = 1000.0 if target_model in ("iaf_psc_alpha", "psc_exp", "iaf_cond_exp") else 1.0      # nA -> pA
+        # nA -> pA, uS -> nS; IF_curr_delta (lifca): 1000 w mV, as pyNN.nest gives iaf_psc_delta
+        scale = 1000.0 if target_model in ("iaf_psc_alpha", "psc_exp", "iaf_cond_exp", "lifca") else 1.0
         w = np.abs(pr["weight"]) * scale
         if pr["receptor"] == "inhibitory":
             w = -w

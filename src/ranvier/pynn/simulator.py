@@ -61,7 +61,7 @@ class State(common.control.BaseState):
             if got is None or not pr.connections:
                 continue
             src_pop, tgt_pop = self.network.population(net_pr.source), self.network.population(net_pr.target)
-            scale = 1000.0 if tgt_pop.model in ("iaf_psc_alpha", "psc_exp", "iaf_cond_exp") else 1.0
+            scale = 1000.0 if tgt_pop.model in ("iaf_psc_alpha", "psc_exp", "iaf_cond_exp", "lifca") else 1.0
             ours = np.lexsort((np.rint(got.delay_ms / self.dt), got.target, got.source))
             from .build import _parent_index
             pre = _parent_index(pr.pre, np.array([c.presynaptic_index for c in pr.connections])) + src_pop.first_id

@@ -49,6 +49,25 @@ class IF_curr_exp(cells.IF_curr_exp):
     scale_factors = {'v': 1.0}
 
 
+class IF_curr_delta(cells.IF_curr_delta):
+    """PyNN's IF_curr_delta on lifca (NEST's iaf_psc_delta relative to rest): native parameters
+    NEST's, absolute (E_L_mV, V_th_mV, ...); the build takes them relative to E_L. A weight w
+    jumps V by 1000 w mV, as pyNN.nest gives iaf_psc_delta."""
+    __doc__ = cells.IF_curr_delta.__doc__
+    ranvier_model = "lifca"
+    translations = build_translations(
+        ('v_rest', 'E_L_mV'),
+        ('v_reset', 'V_reset_mV'),
+        ('cm', 'C_m_pF', 1000.0),
+        ('tau_m', 'tau_m_ms'),
+        ('tau_refrac', 'tau_arp_ms'),
+        ('v_thresh', 'V_th_mV'),
+        ('i_offset', 'I_e_pA', 1000.0),
+    )
+    variable_map = {'v': 'V'}
+    scale_factors = {'v': 1.0}
+
+
 class IF_cond_exp(cells.IF_cond_exp):
     __doc__ = cells.IF_cond_exp.__doc__
     ranvier_model = "iaf_cond_exp"
