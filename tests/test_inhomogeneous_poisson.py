@@ -61,3 +61,24 @@ def test_bad_schedules_are_refused_by_name(times, rates, words):
 def test_a_time_off_the_grid_is_refused():
     with pytest.raises(rv.ConfigError, match="12.34 ms is not a whole number of steps"):
         rv.Simulation(sources(3, [12.34], [5.0])).run(20.0)
+
+
+def test_poisson_source_rates_per_neuron_keep_each_neurons_draws():
+    """poisson_source with rate, start and stop per neuron (PyNN's SpikeSourcePoisson per cell):
+    each neuron fires as a population of its own rate and window would (the same keyed draws)."""
+    n = 600
+    rates = np.tile([10.0, 50.0, 100.0], n // 3)
+    starts = np.tile([0.0, 0.0, 200.0], n // 3)
+    net = rv.Network()
+    net.add_population(rv.Population("P", n, params={"rate_hz": rates, "start_ms": starts,
+                                                    "stop_ms": np.full(n, 1000.0)}, model="poisson_source"))
+    ids, times = rv.Simulation(net, threads=2, placement="random").run(1000.0).spikes
+    counts = np.bincount(ids, minlength=n)
+    for k, expected in enumerate((10.0, 50.0, 80.0)):                 # the third fires from 200 ms
+        assert abs(counts[k::3].mean() - expected) < 5 * np.sqrt(expected / (n // 3))
+    ref = rv.Network()
+    ref.add_population(rv.Population("P", n, params={"rate_hz": 50.0, "start_ms": 0.0, "stop_ms": 1000.0},
+                                     model="poisson_source"))
+    r_ids, r_times = rv.Simulation(ref).run(1000.0).spikes
+    mine, theirs = ids % 3 == 1, r_ids % 3 == 1
+    assert np.array_equal(ids[mine], r_ids[theirs]) and np.array_equal(times[mine], r_times[theirs])

@@ -232,7 +232,10 @@ BAD = [
     ("iaf_psc_alpha", {"tau_syn_in_ms": Uniform(-1.0, 1.0)}, "reset",
      r"'tau_syn_in_ms' must be positive for every neuron, but Uniform\(low=-1, high=1\) draws values down to -1"),
     ("poisson_source", {"rate_hz": Normal(5.0, 1.0), "stop_ms": 10.0}, "reset",
-     r"'rate_hz' cannot vary per neuron in model 'poisson_source'; give one number$"),
+     r"'rate_hz' can vary per neuron in model 'poisson_source' as an array of one value per neuron, not as a "
+     r"distribution$"),
+    ("poisson_source", {"rate_hz": np.full(10, -1.0), "stop_ms": 10.0}, "reset",
+     r"per neuron, 'rate_hz' must be finite numbers >= 0$"),
     ("artificial", {"isi_min_ms": 10.0, "isi_max_ms": 20.0}, np.zeros(10),
      r"population 'A': model 'artificial' has no membrane potential; leave 'initial' at 'reset'"),
 ]

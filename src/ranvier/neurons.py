@@ -520,9 +520,12 @@ class PoissonSource(NeuronModel):
         q = pop.params
         if any(is_per_neuron(q[k]) for k in cls.parameters):        # one value per neuron (PyNN's per-cell rates)
             for k in cls.parameters:
+                if isinstance(q[k], Distribution):
+                    raise ConfigError(f"{where}: '{k}' can vary per neuron in model 'poisson_source' as an array of "
+                                      f"one value per neuron, not as a distribution")
                 v = np.asarray(q[k] if isinstance(q[k], np.ndarray) else [q[k]], dtype=float)
-                if isinstance(q[k], Distribution) or not np.all(np.isfinite(v) & (v >= 0)):
-                    raise ConfigError(f"{where}: per neuron, '{k}' must be an array of finite numbers >= 0")
+                if not np.all(np.isfinite(v) & (v >= 0)):
+                    raise ConfigError(f"{where}: per neuron, '{k}' must be finite numbers >= 0")
             if np.any(np.asarray(q["stop_ms"]) < np.asarray(q["start_ms"])):
                 raise ConfigError(f"{where}: 'stop_ms' must not be below 'start_ms'")
             return
