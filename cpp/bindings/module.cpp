@@ -190,6 +190,7 @@ NB_MODULE(_engine, m) {
   nb::class_<ProjectionSpec>(m, "ProjectionSpec")
       .def(nb::init<>())
       .def_rw("source", &ProjectionSpec::source).def_rw("target", &ProjectionSpec::target)
+      .def_rw("autapses", &ProjectionSpec::autapses)
       .def_rw("probability", &ProjectionSpec::probability).def_rw("weight_mean", &ProjectionSpec::weight_mean)
       .def_rw("weight_sd", &ProjectionSpec::weight_sd)
       .def_rw("delay_offset_steps", &ProjectionSpec::delay_offset_steps)

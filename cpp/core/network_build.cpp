@@ -130,7 +130,7 @@ const uint64_t* sources_of(const EngineConfig& cfg, const ConnectivityPlan& plan
     case ConnectionRule::pairwise:
       break;
   }
-  const bool self_in_source = t >= src.first && t < src.first + src.size;
+  const bool self_in_source = !pr.autapses && t >= src.first && t < src.first + src.size;
   const uint64_t candidates = src.size - (self_in_source ? 1 : 0);
   if (pr.probability <= 0 || candidates == 0) return nullptr;
   auto source_of = [&](uint64_t i) {

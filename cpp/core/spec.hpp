@@ -129,6 +129,7 @@ struct ProjectionSpec {
   uint32_t source = 0, target = 0;        // population indices
   ConnectionRule rule = ConnectionRule::pairwise;
   double probability = 0;                 // pairwise
+  bool autapses = false;                  // pairwise: (t, t) is a candidate pair too (PyNN's allow_self_connections)
   uint64_t total_synapses = 0;            // fixed_total
   uint64_t degree = 0;                    // fixed_indegree, fixed_outdegree
   std::shared_ptr<const ConnectionList> list;  // list

@@ -147,7 +147,7 @@ class Projection:
     """Synapses from population `source` onto population `target` (names), by exactly one rule:
 
     - probability=p: every ordered pair (s in source, t in target, s != t) with probability p
-      (pairwise Bernoulli);
+      (pairwise Bernoulli); autapses=True lets s = t be a pair too;
     - total_synapses=S: exactly S synapses, each with a source and a target drawn uniformly
       (multapses and autapses allowed; the rule of the microcircuit);
     - indegree=K: every target exactly K synapses, sources drawn uniformly with replacement
@@ -198,6 +198,9 @@ class Projection:
     synapse: object = None
     # With indegree=K: the K sources drawn over a grid of columns by distance (ranvier.grid.ColumnGrid).
     grid: object = None
+    # probability=p only: whether a neuron may connect to itself where source and target are one
+    # population (PyNN's allow_self_connections; NEST's allow_autapses). Left out: no autapses.
+    autapses: bool = False
     origin: dict = field(default_factory=dict)   # field -> the model parameter that set it, for errors
 
     # -- the rule ---------------------------------------------------------------------------
@@ -250,6 +253,11 @@ class Projection:
         self._validate_delays(where)
         self._validate_synapse(where)
         self._validate_grid(where, rule, source, target)
+        if not isinstance(self.autapses, bool):
+            raise ConfigError(f"{where}: 'autapses' must be true or false, got {self.autapses!r}")
+        if self.autapses and rule != "probability":
+            raise ConfigError(f"{where}: 'autapses' chooses among the pairs of probability=p; the other rules allow "
+                              f"autapses already")
 
     def _validate_grid(self, where: str, rule: str, source, target) -> None:
         if self.grid is None:

@@ -393,7 +393,7 @@ class EngineSpec:
             s.source, s.target = index[pr.source], index[pr.target]
             rule = pr.rule
             if rule == "probability":
-                s.rule, s.probability = "pairwise", pr.probability
+                s.rule, s.probability, s.autapses = "pairwise", pr.probability, pr.autapses
             elif rule == "total_synapses":
                 s.rule, s.total_synapses = "fixed_total", pr.total_synapses
             elif rule == "indegree" and pr.grid is not None:

@@ -78,6 +78,11 @@ def describe(state) -> dict:
                      "excitatory": True})
     projs = []
     for j, pr in enumerate(state.projections):
+        if pr.native is not None:
+            projs.append({"native": dict(pr.native), "plastic": None,
+                          "pre": state.populations.index(pr.pre), "post": state.populations.index(pr.post),
+                          "receptor": pr.receptor_type})
+            continue
         pre = np.array([c.presynaptic_index for c in pr.connections], dtype=np.int64)
         post = np.array([c.postsynaptic_index for c in pr.connections], dtype=np.int64)
         w = np.array([c.weight for c in pr.connections], dtype=float)
@@ -127,10 +132,21 @@ def build_network(state):
         kw = {"initial": p["initial"]} if p["initial"] is not None else {}
         net.add_population(rv.Population(name, p["size"], params=p["params"], model=p["model"], **kw))
     state.plastic = []                         # (PyNN projection index, Ranvier projection index)
+    state.native_index = {}                    # PyNN projection index -> Ranvier projection index
     for j, pr in enumerate(desc["projections"]):
+        target_model = desc["populations"][pr["post"]]["model"]
+        if "native" in pr:
+            q = pr["native"]
+            scale = 1000.0 if target_model in ("iaf_psc_alpha", "psc_exp", "iaf_cond_exp", "lifca") else 1.0
+            w = abs(q["weight"]) * scale * (-1.0 if pr["receptor"] == "inhibitory" else 1.0)
+            extra = {"autapses": True} if q.get("autapses") else {}
+            state.native_index[j] = len(net.projections)
+            net.connect(rv.Projection(source=names[pr["pre"]], target=names[pr["post"]], weight=w,
+                                      delay_ms=max(round(q["delay"] / state.dt), 1) * state.dt,
+                                      **{q["rule"]: q["value"]}, **extra))
+            continue
         if not len(pr["weight"]):
             continue
-        target_model = desc["populations"][pr["post"]]["model"]
         # nA -> pA, uS -> nS; IF_curr_delta (lifca): 1000 w mV, as pyNN.nest gives iaf_psc_delta
         scale = 1000.0 if target_model in ("iaf_psc_alpha", "psc_exp", "iaf_cond_exp", "lifca") else 1.0
         w = np.abs(pr["weight"]) * scale

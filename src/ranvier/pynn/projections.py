@@ -10,20 +10,47 @@ from pyNN.core import ezip
 from pyNN.space import Space
 
 from . import simulator
+from .simulator import Connection
 from .standardmodels import StaticSynapse
 
 
-class Connection(common.Connection):
-    """One connection: indices within the pre- and post-synaptic populations and its attributes."""
+def native_rule(connector, synapse_type, pre, post) -> dict | None:
+    """The Ranvier rule that draws what a PyNN connector would, from Ranvier's keyed generator
+    (the same network for any ranks and threads, built in parallel), where there is one: fixed
+    probability, fixed number pre or post with replacement and self-connections, fixed total
+    number with replacement, between whole populations, with one weight and one delay.
+    Otherwise None: PyNN's connector draws the connections."""
+    from pyNN import connectors
 
-    def __init__(self, pre, post, **attributes):
-        self.presynaptic_index = pre
-        self.postsynaptic_index = post
-        for name, value in attributes.items():
-            setattr(self, name, value)
-
-    def as_tuple(self, *attribute_names):
-        return tuple(getattr(self, name) for name in attribute_names)
+    from .populations import Population
+    if not (isinstance(pre, Population) and isinstance(post, Population)):
+        return None
+    if type(synapse_type).__name__ != "StaticSynapse":
+        return None
+    params = synapse_type.native_parameters
+    params.shape = (1,)
+    values = {}
+    for name in ("weight", "delay"):
+        larr = params[name]
+        if not larr.is_homogeneous or callable(larr.base_value):
+            return None
+        values[name] = float(np.asarray(larr.evaluate(simplify=True)).ravel()[0])
+    kind = type(connector)
+    n = getattr(connector, "n", None)
+    whole = isinstance(n, (int, np.integer)) and getattr(connector, "with_replacement", False) and \
+        getattr(connector, "allow_self_connections", False) is True
+    if kind is connectors.FixedProbabilityConnector:
+        rule = {"rule": "probability", "value": float(connector.p_connect),
+                "autapses": bool(connector.allow_self_connections) and pre is post}
+    elif kind is connectors.FixedNumberPreConnector and whole:
+        rule = {"rule": "indegree", "value": int(n)}
+    elif kind is connectors.FixedNumberPostConnector and whole:
+        rule = {"rule": "outdegree", "value": int(n)}
+    elif kind is connectors.FixedTotalNumberConnector and whole:
+        rule = {"rule": "total_synapses", "value": int(n)}
+    else:
+        return None
+    return {**rule, **values}
 
 
 class Projection(common.Projection):
@@ -43,8 +70,22 @@ class Projection(common.Projection):
             raise errors.NotAvailableError(f"pyNN.ranvier: synapse type {type(self.synapse_type).__name__} is not "
                                            f"available yet; StaticSynapse and STDPMechanism")
         self.connections = []
-        connector.connect(self)
+        self.native = native_rule(connector, self.synapse_type, presynaptic_population, postsynaptic_population)
+        if self.native is None:
+            connector.connect(self)            # PyNN's connector draws the connections
+        else:
+            self._connections = None           # Ranvier draws them, keyed: read back once built
         simulator.state.projections.append(self)
+
+    @property
+    def connections(self):
+        if self._connections is None:
+            self._connections = simulator.state.native_connections(self)
+        return self._connections
+
+    @connections.setter
+    def connections(self, value):
+        self._connections = value
 
     def __len__(self):
         return len(self.connections)

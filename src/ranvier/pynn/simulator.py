@@ -26,6 +26,19 @@ class ID(int, common.IDMixin):
         common.IDMixin.__init__(self)
 
 
+class Connection(common.Connection):
+    """One connection: indices within the pre- and post-synaptic populations and its attributes."""
+
+    def __init__(self, pre, post, **attributes):
+        self.presynaptic_index = pre
+        self.postsynaptic_index = post
+        for name, value in attributes.items():
+            setattr(self, name, value)
+
+    def as_tuple(self, *attribute_names):
+        return tuple(getattr(self, name) for name in attribute_names)
+
+
 class State(common.control.BaseState):
 
     def __init__(self):
@@ -50,6 +63,20 @@ class State(common.control.BaseState):
         self.t = sim.steps_done * self.dt
         self.running = True
         self._read_plastic_weights()
+
+    def native_connections(self, projection) -> list:
+        """The connections Ranvier drew for a projection with a native rule (a collective call:
+        every rank asks, rank 0 holds them, as PyNN's gathers expect)."""
+        self._simulation()
+        k = self.native_index[self.projections.index(projection)]
+        net_pr = self.network.projections[k]
+        got = self.simulation.weights(net_pr.source, net_pr.target, index=k)
+        if got is None:
+            return []
+        src, tgt = self.network.population(net_pr.source), self.network.population(net_pr.target)
+        scale = 1000.0 if tgt.model in ("iaf_psc_alpha", "psc_exp", "iaf_cond_exp", "lifca") else 1.0
+        return [Connection(int(s - src.first_id), int(t - tgt.first_id), weight=float(abs(w) / scale), delay=float(d))
+                for s, t, w, d in zip(got.source, got.target, got.weight, got.delay_ms)]
 
     def _read_plastic_weights(self):
         """The plastic projections' weights now, into their PyNN connections (rank 0 holds them):
@@ -119,6 +146,8 @@ class State(common.control.BaseState):
             sim.set_current(index, new)
 
     def check_not_built(self, what: str) -> None:
+        if self.simulation is not None and self.simulation.steps_done == 0:
+            self.simulation = self.network = None      # built to list connections: built again at run()
         if self.simulation is not None and self.simulation.steps_done > 0:
             raise NotImplementedError(f"pyNN.ranvier: {what} after run() needs reset() first (Ranvier builds the "
                                       f"network once, at the first run)")
@@ -132,7 +161,7 @@ class State(common.control.BaseState):
                                             seed=self.seed, record_state=record or None)
             self.recorded_state_ids = np.asarray(record, dtype=np.int64)
             if self.min_delay_auto:           # setup(min_delay="auto"): the network's smallest delay
-                delays = [min(pr.delay_ms) for pr in self.network.projections if len(pr.delay_ms)]
+                delays = [float(np.min(pr.delay_ms)) for pr in self.network.projections if np.size(pr.delay_ms)]
                 self.min_delay = min(delays) if delays else self.dt
         return self.simulation
 
