@@ -22,8 +22,8 @@ What is read:
   node ids as in the network, sorted by time), when `ranvier run` is given --out.
 
 NEST models mapped (nest: prefix, parameters by NEST's names): iaf_psc_alpha -> iaf_psc_alpha,
-iaf_psc_delta -> lifca (NEST's iaf_psc_delta), iaf_psc_exp -> psc_exp (one time constant:
-tau_syn_ex = tau_syn_in). Anything else is refused by name before anything is built.
+iaf_psc_delta -> lifca (NEST's iaf_psc_delta), iaf_psc_exp -> psc_exp (two time constants),
+iaf_cond_exp -> iaf_cond_exp. Anything else is refused by name before anything is built.
 
 One Ranvier population per SONATA population and node type (named "<population>.<model_name
 or pop_name or node_type_id>"), neurons in node-id order; parameters the type's, or per
@@ -52,9 +52,8 @@ _ALPHA_KEYS = {"E_L": "E_L_mV", "V_th": "V_th_mV", "V_reset": "V_reset_mV", "C_m
 NEST_DEFAULTS = {   # NEST 3.10's, for the models whose Ranvier parameters are not NEST's
     "iaf_psc_delta": {"E_L": -70.0, "V_th": -55.0, "V_reset": -70.0, "C_m": 250.0, "tau_m": 10.0,
                       "t_ref": 2.0, "I_e": 0.0, "V_m": -70.0},
-    "iaf_psc_exp": {"tau_syn_ex": 2.0, "tau_syn_in": 2.0},
 }
-SUPPORTED_NEST_MODELS = ("iaf_psc_alpha", "iaf_psc_delta", "iaf_psc_exp")
+SUPPORTED_NEST_MODELS = ("iaf_psc_alpha", "iaf_psc_delta", "iaf_psc_exp", "iaf_cond_exp")
 VIRTUAL = "virtual"
 NEURON_TYPES = ("point_process", "point_neuron", "point_soma")
 
@@ -324,21 +323,23 @@ def _model_of(pop: NodePopulation, type_id: int, where: str) -> tuple[str, str |
     return nest_name, row.get("dynamics_params", "").strip() or None
 
 
+def _nest_keys(nest_name: str) -> dict | None:
+    """NEST parameter name -> Ranvier's, for the models that take NEST's absolute parameters
+    (None: iaf_psc_delta, whose lifca parameters are relative to rest)."""
+    if nest_name in ("iaf_psc_alpha", "iaf_psc_exp"):
+        return _ALPHA_KEYS
+    if nest_name == "iaf_cond_exp":
+        return {**{k: v for k, v in _ALPHA_KEYS.items() if k != "tau_m"}, "g_L": "g_L_nS", "E_ex": "E_ex_mV",
+                "E_in": "E_in_mV"}
+    return None
+
+
 def _to_ranvier(nest_name: str, nest: dict, where: str) -> tuple[str, dict]:
     """(Ranvier model, its parameters) of a NEST model with parameters by NEST's names."""
-    if nest_name == "iaf_psc_alpha":
-        keys = _ALPHA_KEYS
-    elif nest_name == "iaf_psc_exp":
-        keys = {k: v for k, v in _ALPHA_KEYS.items() if not k.startswith("tau_syn")}
-        nest = {**NEST_DEFAULTS["iaf_psc_exp"], **nest}
-        if nest["tau_syn_ex"] != nest["tau_syn_in"]:
-            raise ConfigError(f"{where}: nest:iaf_psc_exp with tau_syn_ex {nest['tau_syn_ex']} != tau_syn_in "
-                              f"{nest['tau_syn_in']}: Ranvier's psc_exp has one synaptic time constant")
-        tau_syn = nest.pop("tau_syn_ex")
-        nest.pop("tau_syn_in")
-    else:                                                     # iaf_psc_delta -> lifca, relative to rest
+    keys = _nest_keys(nest_name)
+    if keys is None:                                          # iaf_psc_delta -> lifca, relative to rest
         q = {**NEST_DEFAULTS["iaf_psc_delta"], **nest}
-        unknown = sorted(set(nest) - set(q) | set(nest) - set(NEST_DEFAULTS["iaf_psc_delta"]))
+        unknown = sorted(set(nest) - set(NEST_DEFAULTS["iaf_psc_delta"]))
         if unknown:
             raise ConfigError(f"{where}: nest:iaf_psc_delta parameter(s) {unknown} are not supported; "
                               f"supported: {sorted(NEST_DEFAULTS['iaf_psc_delta'])}")
@@ -351,9 +352,9 @@ def _to_ranvier(nest_name: str, nest: dict, where: str) -> tuple[str, dict]:
                           f"{sorted(keys)}")
     params = {keys[k]: float(v) for k, v in nest.items()}
     if nest_name == "iaf_psc_exp":
-        params["tau_syn_ms"] = float(tau_syn)
-        return "psc_exp", params
-    return "iaf_psc_alpha", params
+        # NEST's defaults where the file leaves them out (psc_exp's own tau_syn_ms would stand in)
+        params = {"tau_syn_ex_ms": 2.0, "tau_syn_in_ms": 2.0, **params}
+    return {"iaf_psc_alpha": "iaf_psc_alpha", "iaf_psc_exp": "psc_exp", "iaf_cond_exp": "iaf_cond_exp"}[nest_name], params
 
 
 def _dynamics_file(components: dict, name: str, where: str) -> dict:
@@ -507,10 +508,11 @@ def load(config_path, *, dt_ms: float | None = None):
                     v = values[mine].astype(np.float64)
                     if np.all(np.isnan(v)):
                         continue
-                    if rmodel == "lifca" or key not in _ALPHA_KEYS or key.startswith("tau_syn") and rmodel == "psc_exp":
+                    keys = _nest_keys(model)
+                    if keys is None or key not in keys:
                         raise ConfigError(f"{where}: per-node dynamics_params '{key}' is not supported for "
                                           f"nest:{model}")
-                    rkey = _ALPHA_KEYS[key]
+                    rkey = keys[key]
                     from .neurons import NEURON_MODELS
                     default = params.get(rkey, NEURON_MODELS[rmodel].parameters[rkey].default)
                     params[rkey] = np.where(np.isnan(v), default, v)
