@@ -122,7 +122,10 @@ def to_neo(result, populations=None):
         trains, signals = [], []
         if spikes is not None:
             edges = np.searchsorted(ids, pop.first_id + np.arange(pop.size + 1), side="left")
-            for i in range(pop.size):
+            keep = getattr(result.recording, "keep", None)     # Simulation record_spikes_of: those neurons only
+            local = range(pop.size) if keep is None else \
+                (keep[(keep >= pop.first_id) & (keep < pop.first_id + pop.size)] - pop.first_id).tolist()
+            for i in local:
                 train = neo.SpikeTrain(times[edges[i]:edges[i + 1]].copy(), t_stop=t_stop, units=ms,
                                        t_start=0.0 * ms, source_population=pop.name,
                                        source_id=pop.first_id + i, source_index=i, model=pop.model)

@@ -48,6 +48,8 @@ class Recording:
         self.phase_seconds = np.zeros((ranks, len(self.phases)))
         self.cycles = 0
         self.spikes_total = 0
+        self.keep = None        # global ids whose spikes are kept (Simulation record_spikes_of); None: all
+        self.kept = np.zeros(len(self.sizes), dtype=np.int64)        # their spikes per population
 
     def population_of(self, ids: np.ndarray) -> np.ndarray:
         return np.searchsorted(self.first_ids, ids, side="right") - 1
@@ -65,6 +67,10 @@ class Recording:
         self.spikes_total += ids.size
         self.phase_seconds += timers.sum(axis=1)
         self.cycles += timers.shape[1]
+        if self.keep is not None:                 # counted above, kept only for the chosen neurons
+            mine = np.isin(ids, self.keep)
+            ids, steps = ids[mine], steps[mine]
+            self.kept += np.bincount(pops[mine], minlength=P)
         self._add(ids, steps, timers)
 
     def _add(self, ids, steps, timers) -> None:
@@ -79,6 +85,10 @@ class Recording:
             return self.counts[1] - self.at_end
         if start_ms == 0 and stop_ms == STEADY_START_MS:
             return self.counts[0].copy()
+        if self.keep is not None:
+            from .errors import ConfigError
+            raise ConfigError(f"rates over [{start_ms:g}, {stop_ms:g}) ms need every neuron's spikes, and "
+                              f"record_spikes_of kept only some: the whole run, or 0-1 s and from 1 s, are counted")
         ids, steps = self.spikes()
         t = steps * self.resolution_ms
         pops = self.population_of(ids[(t >= start_ms) & (t < stop_ms)])
@@ -293,7 +303,7 @@ class FileRecording(Recording):
         import h5py
 
         ids, steps = self._array("ids"), self._array("steps")
-        totals = self.counts.sum(axis=0)
+        totals = self.counts.sum(axis=0) if self.keep is None else self.kept
         sorting = h5py.enum_dtype(SONATA_SORTING, basetype="i1")
         with h5py.File(self.spikes_path, "w") as f:
             group = f.create_group("spikes")

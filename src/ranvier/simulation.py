@@ -71,6 +71,10 @@ class Simulation:
     and are gathered on rank 0 (ranvier.recording). record_spikes: True keeps them in memory
     (Result.spikes), "counts" keeps only the spike counts per population before and after 1 s
     (enough for the summary, flat memory however long the run), False records none.
+    record_spikes_of: global ids; only their spikes are kept or streamed (every neuron's are
+    still counted: the summary's rates and counts stay whole), as NEST's spike recorder connected
+    to some neurons. Rates over other windows than the summary's then need those neurons alone
+    (Result.rates refuses a window that would need the others).
     stream_to: a folder; spikes and timers are appended there (spikes.h5, SONATA layout, and
     timers.h5) chunk by chunk instead of kept in memory, so memory stays flat; the files are
     complete after close() (or at the end of a `with Simulation(...) as sim:` block).
@@ -91,7 +95,7 @@ class Simulation:
     def __init__(self, network: Network, *, threads: int | None = None, exchange: str = "allgather",
                  placement: str = "round-robin", seed: int = 1, resolution_ms: float = 0.1,
                  comm=None, barrier: bool = True, overlap: bool = False, record_spikes: bool | str = True,
-                 stream_to=None,
+                 stream_to=None, record_spikes_of=None,
                  record_state: list[int] | None = None, record_state_interval_ms: float | None = None,
                  max_memory_bytes: int | None = None,
                  global_interval: int | None = None, tier_exchange: str = "allgather",
@@ -153,6 +157,19 @@ class Simulation:
         if stream_to is not None and record_spikes is not True:
             raise ConfigError("stream_to writes the spikes to files: it needs record_spikes = true")
         self.record_spikes, self.stream_to = record_spikes, stream_to
+        self.record_spikes_of = None
+        if record_spikes_of is not None:
+            if record_spikes is not True:
+                raise ConfigError("record_spikes_of chooses the neurons whose spikes are kept: it needs "
+                                  "record_spikes = true")
+            ids = np.asarray(record_spikes_of)
+            n_all = network.size
+            if ids.ndim != 1 or (ids.size and ids.dtype.kind not in "iu"):
+                raise ConfigError(f"record_spikes_of must be a list of global neuron ids, got {record_spikes_of!r:.60}")
+            if ids.size and (ids.min() < 0 or ids.max() >= n_all):
+                raise ConfigError(f"record_spikes_of: neuron ids must be in [0, {n_all}), got "
+                                  f"{int(ids.min())}..{int(ids.max())}")
+            self.record_spikes_of = np.unique(ids.astype(np.int64))
 
         # The network, translated for the engine once (ranvier.spec): the checks that need the
         # resolution, the communication and global intervals, the fixed-point scale, the memory
@@ -483,10 +500,12 @@ class Simulation:
         if self.stream_to is not None:
             rec = recording.FileRecording(self.stream_to, *args)
             rec.set_cycle_ms(self.cycle_ms)
-            return rec
-        if self.record_spikes == "counts":
-            return recording.CountRecording(*args)
-        return recording.MemoryRecording(*args)
+        elif self.record_spikes == "counts":
+            rec = recording.CountRecording(*args)
+        else:
+            rec = recording.MemoryRecording(*args)
+        rec.keep = self.record_spikes_of
+        return rec
 
     def _collect(self) -> None:
         """Takes the chunk's spikes and timers out of the engine on every rank; rank 0 records them."""
@@ -780,7 +799,7 @@ class Result:
         span_s = (stop_ms - start_ms) * 1e-3
         if span_s <= 0:
             raise ConfigError(f"rates: empty window [{start_ms}, {stop_ms}) ms")
-        if self._spikes is not None:
+        if self._spikes is not None and self.recording.keep is None:   # every spike in memory: any window
             t = self.spike_steps * self.resolution_ms
             counts = self.recording.population_of(self.spike_ids[(t >= start_ms) & (t < stop_ms)])
             counts = np.bincount(counts, minlength=len(self.population_sizes))

@@ -122,7 +122,10 @@ def build_network(state):
     # Rank 0's description and recording, on every rank (PyNN's unseeded RNGs differ by rank).
     record = sorted({int(i) for r in state.recorders for v, ids in r.recorded.items()
                      if v.name != "spikes" for i in ids})
-    desc, record = comm.bcast((describe(state), record) if comm.rank == 0 else None)
+    spiking = sorted({int(i) for r in state.recorders for v, ids in r.recorded.items()
+                      if v.name == "spikes" for i in ids})
+    desc, record, spiking = comm.bcast((describe(state), record, spiking) if comm.rank == 0 else None)
+    state.recorded_spike_ids = spiking
     desc["currents"] = [(source, list(ids)) for source, ids in state.currents]
     net = rv.Network(name="pyNN")
     names = []

@@ -157,8 +157,10 @@ class State(common.control.BaseState):
             import ranvier as rv
             from .build import build_network
             self.network, record = build_network(self)
+            # only the spikes PyNN records are kept (every neuron's are counted)
             self.simulation = rv.Simulation(self.network, resolution_ms=self.dt, threads=self.threads,
-                                            seed=self.seed, record_state=record or None)
+                                            seed=self.seed, record_state=record or None,
+                                            record_spikes_of=self.recorded_spike_ids)
             self.recorded_state_ids = np.asarray(record, dtype=np.int64)
             if self.min_delay_auto:           # setup(min_delay="auto"): the network's smallest delay
                 delays = [float(np.min(pr.delay_ms)) for pr in self.network.projections if np.size(pr.delay_ms)]
