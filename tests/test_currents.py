@@ -293,3 +293,29 @@ def test_what_cannot_change_between_runs_is_refused():
         sim.set_parameters("p", tau_m=3.0)
     with pytest.raises(rv.ConfigError, match="same kind of source on the same neurons"):
         sim.set_current(0, rv.DCCurrent("p", 10.0, neurons=[0]))
+
+
+def test_the_inhibitory_synaptic_variable_is_recorded_as_nests():
+    """Result.state["c_in"]: iaf_cond_exp's g_in and iaf_psc_alpha's I_in, equal to NEST's g_in and
+    I_syn_in at every step (1e-9); NaN for a model without one (lifca)."""
+    nest = pytest.importorskip("nest")
+    for model, nest_name in (("iaf_cond_exp", "g_in"), ("iaf_psc_alpha", "I_syn_in")):
+        params, nest_model, nest_params, (w_ex, w_in) = MODELS[model]
+        nest.ResetKernel()
+        nest.set_verbosity("M_ERROR")
+        nest.resolution = H
+        n = nest.Create(nest_model, params=nest_params)
+        pre = nest.Create("spike_generator", params={"spike_times": INPUT_TIMES})
+        nest.Connect(pre, n, syn_spec={"weight": w_ex, "delay": 1.0})
+        nest.Connect(pre, n, syn_spec={"weight": w_in, "delay": 2.0})
+        meter = nest.Create("multimeter", params={"record_from": [nest_name], "interval": H})
+        nest.Connect(meter, n)
+        nest.Simulate(100.0)
+        _, res = one_neuron(times=[50.0], amps=[0.0], model=model)
+        c_in = np.asarray(res.state["c_in"]).ravel()
+        k = np.rint(meter.events["times"] / H).astype(int) - 1
+        theirs = np.abs(meter.events[nest_name])
+        assert theirs.max() > 0 and np.max(np.abs(np.abs(c_in[k]) - theirs)) < 1e-9
+    net = rv.Network()
+    net.add_population(rv.Population("L", 2))
+    assert np.all(np.isnan(rv.Simulation(net, record_state=[0]).run(5.0).state["c_in"]))

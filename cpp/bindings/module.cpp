@@ -364,10 +364,10 @@ NB_MODULE(_engine, m) {
       }, "projection"_a, "places"_a)
       .def("state_trace", [](const Engine& e) {
         std::vector<uint64_t> ids;
-        std::vector<double> V, c;
-        e.state_trace(ids, V, c);
+        std::vector<double> V, c, c_in;
+        e.state_trace(ids, V, c, c_in);
         const size_t n = ids.size(), steps = n ? V.size() / n : 0;
         return nb::make_tuple(to_numpy(std::move(ids)), to_numpy_2d(std::move(V), n, steps),
-                              to_numpy_2d(std::move(c), n, steps));
+                              to_numpy_2d(std::move(c), n, steps), to_numpy_2d(std::move(c_in), n, steps));
       });
 }

@@ -134,7 +134,8 @@ struct ThreadState {
   std::vector<SpikeRecord> spikes_out;               // this cycle's spikes
   std::vector<uint64_t> rec_gid;                     // spike recorder
   std::vector<int64_t> rec_step;
-  std::vector<std::pair<uint64_t, uint64_t>> traced; // (local index, trace row)
+  struct Traced { uint64_t index, row; int inhibitory_column; };   // the column: -1 where the model has none
+  std::vector<Traced> traced;                        // the state recorder's neurons on this thread
   InjectedCurrents currents;                         // current sources on this thread's neurons
   std::vector<std::unique_ptr<PopulationUpdate>> updates;  // per population range: its model's kernel
   Counters counters;
@@ -196,7 +197,8 @@ class Engine {
   void set_plastic_weights(uint32_t j, const double* w, size_t n);
   void plastic_weights_at(uint32_t j, const std::vector<uint64_t>& places, std::vector<double>& out) const;
   // V and c of the recorded neurons on this rank: ids, and row-major [id][step] arrays.
-  void state_trace(std::vector<uint64_t>& ids, std::vector<double>& V, std::vector<double>& c) const;
+  void state_trace(std::vector<uint64_t>& ids, std::vector<double>& V, std::vector<double>& c,
+                   std::vector<double>& c_in) const;
 
  private:
   // Phases (one call per thread and cycle).
@@ -235,7 +237,7 @@ class Engine {
   double pace_origin_ = 0, pace_wait_ = 0;
   int64_t pace_origin_cycle_ = 0;
   std::vector<uint64_t> traced_ids_;
-  std::vector<double> trace_V_, trace_c_;  // [step][row], grown per run
+  std::vector<double> trace_V_, trace_c_, trace_c_in_;  // [step][row], grown per run; c_in: NaN where none
   size_t trace_base_ = 0;
   int64_t trace_first_sample_ = 0;         // samples (multiples of the interval) before the run call
   int64_t run_first_cycle_ = 0;

@@ -16,7 +16,14 @@ void Engine::build_state_recorder() {
   for (uint64_t g : cfg_.record_state) {
     const Location loc = placement_.locate(g);
     if (loc.rank != rank()) continue;
-    threads_[loc.thread].traced.push_back({loc.index, traced_ids_.size()});
+    // The model's inhibitory synaptic variable, where its layout for this population has it.
+    const PopulationSpec* owner = &cfg_.populations.front();
+    for (const auto& p : cfg_.populations)
+      if (g >= p.first && g < p.first + p.size) owner = &p;
+    const PopulationSpec& pop = *owner;
+    const NeuronModel& model = neuron_model(pop.model);
+    const int column = model.inhibitory_column < model.layout_of(pop).extra_columns ? model.inhibitory_column : -1;
+    threads_[loc.thread].traced.push_back({loc.index, traced_ids_.size(), column});
     traced_ids_.push_back(g);
   }
 }
@@ -26,9 +33,10 @@ void Engine::build_state_recorder() {
 void Engine::record_state(const ThreadState& ts, int64_t step) {
   const size_t traced = traced_ids_.size();
   const size_t first = size_t(step / cfg_.record_state_interval - trace_first_sample_ - 1) * traced + trace_base_;
-  for (const auto& [k, row] : ts.traced) {
+  for (const auto& [k, row, column] : ts.traced) {
     trace_V_[first + row] = ts.neurons.V[k];
     trace_c_[first + row] = ts.neurons.c[k];
+    trace_c_in_[first + row] = column >= 0 ? ts.neurons.extra[column][k] : std::nan("");
   }
 }
 
@@ -125,16 +133,19 @@ void Engine::plastic_weights(uint32_t j, bool up_to_date, std::vector<uint64_t>&
     }
 }
 
-void Engine::state_trace(std::vector<uint64_t>& ids, std::vector<double>& V, std::vector<double>& c) const {
+void Engine::state_trace(std::vector<uint64_t>& ids, std::vector<double>& V, std::vector<double>& c,
+                         std::vector<double>& c_in) const {
   const size_t n = traced_ids_.size();
   const size_t steps = n ? trace_V_.size() / n : 0;
   ids = traced_ids_;
   V.assign(n * steps, 0.0);
   c.assign(n * steps, 0.0);
+  c_in.assign(n * steps, 0.0);
   for (size_t s = 0; s < steps; ++s)
     for (size_t r = 0; r < n; ++r) {
       V[r * steps + s] = trace_V_[s * n + r];
       c[r * steps + s] = trace_c_[s * n + r];
+      c_in[r * steps + s] = trace_c_in_[s * n + r];
     }
 }
 

@@ -253,6 +253,7 @@ std::unique_ptr<PopulationUpdate> make_update(const PopulationSpec& spec, const 
 
 // extern: a namespace-scope const has internal linkage otherwise (no header declares it).
 extern const NeuronModel model{"iaf_cond_exp", check, initialize, make_update,
-                               /*split_input=*/true, /*extra_columns=*/2, /*layout=*/nullptr, /*takes_current=*/true};
+                               /*split_input=*/true, /*extra_columns=*/2, /*layout=*/nullptr, /*takes_current=*/true,
+                               /*inhibitory_column=*/0};
 
 }  // namespace ranvier::iaf_cond_exp

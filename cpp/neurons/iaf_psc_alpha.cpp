@@ -164,6 +164,7 @@ std::unique_ptr<PopulationUpdate> make_update(const PopulationSpec& spec, const 
 
 // extern: a namespace-scope const has internal linkage otherwise (no header declares it).
 extern const NeuronModel model{"iaf_psc_alpha", check, initialize, make_update,
-                        /*split_input=*/true, /*extra_columns=*/3, /*layout=*/nullptr, /*takes_current=*/true};
+                        /*split_input=*/true, /*extra_columns=*/3, /*layout=*/nullptr, /*takes_current=*/true,
+                        /*inhibitory_column=*/1};
 
 }  // namespace ranvier::iaf_psc_alpha

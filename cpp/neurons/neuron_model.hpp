@@ -88,6 +88,10 @@ struct NeuronModel {
   Layout (*layout)(const PopulationSpec&) = nullptr;
   Layout layout_of(const PopulationSpec& p) const { return layout ? layout(p) : Layout{split_input, extra_columns}; }
   bool takes_current = false; // reads StepInput::current (others: the front end refuses current sources)
+  // The extra column holding the inhibitory synaptic variable (recorded as c_in: iaf_psc_alpha's
+  // I_in, two-current psc_exp's I_in, iaf_cond_exp's g_in), where the population's layout has it;
+  // -1: none.
+  int inhibitory_column = -1;
   // After a population's parameters change between runs (Engine::set_population), the state that
   // follows from them, from step `now` on (spike_train: the next spike of each new train); null:
   // the state is kept as it is.

@@ -183,6 +183,6 @@ std::unique_ptr<PopulationUpdate> make_update(const PopulationSpec& spec, const 
 }  // namespace
 
 const NeuronModel model{"psc_exp", check, initialize, make_update, /*split_input=*/false, /*extra_columns=*/0,
-                        /*layout=*/layout, /*takes_current=*/true};
+                        /*layout=*/layout, /*takes_current=*/true, /*inhibitory_column=*/0};
 
 }  // namespace ranvier::psc_exp

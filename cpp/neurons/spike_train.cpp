@@ -70,6 +70,6 @@ void parameters_changed(const PopulationSpec& spec, const NeuronColumns& s, int6
 }  // namespace
 
 extern const NeuronModel model;   // external linkage: registry.cpp lists it
-const NeuronModel model{"spike_train", check, initialize, make_update, false, 0, nullptr, false, parameters_changed};
+const NeuronModel model{"spike_train", check, initialize, make_update, false, 0, nullptr, false, -1, parameters_changed};
 
 }  // namespace ranvier::spike_train

@@ -41,6 +41,13 @@ SECOND_VARIABLE = {
     "lifca": ("c", "dimensionless", "spike-frequency adaptation variable"),
     "psc_exp": ("I_syn", "pA", "synaptic current"),
     "iaf_psc_alpha": ("I_syn_ex", "pA", "excitatory synaptic current"),
+    "iaf_cond_exp": ("gsyn_exc", "nS", "excitatory synaptic conductance"),
+}
+# model -> the inhibitory synaptic variable (Result.state["c_in"]), where the model has one
+INHIBITORY_VARIABLE = {
+    "psc_exp": ("I_syn_in", "pA", "inhibitory synaptic current (two time constants only)"),
+    "iaf_psc_alpha": ("I_syn_in", "pA", "inhibitory synaptic current"),
+    "iaf_cond_exp": ("gsyn_inh", "nS", "inhibitory synaptic conductance"),
 }
 
 
@@ -184,4 +191,8 @@ def _signals(neo, pq, result, pop, state) -> list:
                                                        f"to ranvier.neo_io)"))
     c = np.asarray(state["c"], dtype=np.float64)[mine]
     signals.append(neo.AnalogSignal(c.T, units=unit, name=name, description=what, **common))
+    c_in = np.asarray(state["c_in"], dtype=np.float64)[mine] if "c_in" in state else None
+    if pop.model in INHIBITORY_VARIABLE and c_in is not None and not np.all(np.isnan(c_in)):
+        name, unit, what = INHIBITORY_VARIABLE[pop.model]
+        signals.append(neo.AnalogSignal(c_in.T, units=unit, name=name, description=what, **common))
     return signals

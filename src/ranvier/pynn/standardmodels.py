@@ -84,8 +84,8 @@ class IF_cond_exp(cells.IF_cond_exp):
         ('e_rev_E', 'E_ex_mV'),
         ('e_rev_I', 'E_in_mV'),
     )
-    variable_map = {'v': 'V', 'gsyn_exc': 'c'}
-    scale_factors = {'v': 1.0, 'gsyn_exc': 0.001}          # nS -> uS
+    variable_map = {'v': 'V', 'gsyn_exc': 'c', 'gsyn_inh': 'c_in'}
+    scale_factors = {'v': 1.0, 'gsyn_exc': 0.001, 'gsyn_inh': 0.001}          # nS -> uS
 
 
 class SpikeSourceArray(cells.SpikeSourceArray):
