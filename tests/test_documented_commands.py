@@ -77,6 +77,9 @@ SCALED: dict[str, Scaled] = {
     "ranvier bench exchange examples/dpsnn-grid.toml --ranks 2 --strategies allgather,p2p,neighbor --repeats 1":
         Scaled("--duration-ms 100"),
     "ranvier run artificial-cells --set cells=2000 --duration-ms 200": Scaled("--duration-ms 100"),
+    # docs/devices.md
+    "ranvier run dpsnn --neurons 2048 --duration-ms 300 --record-state 0,5,10-12 --record-state-interval-ms 1 "
+    "--record-spikes-of 0-99 --out results/recorded": Scaled(),
     # docs/pynn.md
     'pip install ".[pynn]"': Scaled(skip="an install: .ci/run installs the test extra, which has PyNN"),
     "python bench/pynn_scenarios.py --out docs/measurements/pynn-scenarios/results.md":

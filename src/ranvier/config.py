@@ -53,6 +53,9 @@ SIMULATION_DEFAULTS = {
     "initial_weights": None,      # plastic networks: a weights.h5 to start from; omitted = the drawn weights
     "record_weights": 0,          # plastic networks: synapses sampled per plastic projection (0: none)
     "weight_interval_ms": 100.0,  # the weight recorder's interval
+    "record_state": None,         # global ids whose V, c, c_in are recorded (state.h5); omitted = none
+    "record_state_interval_ms": None,  # their sampling interval; omitted = every step
+    "record_spikes_of": None,     # global ids whose spikes are kept (spikes.h5); omitted = every neuron's
 }
 # Settings of the run command's plastic weights (ranvier.weights), not keyword arguments of Simulation.
 WEIGHT_KEYS = ("initial_weights", "record_weights", "weight_interval_ms")
@@ -249,6 +252,11 @@ def check_simulation(cfg: RunConfig, network) -> None:
         raise ConfigError(f"[simulation] 'overlap' must be true or false, got {s['overlap']!r}")
     if not isinstance(s["pace"], bool):
         raise ConfigError(f"[simulation] 'pace' must be true or false, got {s['pace']!r}")
+    for key in ("record_state", "record_spikes_of"):
+        ids = s.get(key)
+        if ids is not None and (not isinstance(ids, (list, tuple)) or
+                                not all(isinstance(i, int) and not isinstance(i, bool) for i in ids)):
+            raise ConfigError(f"[simulation] '{key}' must be a list of global neuron ids (integers), got {ids!r:.60}")
     # The communication interval, as ranvier.spec makes it: the minimum delay in whole steps (one
     # step without projections), half of it with overlap.
     min_delay_steps = round(network.min_delay_ms() / resolution) if network.projections else 1

@@ -292,7 +292,8 @@ def write_summary(path, summary: dict) -> None:
 
 # -- TOML (flat: top-level scalars, then tables of scalars) --------------------------------
 def toml_value(value) -> str:
-    """A scalar as TOML writes it, so that TOML reads it back as the same type and value."""
+    """A scalar, or a list of scalars, as TOML writes it, so that TOML reads it back as the same
+    type and value."""
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, (int, np.integer)):
@@ -306,6 +307,8 @@ def toml_value(value) -> str:
         return repr(value)            # always has '.' or 'e', so it reads back as a float
     if isinstance(value, str):
         return json.dumps(value)      # JSON string escapes are valid TOML basic-string escapes
+    if isinstance(value, (list, tuple)) and not any(isinstance(v, (list, tuple, dict)) for v in value):
+        return "[" + ", ".join(toml_value(v) for v in value) + "]"    # a list of scalars (neuron ids)
     raise TypeError(f"cannot write {value!r} to TOML")
 
 

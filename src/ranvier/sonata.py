@@ -716,6 +716,14 @@ def write_spikes(path, ids: np.ndarray, times_ms: np.ndarray, net, info: SonataI
     return counts
 
 
+def native_info(net) -> SonataInfo:
+    """The SONATA names of a network not read from SONATA: each population its own, node ids
+    population-local (the layout of Ranvier's spikes.h5)."""
+    info = SonataInfo(config="")
+    info.populations = {p.name: (p.name, np.arange(p.size)) for p in net.populations}
+    return info
+
+
 def write_report(path, state: dict, net, info: SonataInfo, seed: int) -> None:
     """A SONATA membrane potential report (one compartment per point neuron): per SONATA
     population /report/<population>/data [time, node] (mV, absolute) and mapping/{node_ids,

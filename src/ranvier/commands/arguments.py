@@ -94,3 +94,19 @@ def assignment(text: str):
         return cfgmod.parse_assignment(text)
     except ConfigError as e:
         raise argparse.ArgumentTypeError(str(e)) from None
+
+
+def id_list(text: str) -> list[int]:
+    """'0,5,10-19' -> [0, 5, 10, ..., 19]: global neuron ids, ranges inclusive, each once, sorted."""
+    ids = set()
+    for item in text.split(","):
+        first, dash, last = item.strip().partition("-")
+        try:
+            lo = int(first)
+            hi = int(last) if dash else lo
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"must be neuron ids and ranges such as 0,5,10-19, got {text!r}") from None
+        if lo < 0 or hi < lo:
+            raise argparse.ArgumentTypeError(f"must be neuron ids >= 0 and ranges low-high, got {item.strip()!r}")
+        ids.update(range(lo, hi + 1))
+    return sorted(ids)

@@ -14,7 +14,7 @@ from .. import config as cfgmod
 from .. import deadlines, energy, environment, imbalance, theory, updown
 from .. import weights as weights_io
 from ..errors import ConfigError
-from .arguments import assignment, non_negative_float, positive_float, positive_int, seed
+from .arguments import assignment, id_list, non_negative_float, positive_float, positive_int, seed
 
 
 def add_parser(commands, exchanges, placements) -> None:
@@ -84,6 +84,14 @@ def add_parser(commands, exchanges, placements) -> None:
     weights.add_argument("--weight-interval-ms", type=positive_float, metavar="T",
                          help="the weight recorder's interval, a whole number of communication intervals "
                               "(default 100 ms)")
+    recording = run.add_argument_group("recording (see docs/devices.md)")
+    recording.add_argument("--record-state", type=id_list, metavar="IDS",
+                           help="global ids (0,5,10-19) whose V and synaptic variables are recorded: with --out, "
+                                "state.h5 in the SONATA report layout")
+    recording.add_argument("--record-state-interval-ms", type=positive_float, metavar="T",
+                           help="their sampling interval, a whole number of steps (default: every step)")
+    recording.add_argument("--record-spikes-of", type=id_list, metavar="IDS",
+                           help="keep (and write) only these neurons' spikes; every neuron's are still counted")
     run.add_argument("--quiet", action="store_true", help="print nothing but errors")
     run.add_argument("--out", metavar="DIR", help="write config.toml, summary.json, spikes.h5, timers.h5 (and "
                                                 "weights.h5 for plastic networks) here")
@@ -104,7 +112,9 @@ def resolve_config(args) -> cfgmod.RunConfig:
                   "pace": True if args.pace else None,
                   "global_interval": args.global_interval, "tier_exchange": args.tier_exchange,
                   "initial_weights": args.initial_weights, "record_weights": args.record_weights,
-                  "weight_interval_ms": args.weight_interval_ms}
+                  "weight_interval_ms": args.weight_interval_ms, "record_state": args.record_state,
+                  "record_state_interval_ms": args.record_state_interval_ms,
+                  "record_spikes_of": args.record_spikes_of}
     cfg = cfgmod.override(base, model=args.model, parameters=parameters, simulation=simulation)
     if cfg.model == models.SONATA:     # spike times and delays go onto the simulation's grid
         cfg.parameters["dt_ms"] = float(cfg.simulation["resolution_ms"])
@@ -129,6 +139,9 @@ def resolved_dict(cfg: cfgmod.RunConfig, network, sim) -> dict:
         simulation["global_interval"] = sim.global_interval
     else:
         simulation.pop("global_interval", None)      # TOML has no None: omitted means automatic
+    for key in ("record_state", "record_state_interval_ms", "record_spikes_of"):
+        if simulation.get(key) is None:
+            simulation.pop(key, None)
     if weights_io.edge_population_names(network):  # plastic: the weights' settings, the file made absolute
         if simulation.get("initial_weights") is not None:
             simulation["initial_weights"] = str(Path(simulation["initial_weights"]).resolve())
@@ -173,6 +186,9 @@ def command(args) -> int:
                          stream_to=out.staging if out is not None else None,
                          initial_weights=settings.get("initial_weights"), record_weights=recorders,
                          **(_sonata_recording(network, cfg) if args.out is not None else {}))
+        if cfg.simulation.get("record_state") and args.out is None and rank == 0 and not args.quiet:
+            print("ranvier: note: --record-state is written to state.h5 with --out DIR; without it the state is "
+                  "only in memory", file=sys.stderr)
         if args.out is not None:
             _check_output_space(out, sim, cfg.simulation["duration_ms"])
         return _simulate(args, cfg, network, sim, meter, fit, out, rank)
@@ -265,6 +281,9 @@ def _simulate(args, cfg, network, sim, meter, fit, out, rank) -> int:
             raise OutputError(write_failure(out.shown, rec.error, rec.bytes_needed()))
         if network.sonata is not None:  # sonata/<spikes_file>, its reports: the network's own node ids
             _write_sonata_output(out.staging, sim, network, result)
+        elif result.state is not None:  # state.h5: the recorded state in the SONATA report layout
+            from .. import sonata
+            sonata.write_report(out.staging / "state.h5", result.state, network, sonata.native_info(network), sim.seed)
         if gathered is not None:       # weights.h5: SONATA edges, and the recorders' samples
             weights_io.write_weights(out.staging / "weights.h5", sim, gathered, result.weight_traces)
         env = environment.collect(sim.size, sim.comm.ranks_on_node, sim.threads)
@@ -284,6 +303,9 @@ def _sonata_recording(network, cfg) -> dict:
     info = network.sonata
     if info is None or not info.reports:
         return {}
+    if cfg.simulation.get("record_state"):
+        raise ConfigError("--record-state: this SONATA config's reports choose the recorded neurons; leave "
+                          "--record-state out")
     h = float(cfg.simulation["resolution_ms"])
     base = min(interval for _, _, interval, _ in info.reports)
     for name, _, interval, _ in info.reports:
