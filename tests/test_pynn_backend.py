@@ -132,3 +132,30 @@ def test_if_curr_delta_is_nests_iaf_psc_delta():
     k = np.rint(m.events["times"] / 0.1).astype(int)            # PyNN's signal: t = 0, then every step
     assert ours.size > 2 and np.allclose(ours, r.events["times"], atol=1e-9)
     assert np.max(np.abs(v[k] - m.events["V_m"])) < 1e-9
+
+
+def test_pynns_connectors_give_pyNN_nests_connections():
+    """The connectors PyNN draws (AllToAll, OneToOne, FromList, DistanceDependentProbability on
+    PyNN's structures) give the connections pyNN.nest gives with the same RNG."""
+    pytest.importorskip("nest")
+    import importlib
+
+    def connections(name):
+        sim = importlib.import_module(f"pyNN.{name}")
+        from pyNN.space import Grid2D
+        sim.setup(timestep=0.1, min_delay=0.5)
+        a = sim.Population(36, sim.IF_curr_exp(), structure=Grid2D(dx=10.0, dy=10.0))
+        b = sim.Population(36, sim.IF_curr_exp(), structure=Grid2D(dx=10.0, dy=10.0))
+        syn = sim.StaticSynapse(weight=0.1, delay=0.5)
+        out = []
+        for connector in (sim.AllToAllConnector(allow_self_connections=False), sim.OneToOneConnector(),
+                          sim.FromListConnector([(0, 3, 0.2, 1.0), (5, 7, 0.3, 1.5), (35, 0, 0.4, 2.0)]),
+                          sim.DistanceDependentProbabilityConnector("exp(-d/15.0)", rng=sim.NumpyRNG(seed=3))):
+            prj = sim.Projection(a, b, connector, syn)
+            out.append(sorted(tuple(round(x, 9) for x in c) for c in prj.get(["weight", "delay"], format="list")))
+        sim.end()
+        return out
+
+    ours, theirs = connections("ranvier"), connections("nest")
+    assert [len(c) for c in ours] == [len(c) for c in theirs] and len(ours[3]) > 36
+    assert ours == theirs
