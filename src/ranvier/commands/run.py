@@ -181,11 +181,13 @@ def command(args) -> int:
                      for j in weights_io.edge_population_names(network)] if n else None
         if n and not recorders:
             raise ConfigError("record_weights (--record-weights): the network has no plastic projection")
-        sim = Simulation(network, comm=comm, **cfg.simulation_kwargs(),   # its last checks (memory) precede the build
+        kwargs = cfg.simulation_kwargs()
+        if args.out is not None:       # a SONATA config's reports choose the recorded state
+            kwargs.update(_sonata_recording(network, cfg))
+        sim = Simulation(network, comm=comm, **kwargs,   # its last checks (memory) precede the build
                          record_spikes=True if args.out is not None else "counts",
                          stream_to=out.staging if out is not None else None,
-                         initial_weights=settings.get("initial_weights"), record_weights=recorders,
-                         **(_sonata_recording(network, cfg) if args.out is not None else {}))
+                         initial_weights=settings.get("initial_weights"), record_weights=recorders)
         if cfg.simulation.get("record_state") and args.out is None and rank == 0 and not args.quiet:
             print("ranvier: note: --record-state is written to state.h5 with --out DIR; without it the state is "
                   "only in memory", file=sys.stderr)
