@@ -29,13 +29,19 @@ import traceback
 import numpy as np
 
 MODELS = ("dpsnn-grid", "dpsnn", "burst", "artificial-cells", "mam-benchmark", "microcircuit", "iaf_psc_alpha", "devices", "rules",
-          "heterogeneous", "plastic", "dpsnn-stdp", "pynn-cells")
+          "heterogeneous", "plastic", "dpsnn-stdp", "pynn-cells", "multi-area")
 # The microcircuit test network: `neurons` sets the scale (of 77,169), and the in-degrees are scaled
 # alike; the thalamic sources fire early so that the Poisson-source cells are exercised too.
 MICROCIRCUIT_TEST = {"thalamus": True, "th_start_ms": 50.0, "th_duration_ms": 20.0}
 # The multi-area test network: small heterogeneous areas firing fast, so that a short run has
 # traffic on both pathways of the two-tier exchange (`neurons` is the mean area size, `synapses` K).
 MAM_TEST = {"n_areas": 4, "rate_hz": 40.0, "rate_sd": 12.0, "area_size_sd_fraction": 0.3}
+# The multi-area model (its data in ../shared/data, tests/test_multi_area.py): `neurons` of its 4.13
+# million, in-degrees scaled by `synapses` / 1000; inter-area delays cut at 1 ms (the study's cutoff,
+# so that the two-tier exchange has D = 10), and membranes started near threshold so that a short
+# run has traffic.
+MULTI_AREA_DATA = __import__("pathlib").Path(__file__).resolve().parents[1].parent / "shared/data/multi-area-model"
+MULTI_AREA_TEST = {"inter_area_delay_min_ms": 1.0, "V0_mean_mV": -58.0, "V0_sd_mV": 5.0}
 
 # The burst network (tests/test_conservation.py): every neuron starts at V = H with the same
 # constant drive, so all of them cross threshold in the same step, BURST_STEP. Recurrent
@@ -323,6 +329,9 @@ def run_config(model="dpsnn", neurons=2048, synapses=1125, ms=300.0, threads=1, 
                               rate_hz=MAM_TEST["rate_hz"], rate_sd=MAM_TEST["rate_sd"],
                               area_size_sd=MAM_TEST["area_size_sd_fraction"] * neurons,
                               delay_ratio=delay_ratio)
+    elif model == "multi-area":
+        net = rv.models.build("multi-area", data=str(MULTI_AREA_DATA), scale=neurons / 4130057,
+                              k_scale=synapses / 1000, **MULTI_AREA_TEST)
     elif model == "iaf_psc_alpha":
         net = alpha_network(neurons, probability)
     elif model == "devices":

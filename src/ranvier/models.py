@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import math
 
+from . import multi_area
 from .errors import ConfigError
+from .model_parameters import check_overrides as _check_overrides
 from .network import Network, PoissonDrive, Population, Projection
 
 # dpsnn: docs/workloads/dpsnn.md ("AW2.8Hz" configuration of the DPSNN engine's 2019 release).
@@ -75,30 +77,6 @@ DPSNN_SWA = {
 }
 # The excitatory-to-excitatory projections that "stdp" makes plastic.
 DPSNN_PLASTIC = (("F", "F"), ("F", "B"), ("B", "F"), ("B", "B"))
-
-
-def _check_overrides(model: str, defaults: dict, overrides: dict) -> dict:
-    unknown = sorted(set(overrides) - set(defaults))
-    if unknown:
-        raise ConfigError(f"{model}: unknown parameter(s) {unknown}; known parameters: {sorted(defaults)}")
-    params = dict(defaults)
-    for key, value in overrides.items():
-        default = defaults[key]
-        if isinstance(default, bool):
-            if not isinstance(value, bool):
-                raise ConfigError(f"{model}: '{key}' must be true or false, got {value!r}")
-        elif isinstance(default, str):
-            if not isinstance(value, str):
-                raise ConfigError(f"{model}: '{key}' must be a string, got {value!r}")
-        elif isinstance(default, int) and not isinstance(default, bool):
-            if not isinstance(value, int) or isinstance(value, bool):
-                raise ConfigError(f"{model}: '{key}' must be an integer, got {value!r}")
-        else:
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-                raise ConfigError(f"{model}: '{key}' must be a number, got {value!r}")
-            value = float(value)
-        params[key] = value
-    return params
 
 
 def dpsnn(**overrides) -> Network:
@@ -531,7 +509,8 @@ def dpsnn_swa(**overrides) -> Network:
 
 REGISTRY = {"dpsnn": (dpsnn, DPSNN_DEFAULTS), "dpsnn-swa": (dpsnn_swa, None), "artificial-cells": (artificial_cells, ARTIFICIAL_CELLS_DEFAULTS),
             "mam-benchmark": (mam_benchmark, MAM_BENCHMARK_DEFAULTS),
-            "microcircuit": (microcircuit, MICROCIRCUIT_DEFAULTS)}
+            "microcircuit": (microcircuit, MICROCIRCUIT_DEFAULTS),
+            "multi-area": (multi_area.multi_area, multi_area.MULTI_AREA_DEFAULTS)}
 
 
 SONATA = "sonata"      # not a workload: a network read from a SONATA config (ranvier.sonata)

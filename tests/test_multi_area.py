@@ -1,0 +1,147 @@
+"""The multi-area model of macaque visual cortex (ranvier.multi_area) from its derived data.
+
+- The network: 254 populations in 32 areas, sizes int(N * scale), synapse totals
+  int(synapses * scale * k_scale), the stabilised in-degrees, weights of the ground and the
+  metastable state, intra-area and distance-dependent inter-area delays, the external drive, and
+  the DC compensation of a reduced k_scale; every number against structure.npz.
+- Clear errors: no data folder, a wrong one, bad scales, unknown areas.
+- Decomposition invariance: conventional and two-tier exchange, every placement, 1-4 ranks.
+
+The data (CC BY-NC-SA, not shipped with Ranvier) is read from ../shared/data/multi-area-model;
+without it the module is skipped.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from conftest import ROOT
+from test_areas import PLACEMENTS, assert_same, mam_sweep
+
+import ranvier as rv
+from ranvier import multi_area
+from ranvier.errors import ConfigError
+
+DATA = ROOT.parent / "shared" / "data" / "multi-area-model"
+pytestmark = pytest.mark.skipif(not (DATA / "structure.npz").is_file(),
+                                reason="../shared/data/multi-area-model is not here")
+
+MS = 30.0
+SMALL = dict(model="multi-area", neurons=4000, synapses=20, ms=MS)
+
+
+@pytest.fixture(scope="module")
+def structure():
+    return multi_area.load_structure(DATA)
+
+
+def test_the_network_is_the_models_at_a_scale(structure):
+    s = structure
+    scale, k = 0.01, 0.1
+    net = rv.models.build("multi-area", data=str(DATA), scale=scale, k_scale=k)
+    index = [str(x) for x in s["index"]]
+    assert [p.name for p in net.populations] == index and len(index) == 254
+    assert [p.area for p in net.populations][:8] == ["V1"] * 8
+    assert sorted({p.area for p in net.populations}) == sorted(str(a) for a in s["areas"])
+    assert not any(p.name.startswith("TH-4") for p in net.populations)          # TH has no layer 4
+    assert [p.size for p in net.populations] == [int(n * scale) for n in s["N"]]
+    row = {name: i for i, name in enumerate(index)}
+    expected = {(index[j], index[i]): int(s["synapses"][i, j] * scale * k)
+                for i in range(254) for j in range(254) if int(s["synapses"][i, j] * scale * k) > 0}
+    got = {(p.source, p.target): p.total_synapses for p in net.projections}
+    assert got == expected
+    for p in net.projections:
+        i, j = row[p.target], row[p.source]
+        assert p.weight == pytest.approx(s["W_ground"][i, j] / math.sqrt(k), rel=1e-12)
+        assert p.weight_sd == pytest.approx(s["W_sd_ground"][i, j] / math.sqrt(k), rel=1e-12)
+        assert p.delay_mean_ms == pytest.approx(s["delay_mean"][i, j], rel=1e-12)
+        assert p.delay_sd_ms == pytest.approx(0.5 * s["delay_mean"][i, j], rel=1e-12)
+        inter = p.source.split("-")[0] != p.target.split("-")[0]
+        assert p.delay_offset_ms == 0.1                          # the model: redrawn below dt
+        if inter:
+            assert p.source.endswith(("23E", "5E", "6E")) and p.weight > 0
+    # The external drive: K_ext * k_scale sources at 10 Hz, weight 87.8 pA / sqrt(k).
+    for d in net.drives:
+        i = row[d.target]
+        assert d.n_synapses * d.rate_hz == pytest.approx(10.0 * s["K_ext"][i] * k, rel=1e-12)
+        assert d.weight == pytest.approx(s["W_ext"][i] / math.sqrt(k), rel=1e-12)
+
+
+def test_dc_compensation_replaces_the_mean_input_lost(structure):
+    s = structure
+    k = 0.25
+    net = rv.models.build("multi-area", data=str(DATA), scale=0.002, k_scale=k, state="metastable")
+    full = rv.models.build("multi-area", data=str(DATA), scale=0.002, k_scale=1.0, state="metastable")
+    assert all(p.params["I_e_pA"] == 0.0 for p in full.populations)
+    nu = s["fullscale_rates"]
+    i = [str(x) for x in s["index"]].index("V2-4E")
+    lost = (1 - math.sqrt(k)) * 0.5e-3 * (np.dot(s["K"][i] * s["W_metastable"][i], nu)
+                                          + s["K_ext"][i] * s["W_ext"][i] * 10.0)
+    assert net.populations[i].params["I_e_pA"] == pytest.approx(lost, rel=1e-12)
+    assert lost > 0
+
+
+def test_ground_and_metastable_differ_in_the_cortico_cortical_weights_only():
+    ground = rv.models.build("multi-area", data=str(DATA), scale=0.005, state="ground")
+    meta = rv.models.build("multi-area", data=str(DATA), scale=0.005, state="metastable")
+    ratios = {}
+    for g, m in zip(ground.projections, meta.projections):
+        assert (g.source, g.target, g.total_synapses) == (m.source, m.target, m.total_synapses)
+        inter = g.source.split("-")[0] != g.target.split("-")[0]
+        ratio = round(m.weight / g.weight, 9)
+        if inter:
+            ratios.setdefault(g.target[-1], set()).add(ratio)
+        else:
+            assert ratio == 1.0
+    assert ratios == {"E": {1.9}, "I": {3.8}}                  # chi = 1.9, chi_I = 2
+
+
+def test_areas_subset_and_the_study_cutoff():
+    net = rv.models.build("multi-area", data=str(DATA), scale=0.01, areas=["V1", "V2", "FEF"],
+                          inter_area_delay_min_ms=1.0)
+    assert [p.area for p in net.populations] == ["V1"] * 8 + ["V2"] * 8 + ["FEF"] * 8
+    inter = [p for p in net.projections if net.is_inter_area(p)]
+    assert inter and all(p.delay_offset_ms == 1.0 for p in inter)
+    assert net.min_inter_area_delay_ms() == 1.0
+    sim = rv.Simulation(net, threads=1, exchange="two-tier", placement="by-area")
+    assert sim.global_interval == 10
+
+
+def test_errors_name_the_field_and_the_fix(tmp_path, monkeypatch):
+    monkeypatch.delenv(multi_area.DATA_ENV, raising=False)
+    with pytest.raises(ConfigError, match=r"'data' must name the folder .*RANVIER_MULTI_AREA_DATA"):
+        rv.models.build("multi-area")
+    with pytest.raises(ConfigError, match="has no structure.npz"):
+        rv.models.build("multi-area", data=str(tmp_path))
+    with pytest.raises(ConfigError, match=r"'scale' must lie in \(0, 1\]"):
+        rv.models.build("multi-area", data=str(DATA), scale=2.0)
+    with pytest.raises(ConfigError, match=r"'k_scale' must lie in \(0, 1\]"):
+        rv.models.build("multi-area", data=str(DATA), k_scale=0.0)
+    with pytest.raises(ConfigError, match=r"'state' must be one of"):
+        rv.models.build("multi-area", data=str(DATA), state="awake")
+    with pytest.raises(ConfigError, match=r"'areas'.*\['V9'\] unknown"):
+        rv.models.build("multi-area", data=str(DATA), areas=["V1", "V9"])
+    monkeypatch.setenv(multi_area.DATA_ENV, str(DATA))
+    assert len(rv.models.build("multi-area", scale=0.001).populations) == 254
+
+
+def test_reference_rates_are_the_shipped_tables():
+    full = multi_area.reference_rates(DATA)
+    assert len(full) == 254 and full["V1-23E"] == pytest.approx(0.3858121051439447)
+    m2e = multi_area.reference_rates(DATA, table="M2E_pop_rates_ref")
+    assert np.mean(list(m2e.values())) == pytest.approx(26.4, abs=0.1)
+
+
+# -- decomposition invariance: the conventional and the two-tier scheme, every placement ----------
+@pytest.fixture(scope="module")
+def reference():
+    import mpi_runner
+    return mpi_runner.run_config(placement="round-robin", exchange="allgather", **SMALL)
+
+
+@pytest.mark.parametrize("ranks", (1, 2, 3, 4))
+def test_every_placement_and_scheme_gives_the_reference_spikes(tmp_path, reference, ranks):
+    assert reference["ids"].size > 1000
+    runs = mam_sweep(tmp_path, ranks, PLACEMENTS, ("alltoallv", "two-tier/alltoallv", "two-tier/allgather"), **SMALL)
+    assert_same(runs, reference, cycles=round(MS / 0.1))
