@@ -3,7 +3,9 @@
 Both simulators get the same scaled network description (ranvier.multi_area: population sizes,
 fixed-total synapse numbers, weight and delay laws, external Poisson drive, DC compensation);
 each draws its own realisation with its own generator, so the comparison is statistical:
-per-population rates over [transient, T), for populations above 1 Hz the relative deviation.
+per-population rates over [transient, T), averaged over --seeds realisations, for populations
+above 1 Hz the relative deviation; and, as the noise floor, how far two realisations of the same
+simulator fall apart.
 NEST is built here from the Ranvier `Network` object itself, so the two cannot drift apart.
 
     python bench/multi_area_nest.py --data ../shared/data/multi-area-model --scale 0.01 --k-scale 0.01 \\
@@ -99,18 +101,23 @@ def ranvier_rates(a) -> dict:
             "real_time_factor": result.real_time_factor, "peak_rss_bytes": result.peak_rss_bytes}
 
 
-def _child(kind: str, a) -> dict:
+def _child(kind: str, a, seed: int) -> dict:
     """Each simulator in its own process (NEST and Ranvier both own OpenMP and large heaps)."""
-    out = Path(a.out).with_suffix(f".{kind}.json")
-    argv = [sys.executable, __file__, "--child", kind, "--child-out", str(out)] + _forward(a)
+    out = Path(a.out).with_suffix(f".{kind}-{seed}.json")
+    argv = [sys.executable, __file__, "--child", kind, "--child-out", str(out)] + _forward(a) + ["--seed", str(seed)]
     subprocess.run(argv, check=True)
     return json.loads(out.read_text())
+
+
+def _mean_rates(runs: list[dict]) -> dict:
+    names = list(runs[0]["rates_hz"])
+    return {"rates_hz": {n: float(np.mean([r["rates_hz"][n] for r in runs])) for n in names}}
 
 
 def _forward(a) -> list[str]:
     args = ["--data", a.data, "--scale", str(a.scale), "--k-scale", str(a.k_scale), "--state", a.state,
             "--duration-ms", str(a.duration_ms), "--transient-ms", str(a.transient_ms),
-            "--threads", str(a.threads), "--seed", str(a.seed), "--resolution-ms", str(a.resolution_ms),
+            "--threads", str(a.threads), "--resolution-ms", str(a.resolution_ms),
             "--inter-area-delay-min-ms", str(a.inter_area_delay_min_ms), "--out", a.out]
     if a.areas:
         args += ["--areas", *a.areas]
@@ -147,7 +154,9 @@ def main(argv=None) -> int:
     ap.add_argument("--transient-ms", type=float, default=500.0)
     ap.add_argument("--resolution-ms", type=float, default=0.1)
     ap.add_argument("--threads", type=int, default=1)
-    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--seed", type=int, default=1, help="(the children's seed)")
+    ap.add_argument("--seeds", default="1,2", help="network realisations per simulator; with two or more, "
+                    "the seed-to-seed deviation of each simulator is printed as the noise floor")
     ap.add_argument("--out", default="results/multi-area-nest.json")
     ap.add_argument("--child", choices=("nest", "ranvier"))
     ap.add_argument("--child-out")
@@ -157,8 +166,18 @@ def main(argv=None) -> int:
         Path(a.child_out).write_text(json.dumps(result))
         return 0
     Path(a.out).parent.mkdir(parents=True, exist_ok=True)
-    ours, theirs = _child("ranvier", a), _child("nest", a)
+    seeds = [int(x) for x in a.seeds.split(",")]
+    ours_runs = [_child("ranvier", a, seed) for seed in seeds]
+    theirs_runs = [_child("nest", a, seed) for seed in seeds]
+    ours, theirs = {**ours_runs[0], **_mean_rates(ours_runs)}, {**theirs_runs[0], **_mean_rates(theirs_runs)}
     c = compare(ours, theirs)
+    floors = {}
+    if len(seeds) > 1:     # the same simulator, two realisations: how far apart any two runs fall
+        for label, runs in (("Ranvier", ours_runs), ("NEST", theirs_runs)):
+            f = compare(runs[0], runs[1])
+            floors[label] = {k: v for k, v in f.items() if k != "rows"}
+        cross = compare(ours_runs[0], theirs_runs[0])
+        floors["Ranvier vs NEST, one seed each"] = {k: v for k, v in cross.items() if k != "rows"}
     print(f"multi-area, {a.state} state, scale {a.scale:g}, k_scale {a.k_scale:g}: "
           f"{c['populations']} populations, {ours['synapses']:,} synapses, {a.duration_ms:g} ms "
           f"(rates over [{a.transient_ms:g}, {a.duration_ms:g}) ms)")
@@ -168,12 +187,16 @@ def main(argv=None) -> int:
         print(f"{name:>12} {r:11.3f} {n:9.3f} {('%+.1f %%' % (100 * dev)) if dev is not None else '-':>10}{mark}")
     print(f"populations above {c['threshold_hz']:g} Hz in NEST: {c['above_threshold']}; within "
           f"{100 * c['tolerance']:.0f} %: {c['within_tolerance']} (* outside)")
+    for label, f in floors.items():
+        print(f"  {label + (' seed 1 vs seed 2' if 'vs' not in label else '')}: of {f['above_threshold']} populations "
+              f"above {f['threshold_hz']:g} Hz, {f['within_tolerance']} within {100 * f['tolerance']:.0f} %; "
+              f"correlation {f['correlation']:.4f}")
     print(f"mean rate: Ranvier {c['mean_rate_ours_hz']:.3f} Hz, NEST {c['mean_rate_nest_hz']:.3f} Hz; "
           f"correlation over populations {c['correlation']:.4f}")
     print(f"simulate: Ranvier {ours['simulate_s']:.1f} s (RTF {ours['real_time_factor']:.2f}), "
           f"NEST {theirs['simulate_s']:.1f} s (RTF {theirs['real_time_factor']:.2f}); build "
           f"{ours['build_s']:.1f} s vs {theirs['build_s']:.1f} s")
-    Path(a.out).write_text(json.dumps({"args": vars(a), "ranvier": ours, "nest": theirs,
+    Path(a.out).write_text(json.dumps({"args": vars(a), "ranvier": ours_runs, "nest": theirs_runs, "floors": floors,
                                        "comparison": {k: v for k, v in c.items() if k != "rows"},
                                        "rows": c["rows"]}, indent=1))
     return 0

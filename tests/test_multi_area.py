@@ -145,3 +145,56 @@ def test_every_placement_and_scheme_gives_the_reference_spikes(tmp_path, referen
     assert reference["ids"].size > 1000
     runs = mam_sweep(tmp_path, ranks, PLACEMENTS, ("alltoallv", "two-tier/alltoallv", "two-tier/allgather"), **SMALL)
     assert_same(runs, reference, cycles=round(MS / 0.1))
+
+
+# -- the structure-aware study on the model: ranvier bench structure-aware ---------------------
+STUDY = {"data": str(DATA), "scale": 0.001, "k_scale": 0.05, "inter_area_delay_min_ms": 1.0,
+         "V0_mean_mV": -58.0, "V0_sd_mV": 5.0}
+
+
+def test_structure_aware_bench_compares_placements_and_schemes(tmp_path, capsys):
+    import json
+
+    from conftest import mpiexec_path
+
+    from ranvier.bench import structure_aware
+    if mpiexec_path() is None:
+        pytest.skip("no mpiexec found (pip install mpich mpi4py)")
+    out = structure_aware.structure_aware_bench("multi-area", ranks=2, duration_ms=50.0, repeats=1,
+                                                parameters=STUDY, placement_names=["by-area", "balanced"],
+                                                out=tmp_path / "sa")
+    result = json.loads((out / structure_aware.JSON_NAME).read_text())
+    configs = [s["config"] for s in result["summary"]]
+    assert configs == ["conventional", "conventional/by-area", "two-tier/by-area", "conventional/balanced",
+                       "two-tier/balanced"]
+    assert result["D"] == 10
+    cycles = 500
+    spikes = {s["config"]: sum(s["rank_spikes"]) for s in result["summary"]}
+    events = {s["config"]: sum(s["rank_events"]) for s in result["summary"]}
+    assert len(set(spikes.values())) == 1 and spikes["conventional"] > 0      # the same run, any placement
+    assert len(set(events.values())) == 1
+    for run in result["runs"]:
+        two_tier = run["config"].startswith("two-tier")
+        assert run["exchanges_global"] == (cycles // 10 if two_tier else cycles)
+        assert run["exchanges_local"] == (cycles if two_tier else 0)
+    load = result["area_load"]
+    net = rv.models.build("multi-area", **STUDY)
+    assert [r["area"] for r in load] == list(dict.fromkeys(p.area for p in net.populations))
+    assert sum(r["neurons"] for r in load) == net.size
+    assert sum(r["spikes"] for r in load) == spikes["conventional"]
+    by_area = {s["config"]: s for s in result["summary"]}["two-tier/by-area"]
+    assert len(by_area["rank_compute_us"]) == 2
+    assert {c["config"] for c in result["comparison"]} == set(configs[1:])
+    assert (out / structure_aware.CSV_NAME).is_file()
+    printed = capsys.readouterr().out
+    assert "load per area" in printed and "V2" in printed and "1/sqrt(D)" in printed
+
+
+def test_structure_aware_bench_refuses_the_models_own_short_delays():
+    from ranvier.bench import structure_aware
+    with pytest.raises(ConfigError, match="inter_area_delay_min_ms=1.0"):
+        structure_aware.structure_aware_bench("multi-area", ranks=2, duration_ms=50.0, repeats=1,
+                                              parameters={**STUDY, "inter_area_delay_min_ms": 0.1})
+    with pytest.raises(ConfigError, match="--placements"):
+        structure_aware.structure_aware_bench("multi-area", ranks=2, duration_ms=50.0, repeats=1,
+                                              parameters=STUDY, placement_names=["by-rank"])

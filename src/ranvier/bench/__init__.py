@@ -7,11 +7,13 @@ one module per benchmark, each registering its own subcommand (add_parser, comma
                                                 `ranvier run` over ranks x threads
     areas.py      ranvier bench weak-scaling | heterogeneity | cycle-times of multi-area
                                                 models: conventional against structure-aware
+    structure_aware.py  ranvier bench structure-aware: one multi-area network, placements x
+                                                schemes, the load per area and per rank
     common.py     workloads, output folders, name checks, tables, matplotlib
     runner.py     launching jobs under mpiexec (CPU mask, OpenMP settings), WorkerFailed
     worker.py     the worker process: python -m ranvier.bench worker SPEC.json
 
-The modules depend on each other in one direction only: areas -> scaling -> common, runner.
+The modules depend on each other in one direction only: structure_aware -> areas -> scaling -> common, runner.
 """
 from .runner import WorkerFailed, launch_env, launch_prefix, mpiexec_path, restore_cpus
 

@@ -241,6 +241,19 @@ def area_measurements(result, scheme: str) -> dict:
         "bytes_per_cycle": counters["bytes_sent"] / cycles,
         "global_bytes_per_cycle": counters["global_bytes_sent"] / cycles,
     }
+    # Where the load sits: per rank (compute per cycle, spikes, events) and per population (spikes)
+    per_rank = result.counters_per_rank
+    compute = timers[:, :, [PHASES.index(p) for p in ("deliver", "update", "collocate")]].sum(axis=2)
+    # spikes per population: every spike of the run (stamped (0, T], which rates()' [0, T) would cut at T)
+    ids = result.spike_ids if result.record_spikes is True else None
+    counts = (np.bincount(result.recording.population_of(ids), minlength=len(result.population_sizes))
+              if ids is not None else None)
+    out.update({
+        "rank_compute_us": (compute.mean(axis=1) * 1e6).tolist(),
+        "rank_spikes": [int(x) for x in per_rank["spikes_emitted"]],
+        "rank_events": [int(x) for x in per_rank["synaptic_events_recurrent"]],
+        "population_spikes": dict(zip(result.population_names, counts.tolist())) if counts is not None else None,
+    })
     stats = result.cycle_statistics()                 # None when the run is too short
     if stats is None:
         return {**out, **{key: None for key in ("cycle_mean_us", "cycle_cv", "lumped_cv", "cv_ratio",
@@ -354,11 +367,16 @@ def _fmt(value, spec: str) -> str:
     return "-" if value is None else format(value, spec)
 
 
+def _label(value) -> str:
+    """A table's first column: a number (ranks, a knob's value) or a name (a configuration)."""
+    return value if isinstance(value, str) else format(value, "g")
+
+
 def format_phase_table(summary: list[dict], key: str = "ranks", label: str | None = None) -> str:
     """Real-time factor and time per cycle of each phase (µs), per configuration."""
     header = [label or key, "scheme", "RTF min", "RTF median", "deliver", "update", "collocate", "communicate",
               "synchronize", "comm+sync", "deliver ns/event"]
-    rows = [[f"{s[key]:g}", s["scheme"], f"{s['rtf_min']:.3f}", f"{s['rtf_median']:.3f}",
+    rows = [[_label(s[key]), s["scheme"], f"{s['rtf_min']:.3f}", f"{s['rtf_median']:.3f}",
              *(_fmt(s[column], ".2f") for column in PHASE_COLUMNS), _fmt(s["exchange_us_per_cycle"], ".2f"),
              _fmt(s["delivery_ns_per_event"], ".2f")] for s in summary]
     return common.text_table(header, rows)
@@ -368,7 +386,7 @@ def format_cycle_table(summary: list[dict], key: str = "ranks", label: str | Non
     """Exchanges per rank and the statistics of the cycle times (deliver + update + collocate)."""
     header = [label or key, "scheme", "D", "global exch.", "local exch.", "cycle mean µs", "CV",
               "lumped CV", "CV ratio", "acf lag 1", "wait µs/cycle"]
-    rows = [[f"{s[key]:g}", s["scheme"], f"{s['D']}", _fmt(s["exchanges_global"], ".0f"),
+    rows = [[_label(s[key]), s["scheme"], f"{s['D']}", _fmt(s["exchanges_global"], ".0f"),
              _fmt(s["exchanges_local"], ".0f"), _fmt(s["cycle_mean_us"], ".2f"), _fmt(s["cycle_cv"], ".3f"),
              _fmt(s["lumped_cv"], ".3f"), _fmt(s["cv_ratio"], ".3f"), _fmt(s["autocorrelation_lag1"], "+.3f"),
              _fmt(s["cycle_wait_us"], ".2f")] for s in summary]
@@ -379,7 +397,7 @@ def format_comparison_table(comparison: list[dict], key: str = "ranks", label: s
     """Structure-aware / conventional: synchronisation and exchange, measured next to predicted."""
     header = [label or key, "D", "sync conv µs", "sync SA µs", "sync ratio", "1/sqrt(D)", "with acf",
               "comm+sync ratio", "RTF conv/SA"]
-    rows = [[f"{c[key]:g}", f"{c['D']}", _fmt(c["sync_conv_us"], ".2f"), _fmt(c["sync_sa_us"], ".2f"),
+    rows = [[_label(c[key]), f"{c['D']}", _fmt(c["sync_conv_us"], ".2f"), _fmt(c["sync_sa_us"], ".2f"),
              _fmt(c["sync_ratio"], ".3f"), f"{c['sync_ratio_predicted']:.3f}",
              _fmt(c["sync_ratio_predicted_correlated"], ".3f"), _fmt(c["exchange_ratio"], ".3f"),
              _fmt(c["speedup"], ".3f")] for c in comparison]
@@ -394,7 +412,7 @@ def format_delivery_table(comparison: list[dict], key: str = "ranks", label: str
 
     def measured_predicted(measured, predicted):
         return _fmt(measured, ".4f") + ("" if predicted is None else f" ({predicted:.4f})")
-    rows = [[f"{c[key]:g}", _fmt(c["delivery_conv_ns"], ".2f"), _fmt(c["delivery_sa_ns"], ".2f"),
+    rows = [[_label(c[key]), _fmt(c["delivery_conv_ns"], ".2f"), _fmt(c["delivery_sa_ns"], ".2f"),
              _fmt(c["delivery_ratio"], ".3f"), _fmt(c["f_conv"], ".4f"), _fmt(c["f_sa"], ".4f"),
              _fmt(c["f_ratio"], ".3f"), measured_predicted(c["segments_conv"], c["segments_conv_predicted"]),
              measured_predicted(c["segments_sa"], c["segments_sa_predicted"])] for c in comparison]

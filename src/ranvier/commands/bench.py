@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import sys
 
-from ..bench import areas, exchange, imbalance, mpi, scaling
+from ..bench import areas, exchange, imbalance, mpi, scaling, structure_aware
 from ..bench.runner import WorkerFailed
 from .arguments import UsageError
 
-MODULES = (exchange, mpi, scaling, areas, imbalance)         # in the order of `ranvier bench --help`
+MODULES = (exchange, mpi, scaling, areas, structure_aware, imbalance)         # in the order of `ranvier bench --help`
 BENCHMARKS = {"exchange": exchange, "mpi": mpi, "strong-scaling": scaling, "weak-scaling": areas,
-              "heterogeneity": areas, "cycle-times": areas, "imbalance": imbalance}
+              "heterogeneity": areas, "cycle-times": areas, "structure-aware": structure_aware,
+              "imbalance": imbalance}
 
 
 def add_parser(commands, exchanges) -> None:
@@ -29,7 +30,7 @@ def command(args) -> int:
     module = BENCHMARKS.get(args.bench_command)
     if module is None:
         raise UsageError("a benchmark is required: 'exchange', 'mpi', 'strong-scaling', 'weak-scaling', "
-                         "'heterogeneity', 'cycle-times' or 'imbalance' (see 'ranvier bench --help')")
+                         "'heterogeneity', 'cycle-times', 'structure-aware' or 'imbalance' (see 'ranvier bench --help')")
     try:
         module.command(args)
     except WorkerFailed as e:           # not bad input: the run itself failed
