@@ -86,6 +86,13 @@ SCALED: dict[str, Scaled] = {
         Scaled(skip="PyNN's scenarios: tests/test_pynn_scenarios.py runs them"),
     "python bench/va_benchmark.py --out docs/measurements/va-benchmark":
         Scaled(skip="needs the nest extra; tests/test_pynn_backend.py runs the benchmark on 1 and 2 ranks"),
+    # docs/workloads/multi-area.md, docs/multi-area.md: the model's data is read from ../shared/data
+    "ranvier run --model multi-area --set data=../shared/data/multi-area-model --set scale=0.002 --set k_scale=0.1 "
+    "--duration-ms 1000":
+        Scaled(skip="needs ../shared/data (tests/test_multi_area.py runs the same command when the folder is there)"),
+    "python bench/multi_area_nest.py --data ../shared/data/multi-area-model --scale 0.01 --k-scale 0.1 "
+    "--duration-ms 5000 --seeds 1,2 --out results/multi-area-nest.json":
+        Scaled(skip="needs ../shared/data and the nest extra (run for docs/multi-area.md)"),
     # docs/sonata.md
     "python examples/sonata/make_network.py sonata-small": Scaled(),
     "ranvier run sonata-small/simulation_config.json --out results/sonata": Scaled(),

@@ -198,3 +198,20 @@ def test_structure_aware_bench_refuses_the_models_own_short_delays():
     with pytest.raises(ConfigError, match="--placements"):
         structure_aware.structure_aware_bench("multi-area", ranks=2, duration_ms=50.0, repeats=1,
                                               parameters=STUDY, placement_names=["by-rank"])
+
+
+def test_the_documented_command_runs(tmp_path):
+    """docs/workloads/multi-area.md's `ranvier run --model multi-area --set data=...`, shortened."""
+    import subprocess
+    import sys
+
+    from conftest import subprocess_env
+    done = subprocess.run([sys.executable, "-m", "ranvier", "run", "--model", "multi-area", "--set", f"data={DATA}",
+                           "--set", "scale=0.002", "--set", "k_scale=0.1", "--duration-ms", "100"],
+                          cwd=tmp_path, env=subprocess_env(), capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "multi-area" in done.stdout and "32 areas" in done.stdout
+    bad = subprocess.run([sys.executable, "-m", "ranvier", "run", "--model", "multi-area", "--duration-ms", "100"],
+                         cwd=tmp_path, env={**subprocess_env(), multi_area.DATA_ENV: ""}, capture_output=True,
+                         text=True, timeout=300)
+    assert bad.returncode != 0 and "'data' must name the folder" in bad.stderr and "Traceback" not in bad.stderr

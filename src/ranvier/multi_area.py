@@ -39,7 +39,7 @@ MULTI_AREA_DEFAULTS = {
 
 def data_folder(path) -> Path:
     """The folder holding structure.npz: `path`, or $RANVIER_MULTI_AREA_DATA."""
-    where = path if path is not None else os.environ.get(DATA_ENV)
+    where = path if path is not None else (os.environ.get(DATA_ENV) or None)
     if where is None:
         raise ConfigError("multi-area: 'data' must name the folder with the model's structure.npz (for example "
                           f"../shared/data/multi-area-model); set data = \"...\" or ${DATA_ENV}")
