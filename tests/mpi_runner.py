@@ -28,7 +28,7 @@ import traceback
 
 import numpy as np
 
-MODELS = ("dpsnn-grid", "dpsnn", "burst", "artificial-cells", "mam-benchmark", "microcircuit", "iaf_psc_alpha", "devices", "rules",
+MODELS = ("dpsnn-grid", "dpsnn", "burst", "burst-areas", "artificial-cells", "mam-benchmark", "microcircuit", "iaf_psc_alpha", "devices", "rules",
           "heterogeneous", "plastic", "dpsnn-stdp", "pynn-cells", "multi-area")
 # The microcircuit test network: `neurons` sets the scale (of 77,169), and the in-degrees are scaled
 # alike; the thalamic sources fire early so that the Poisson-source cells are exercised too.
@@ -73,6 +73,30 @@ def burst_network(neurons: int, probability: float):
             # delays 1, 2 or 3 ms: some events are still pending at the end of a 7 ms run
             net.connect(rv.Projection(source=src, target=tgt, probability=probability, weight=-0.2, weight_sd=0.05,
                                       delay_offset_ms=1.0, delay_scale_ms=1.0, delay_cut_ms=3.0, delay_step_ms=1.0))
+    return net
+
+
+# The burst in two areas (tests/test_areas.py): A and B each their own area, intra-area delays
+# 0.2 ms, inter-area delays 1.1 ms. Non-overlapped two-tier runs cycles of 2 steps and D = 5,
+# overlapped ones cycles of 1 step and D = 10: the burst (cycle 50 with overlap) then opens a
+# window, and its inter-area spikes arrive at the first step the overlapped global exchange
+# allows ((D + 1) cycles = 11 steps later).
+BURST_AREAS_DELAYS_MS = (0.2, 1.1)
+
+
+def burst_areas_network(neurons: int, probability: float):
+    import ranvier as rv
+    net = rv.Network(name="burst-areas")
+    # refractory for one step only, so the membrane shows when each inhibitory kick arrives
+    params = dict(BURST_PARAMS, tau_arp_ms=0.1, dc_mV_per_ms=burst_dc())
+    n_a = neurons // 2
+    net.add_population(rv.Population("A", n_a, dict(params), excitatory=False, area="a"))
+    net.add_population(rv.Population("B", neurons - n_a, dict(params), excitatory=False, area="b"))
+    intra, inter = BURST_AREAS_DELAYS_MS
+    for src in ("A", "B"):
+        for tgt in ("A", "B"):
+            net.connect(rv.Projection(source=src, target=tgt, probability=probability, weight=-0.2, weight_sd=0.05,
+                                      delay_ms=intra if src == tgt else inter))
     return net
 
 
@@ -304,11 +328,12 @@ def plastic_network(neurons: int, synapses: int):
 
 def run_config(model="dpsnn", neurons=2048, synapses=1125, ms=300.0, threads=1, exchange="allgather",
                placement="round-robin", seed=1, probability=0.02, record=None, comm=None, overlap=False,
-               ranks_per_node=0, delay_ratio=10, global_interval=None, areas=MAM_TEST["n_areas"]):
+               ranks_per_node=0, delay_ratio=10, global_interval=None, areas=MAM_TEST["n_areas"], d_min_ms=0.1):
     """Build and run one configuration; return a dict of plain arrays on rank 0, None elsewhere.
     artificial-cells: `neurons` cells with `synapses` targets each. ranks_per_node > 0 groups
     consecutive ranks into nodes for the hierarchical exchange (RANVIER_RANKS_PER_NODE).
-    exchange "two-tier/S": the two-tier exchange with strategy S in both tiers."""
+    exchange "two-tier/S": the two-tier exchange with strategy S in both tiers. d_min_ms: the
+    mam-benchmark's minimum delay (0.2 ms makes it even in steps of 0.1 ms, as overlap needs)."""
     import os
 
     import ranvier as rv
@@ -322,13 +347,15 @@ def run_config(model="dpsnn", neurons=2048, synapses=1125, ms=300.0, threads=1, 
                               lateral_length=0.7, lateral_cutoff=2.0)
     elif model == "burst":
         net = burst_network(neurons, probability)
+    elif model == "burst-areas":
+        net = burst_areas_network(neurons, probability)
     elif model == "artificial-cells":
         net = rv.models.build("artificial-cells", cells=neurons, targets_per_cell=synapses)
     elif model == "mam-benchmark":
         net = rv.models.build("mam-benchmark", n_areas=areas, area_size=neurons, K=synapses,
                               rate_hz=MAM_TEST["rate_hz"], rate_sd=MAM_TEST["rate_sd"],
                               area_size_sd=MAM_TEST["area_size_sd_fraction"] * neurons,
-                              delay_ratio=delay_ratio)
+                              delay_ratio=delay_ratio, d_min_ms=d_min_ms)
     elif model == "multi-area":
         net = rv.models.build("multi-area", data=str(MULTI_AREA_DATA), scale=neurons / 4130057,
                               k_scale=synapses / 1000, **MULTI_AREA_TEST)
@@ -439,6 +466,7 @@ def main(argv=None):
                     "(files are then named <out>-<placement>-<exchange>-<overlap>.npz)")
     ap.add_argument("--delay-ratio", type=int, default=10, help="mam-benchmark: D")
     ap.add_argument("--areas", type=int, default=MAM_TEST["n_areas"], help="mam-benchmark: areas")
+    ap.add_argument("--d-min-ms", type=float, default=0.1, help="mam-benchmark: the minimum delay d_min_ms")
     ap.add_argument("--global-interval", type=int, default=None, help="two-tier: cycles between global exchanges")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--record", default=None, help="comma-separated neuron ids to record V and c of")
@@ -455,7 +483,7 @@ def main(argv=None):
                                      threads=a.threads, exchange=exchange, placement=placement, seed=a.seed,
                                      probability=a.probability, record=a.record, overlap=overlap,
                                      ranks_per_node=a.ranks_per_node, delay_ratio=a.delay_ratio,
-                                     global_interval=a.global_interval, areas=a.areas)
+                                     global_interval=a.global_interval, areas=a.areas, d_min_ms=a.d_min_ms)
                     if out is None:
                         continue
                     name = exchange.replace("/", "+")

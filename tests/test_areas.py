@@ -9,8 +9,12 @@
   area groups of several ranks and with 2 threads per rank.
 - The two-tier schedule: one group exchange per cycle, one global exchange per D cycles;
   D = 1 makes exactly as many global exchanges as the conventional scheme.
-- The refusal of a global interval longer than the shortest inter-area delay, in Python and
-  in the engine itself.
+- Two-tier with overlap (cycles of half the minimum delay, both tiers overlapped): the same
+  spikes for every placement and strategy on 1 to 4 ranks, with area groups of several ranks
+  and with 2 threads; a burst whose inter-area spikes arrive at the first step the overlapped
+  global exchange allows loses nothing; runs that end inside a window.
+- The refusal of a global interval longer than the shortest inter-area delay (less one cycle
+  with overlap), in Python and in the engine itself.
 """
 import math
 import subprocess
@@ -29,26 +33,31 @@ from ranvier.errors import ConfigError
 
 MS = 30.0                  # 300 cycles of 0.1 ms: 30 global exchanges at D = 10
 SMALL = dict(model="mam-benchmark", neurons=300, synapses=60, ms=MS)
+# Overlap needs an even minimum delay in steps: the same network with d_min = 0.2 ms (inter-area
+# delays from 2 ms). Overlapped cycles are 0.1 ms, and D = 20 - 1 = 19.
+SMALL_EVEN = dict(SMALL, d_min_ms=0.2)
+OVERLAP_BASIC = ("allgather", "two-tier/allgather", "two-tier/alltoallv", "two-tier/p2p-nbx")
 TWO_TIER_ALL = tuple(f"two-tier/{e}" for e in _engine.EXCHANGES)
 BASIC = ("allgather", "alltoallv", "two-tier/allgather", "two-tier/alltoallv", "two-tier/p2p-nbx")
 PLACEMENTS = ("round-robin", "block", "by-area", "area-groups", "balanced")
 
 
 # -- running the matrix --------------------------------------------------------------------
-def mam_sweep(tmp_path: Path, ranks: int, placements, exchanges, **kw) -> dict:
+def mam_sweep(tmp_path: Path, ranks: int, placements, exchanges, overlap: bool = False, **kw) -> dict:
     """{(placement, exchange): run} from one launch of tests/mpi_runner.py."""
     import mpi_runner
 
     kw = {**SMALL, **kw}
     if ranks == 1:
-        return {(p, e): mpi_runner.run_config(placement=p, exchange=e, **kw) for p in placements for e in exchanges}
+        return {(p, e): mpi_runner.run_config(placement=p, exchange=e, overlap=overlap, **kw)
+                for p in placements for e in exchanges}
     mpiexec = mpiexec_path()
     if mpiexec is None:
         pytest.skip("no mpiexec found (pip install mpich mpi4py)")
     base = tmp_path / f"mam{ranks}_{time.monotonic_ns()}"
     cmd = [mpiexec, "-n", str(ranks), sys.executable, str(TESTS / "mpi_runner.py"), "--out", str(base),
            "--placement", ",".join(placements),
-           "--exchange", ",".join(exchanges)]
+           "--exchange", ",".join(exchanges), "--overlap", str(int(overlap))]
     for key, value in kw.items():
         cmd += [f"--{key.replace('_', '-')}", str(value)]
     proc = subprocess.run(cmd, cwd=ROOT, env=subprocess_env(), capture_output=True, text=True,
@@ -57,7 +66,7 @@ def mam_sweep(tmp_path: Path, ranks: int, placements, exchanges, **kw) -> dict:
     for p in placements:
         for e in exchanges:
             prefix = f"{base}-{p}" if len(placements) > 1 else str(base)
-            path = Path(f"{prefix}-{e.replace('/', '+')}-0.npz")
+            path = Path(f"{prefix}-{e.replace('/', '+')}-{int(overlap)}.npz")
             if proc.returncode != 0 or not path.exists():
                 pytest.fail(f"{' '.join(cmd)} failed ({proc.returncode}):\n{proc.stderr[-4000:]}")
             with np.load(path) as f:
@@ -71,7 +80,9 @@ def reference():
     return mpi_runner.run_config(placement="round-robin", exchange="allgather", **SMALL)
 
 
-def assert_same(runs: dict, reference: dict, cycles: int):
+def assert_same(runs: dict, reference: dict, cycles: int | None = None):
+    """Every run has the reference's network and spikes, balanced counters, and the exchange
+    counts of its schedule: `cycles` of its own (by default its duration over its cycle)."""
     failures = []
     for (p, e), run in runs.items():
         if run["digest"] != reference["digest"]:
@@ -81,12 +92,13 @@ def assert_same(runs: dict, reference: dict, cycles: int):
         c = counters(run)
         check_balance(c, run["ids"].size)
         per_rank = {str(k): run["counters_per_rank"][:, i] for i, k in enumerate(run["counter_names"])}
+        n = cycles if cycles is not None else round(run["duration_ms"] / (run["steps_per_cycle"] * 0.1))
         if e.startswith("two-tier"):
             D = run["global_interval"]
-            assert np.all(per_rank["exchanges_local"] == cycles), (p, e)
-            assert np.all(per_rank["exchanges_global"] == math.ceil(cycles / D)), (p, e)
+            assert np.all(per_rank["exchanges_local"] == n), (p, e)
+            assert np.all(per_rank["exchanges_global"] == math.ceil(n / D)), (p, e)
         else:
-            assert np.all(per_rank["exchanges_global"] == cycles) and np.all(per_rank["exchanges_local"] == 0)
+            assert np.all(per_rank["exchanges_global"] == n) and np.all(per_rank["exchanges_local"] == 0)
     assert not failures, "\n".join(failures)
 
 
@@ -123,6 +135,117 @@ def test_area_groups_spanning_several_ranks(tmp_path, ranks):
 def test_two_threads_per_rank(tmp_path, reference):
     runs = mam_sweep(tmp_path, 2, ("by-area", "round-robin"), ("two-tier/alltoallv", "allgather"), threads=2)
     assert_same(runs, reference, cycles=round(MS / 0.1))
+
+
+# -- two-tier with overlap ---------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def even_reference():
+    """The network with d_min = 0.2 ms, conventional and without overlap on one rank."""
+    import mpi_runner
+    return mpi_runner.run_config(placement="round-robin", exchange="allgather", **SMALL_EVEN)
+
+
+def assert_overlapped(runs: dict):
+    for (p, e), run in runs.items():
+        assert run["overlap"] and run["steps_per_cycle"] == 1, (p, e)
+        if e.startswith("two-tier"):
+            assert run["global_interval"] == 19, (p, e)     # 2 ms of inter-area delay = 20 cycles, less one
+
+
+@pytest.mark.parametrize("ranks", (1, 2, 3, 4))
+def test_two_tier_with_overlap_gives_the_reference_spikes(tmp_path, even_reference, ranks):
+    assert even_reference["ids"].size > 800 and even_reference["steps_per_cycle"] == 2
+    runs = mam_sweep(tmp_path, ranks, PLACEMENTS, OVERLAP_BASIC, overlap=True, d_min_ms=0.2,
+                     ranks_per_node=2 if ranks > 2 else 0)
+    assert_overlapped(runs)
+    assert_same(runs, even_reference)
+
+
+@pytest.mark.parametrize("ranks", (2, 4))
+def test_every_strategy_in_both_tiers_with_overlap(tmp_path, even_reference, ranks):
+    runs = mam_sweep(tmp_path, ranks, ("by-area",), TWO_TIER_ALL, overlap=True, d_min_ms=0.2,
+                     ranks_per_node=2 if ranks > 2 else 0)
+    assert_overlapped(runs)
+    assert_same(runs, even_reference)
+    per_rank = {str(k): runs[("by-area", "two-tier/alltoallv")]["counters_per_rank"][:, i]
+                for i, k in enumerate(runs[("by-area", "two-tier/alltoallv")]["counter_names"])}
+    assert np.all(per_rank["global_bytes_sent"] > 0)        # the global tier carried the inter-area spikes
+
+
+def test_area_groups_with_overlap(tmp_path):
+    """2 areas on 3 ranks: one area's group of two ranks exchanges data every cycle, overlapped."""
+    import mpi_runner
+    ref = mpi_runner.run_config(placement="round-robin", exchange="allgather", areas=2, **SMALL_EVEN)
+    runs = mam_sweep(tmp_path, 3, ("area-groups",), ("two-tier/allgather", "two-tier/alltoallv", "two-tier/p2p"),
+                     overlap=True, areas=2, d_min_ms=0.2, ranks_per_node=2)
+    assert_overlapped(runs)
+    assert_same(runs, ref)
+    run = runs[("area-groups", "two-tier/alltoallv")]
+    per_rank = {str(k): run["counters_per_rank"][:, i] for i, k in enumerate(run["counter_names"])}
+    assert per_rank["bytes_sent"].sum() > per_rank["global_bytes_sent"].sum() > 0
+
+
+def test_two_threads_per_rank_with_overlap(tmp_path, even_reference):
+    runs = mam_sweep(tmp_path, 2, ("by-area", "round-robin"), ("two-tier/alltoallv", "allgather"), overlap=True,
+                     threads=2, d_min_ms=0.2)
+    assert_overlapped(runs)
+    assert_same(runs, even_reference)
+
+
+@pytest.mark.parametrize("ranks,placement", ((1, "by-area"), (2, "by-area"), (3, "area-groups")))
+def test_burst_through_the_overlapped_global_tier_arrives_on_time(tmp_path, ranks, placement):
+    """Every neuron of two areas fires in the same step, which with overlap opens a global window;
+    its inter-area spikes (1.1 ms) are due at the first step the overlapped global exchange allows,
+    (D + 1) cycles later. All arrive: every synapse is delivered by the end (7 ms), none pending,
+    the counters balance, with and without overlap, conventional and two-tier."""
+    import mpi_runner
+    from mpi_runner import BURST_AREAS_DELAYS_MS, BURST_STEP
+    n, p = 4000, 0.01
+    exchanges = ("allgather", "two-tier/allgather", "two-tier/alltoallv")
+    # The membrane potentials show when the inhibition arrived: a spike a step late changes them.
+    ref = mpi_runner.run_config(model="burst-areas", neurons=n, probability=p, ms=7.0)
+    ids = ref["state_ids"]
+    V = ref["state_V"]
+    assert V.shape[1] == 70 and np.all(V[:, 61] < V[:, 60])    # every step; the kick 1.1 ms after the burst
+    for overlap in (False, True):
+        runs = mam_sweep(tmp_path, ranks, (placement,), exchanges, overlap=overlap, model="burst-areas", neurons=n,
+                         probability=p, ms=7.0)
+        for (_, e), run in runs.items():
+            what = f"{e}, overlap={overlap}"
+            assert np.array_equal(run["ids"], np.arange(n)) and np.all(run["steps"] == BURST_STEP), what
+            c = counters(run)
+            check_balance(c, n)
+            per_delay = run["synapses_per_delay"]
+            assert set(np.flatnonzero(per_delay)) == {round(d / 0.1) for d in BURST_AREAS_DELAYS_MS}, what
+            assert c["events_expected"] == per_delay.sum() == c["synaptic_events_recurrent"], what
+            assert c["events_pending"] == 0, what
+            assert np.array_equal(run["state_ids"], ids) and np.array_equal(run["state_V"], V), what
+            if e.startswith("two-tier"):
+                L, D = run["steps_per_cycle"], run["global_interval"]
+                assert (L, D) == ((1, 10) if overlap else (2, 5)), what
+                if overlap:            # the burst's cycle opens a window, and 1.1 ms = (D + 1) cycles exactly
+                    assert (BURST_STEP - 1) // L % D == 0 and (D + 1) * L == round(BURST_AREAS_DELAYS_MS[1] / 0.1)
+                if ranks > 1:
+                    assert counters(run)["global_spikes_sent"] > 0, what
+
+
+def test_split_runs_with_overlap_end_inside_windows():
+    """Runs that end inside a window of D cycles flush both tiers and keep every spike: the same
+    spikes as one run, and the counters balance after each."""
+    net = small_network(d_min_ms=0.2)
+    whole = rv.Simulation(net, threads=1, exchange="two-tier", placement="by-area", overlap=True).run(40.0)
+    sim = rv.Simulation(net, threads=1, exchange="two-tier", placement="by-area", overlap=True)
+    assert (sim.global_interval, sim.steps_per_cycle) == (19, 1)
+    parts = []
+    for ms in (10.5, 7.3, 22.2):           # 105, 73 and 222 cycles: each ends inside a window of 19
+        res = sim.run(ms)
+        parts.append(res)
+        check_balance(res.counters, res.counters["spikes_emitted"])
+    assert parts[0].counters["exchanges_global"] == 6       # 5 whole windows and a flush
+    last = parts[-1]                       # a Result holds everything since the start
+    assert np.array_equal(last.spike_ids, whole.spike_ids) and np.array_equal(last.spike_steps, whole.spike_steps)
+    for key in ("synaptic_events_recurrent", "events_scheduled", "events_pending"):
+        assert last.counters[key] == whole.counters[key], key
 
 
 # -- the schedule ----------------------------------------------------------------------------
@@ -174,9 +297,11 @@ def test_too_long_global_interval_is_refused_with_the_reason():
     assert sim.global_interval == 5
     with pytest.raises(ConfigError, match="applies to exchange 'two-tier' only"):
         rv.Simulation(net, global_interval=2)
-    with pytest.raises(ConfigError, match="does not combine with overlap"):
-        rv.Simulation(rv.models.build("mam-benchmark", n_areas=2, area_size=100, K=10, d_min_ms=0.2),
-                      exchange="two-tier", overlap=True)
+    # with overlap: cycles of 0.1 ms, and the global exchange finishes a cycle after its window
+    even = small_network(delay_ratio=5, d_min_ms=0.2)       # inter-area delays from 1 ms = 10 cycles
+    with pytest.raises(ConfigError, match=r"global_interval = 10 .*1 ms = 10 cycle.*with overlap.*D \+ 1.*<= 9"):
+        rv.Simulation(even, exchange="two-tier", placement="by-area", overlap=True, global_interval=10)
+    assert rv.Simulation(even, threads=1, exchange="two-tier", placement="by-area", overlap=True).global_interval == 9
 
 
 def test_engine_refuses_a_global_interval_longer_than_the_inter_area_delay():
@@ -188,6 +313,14 @@ def test_engine_refuses_a_global_interval_longer_than_the_inter_area_delay():
         _engine.Engine(cfg)
     cfg.global_interval = 4
     _engine.Engine(cfg)
+    # overlapped: one cycle more to wait, so D + 1 cycles must fit
+    sim = rv.Simulation(small_network(delay_ratio=4, d_min_ms=0.2), threads=1, exchange="two-tier",
+                        placement="by-area", overlap=True)
+    cfg = sim._engine_config(True)
+    assert (cfg.steps_per_cycle, cfg.global_interval) == (1, 7)
+    cfg.global_interval = 8
+    with pytest.raises(ValueError, match=r"is 8 step.*D \+ 1 \(with overlap.*choose D <= 7"):
+        _engine.Engine(cfg)
 
 
 def test_two_tier_needs_areas():

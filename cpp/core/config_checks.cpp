@@ -33,23 +33,23 @@ void check_config(EngineConfig& cfg) {
   }
   if (cfg.global_interval > 0) {
     // The global pathway holds a spike for up to D cycles, so every synapse between ranks of
-    // different area groups, all of them between areas, must be at least D cycles long.
-    if (cfg.overlap) throw std::invalid_argument("the two-tier exchange does not combine with overlap");
+    // different area groups, all of them between areas, must be at least D cycles long; with
+    // overlap the global exchange finishes one cycle later, so D + 1 cycles.
     for (const auto& p : cfg.populations)
       if (p.area < 0)
         throw std::invalid_argument("the two-tier exchange needs every population in an area; population '" + p.name +
                                     "' has none");
-    const int64_t D = cfg.global_interval, L = cfg.steps_per_cycle;
+    const int64_t D = cfg.global_interval, L = cfg.steps_per_cycle, lag = cfg.overlap ? 1 : 0;
     if (D * L > 0xFFFF) throw std::invalid_argument("two-tier: global_interval * steps_per_cycle must not exceed 65535 steps");
     for (const auto& pr : cfg.projections) {
       if (cfg.populations[pr.source].area == cfg.populations[pr.target].area) continue;
-      if (pr.delay_offset_steps < D * L)
+      if (pr.delay_offset_steps < (D + lag) * L)
         throw std::invalid_argument(
             "two-tier: the global exchange every D = " + std::to_string(D) + " cycles of " + std::to_string(L) +
             " step(s) would deliver spikes late: the shortest inter-area delay (" + cfg.populations[pr.source].name +
             " -> " + cfg.populations[pr.target].name + ") is " + std::to_string(pr.delay_offset_steps) +
-            " step(s), and D must divide it into whole cycles of at least D: choose D <= " +
-            std::to_string(pr.delay_offset_steps / L));
+            " step(s), and D " + (cfg.overlap ? "+ 1 (with overlap the global exchange finishes a cycle later) " : "") +
+            "whole cycles must fit into it: choose D <= " + std::to_string(pr.delay_offset_steps / L - lag));
     }
   }
   std::vector<int> drives(cfg.populations.size(), 0);

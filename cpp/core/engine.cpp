@@ -261,7 +261,9 @@ void Engine::run_cycles(int64_t cycles) {
   // delivers; (2) two send buffers alternate, so collocating c + 1 never touches the records of
   // c still in flight; (3) at most one exchange is in flight: c finishes before c + 1 starts.
   // The exchange still in flight at the end of a call is finished there, so every call leaves
-  // all spikes queued and the counters whole.
+  // all spikes queued and the counters whole. The two-tier pathway overlaps both of its tiers
+  // alike; its global exchange of a window of D cycles finishes one cycle after the window, which
+  // the configuration allows only where every inter-area delay lasts D + 1 cycles (two_tier.hpp).
 #pragma omp parallel num_threads(T)
   {
     ThreadState& ts = threads_[omp_get_thread_num()];

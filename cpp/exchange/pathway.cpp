@@ -86,7 +86,8 @@ class DirectPathway final : public SpikePathway {
 
 std::unique_ptr<SpikePathway> make_pathway(const EngineConfig& cfg) {
   if (cfg.global_interval > 0)
-    return std::make_unique<TwoTierPathway>(cfg.populations, cfg.exchange, cfg.global_interval, cfg.barrier);
+    return std::make_unique<TwoTierPathway>(cfg.populations, cfg.exchange, cfg.global_interval, cfg.barrier,
+                                            cfg.overlap);
   return std::make_unique<DirectPathway>(cfg.exchange, cfg.overlap, cfg.barrier);
 }
 

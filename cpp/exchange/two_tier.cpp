@@ -7,10 +7,11 @@
 namespace ranvier {
 
 TwoTierPathway::TwoTierPathway(const std::vector<PopulationSpec>& populations, const std::string& exchange,
-                               int64_t global_interval, bool barrier)
+                               int64_t global_interval, bool barrier, bool overlap)
     : populations_(populations),
       interval_(global_interval),
       barrier_(barrier),
+      overlap_(overlap),
       group_exchange_(make_exchange(exchange)),
       global_exchange_(make_exchange(exchange)) {}
 
@@ -81,42 +82,73 @@ void TwoTierPathway::split_targets(const TargetTable& world_targets) {
 
 // A spike goes to the group's buffer if it has targets in the group, and to the global buffer,
 // with its offset counted from the start of the D-cycle window, if it has targets elsewhere.
+// Buffers alternate (the group's by cycle, the global one by window): with overlap, the other
+// one may still be in flight.
 void TwoTierPathway::collocate(int64_t cycle, std::span<const std::vector<SpikeRecord>* const> per_thread) {
-  send_.clear();
+  auto& send = send_[cycle & 1];
+  auto& global_send = global_send_[(cycle / interval_) & 1];
+  send.clear();
   const uint32_t shift = uint32_t((cycle % interval_) * steps_per_cycle_);
   const auto& local = group_targets_.dest_begin;
   const auto& global = global_targets_.dest_begin;
   for (const auto* spikes : per_thread)
     for (SpikeRecord rec : *spikes) {
       const uint64_t j = placement_->rank_index(record_gid(rec));
-      if (local[j + 1] > local[j]) send_.push_back(rec);
-      if (global[j + 1] > global[j]) global_send_.push_back(make_record(record_gid(rec), record_offset(rec) + shift));
+      if (local[j + 1] > local[j]) send.push_back(rec);
+      if (global[j + 1] > global[j]) global_send.push_back(make_record(record_gid(rec), record_offset(rec) + shift));
     }
 }
 
 // Inside the area group now; among all ranks at the end of each window of D cycles (and at the
-// end of a call, so every call leaves all spikes queued). A barrier before each, on the same
-// communicator, counts as synchronisation.
+// end of a call, so every call leaves all spikes queued or in flight). A barrier before each, on
+// the same communicator, counts as synchronisation. With overlap, each tier first finishes the
+// exchange it started in the previous cycle, then starts this cycle's; without, it finishes at once.
 void TwoTierPathway::exchange(int64_t cycle, bool last, double& synchronize, double& communicate) {
+  n_batches_ = 0;
   double t = omp_get_wtime();
   if (barrier_) group_comm_->barrier();
   double u = omp_get_wtime();
   synchronize += u - t;
-  group_exchange_->start(send_, group_counters_);
-  group_exchange_->finish(received_, group_counters_);
-  ++exchanges_local_;
-  for (SpikeRecord rec : received_) spikes_delivered_ += (*has_targets_)[record_gid(rec)];
-  n_batches_ = 0;
-  batches_[n_batches_++] = {&received_, cycle};
+  if (group_in_flight_ >= 0) finish_group();
+  group_exchange_->start(send_[cycle & 1], group_counters_);
+  group_in_flight_ = cycle;
+  if (!overlap_) finish_group();
+  if (global_in_flight_ >= 0) finish_global();   // overlap: the window that ended last cycle
   t = omp_get_wtime();
   communicate += t - u;
   if ((cycle + 1) % interval_ != 0 && !last) return;
   if (barrier_) world_->barrier();
   u = omp_get_wtime();
   synchronize += u - t;
-  global_exchange_->start(global_send_, global_counters_);
+  global_exchange_->start(global_send_[(cycle / interval_) & 1], global_counters_);
+  global_in_flight_ = cycle;
+  if (!overlap_) finish_global();
+  communicate += omp_get_wtime() - u;
+}
+
+void TwoTierPathway::progress() {
+  if (group_in_flight_ >= 0) group_exchange_->progress();
+  if (global_in_flight_ >= 0) global_exchange_->progress();
+}
+
+void TwoTierPathway::finish_in_flight() {
+  n_batches_ = 0;
+  if (group_in_flight_ >= 0) finish_group();
+  if (global_in_flight_ >= 0) finish_global();
+}
+
+void TwoTierPathway::finish_group() {
+  group_exchange_->finish(received_, group_counters_);
+  ++exchanges_local_;
+  for (SpikeRecord rec : received_) spikes_delivered_ += (*has_targets_)[record_gid(rec)];
+  batches_[n_batches_++] = {&received_, group_in_flight_};
+  group_in_flight_ = -1;
+}
+
+void TwoTierPathway::finish_global() {
+  const int64_t cycle = global_in_flight_;
   global_exchange_->finish(global_received_, global_counters_);
-  global_send_.clear();
+  global_send_[(cycle / interval_) & 1].clear();
   ++exchanges_global_;
   // Strategies that send every record everywhere (all-gathers) also bring this group's own
   // spikes, which the group exchange has delivered already.
@@ -129,8 +161,8 @@ void TwoTierPathway::exchange(int64_t cycle, bool last, double& synchronize, dou
     spikes_delivered_ += (*has_targets_)[g];
   }
   global_received_.resize(kept);
-  batches_[n_batches_++] = {&global_received_, cycle - cycle % interval_};
-  communicate += omp_get_wtime() - u;
+  batches_[n_batches_++] = {&global_received_, cycle - cycle % interval_};   // offsets count from the window's start
+  global_in_flight_ = -1;
 }
 
 PathwayCounters TwoTierPathway::counters() const {

@@ -613,14 +613,16 @@ class Network:
     def min_intra_area_delay_ms(self) -> float:
         return min((p.min_delay_ms() for p in self.projections if not self.is_inter_area(p)), default=float("inf"))
 
-    def largest_global_interval(self, resolution_ms: float, steps_per_cycle: int) -> int:
+    def largest_global_interval(self, resolution_ms: float, steps_per_cycle: int, overlap: bool = False) -> int:
         """The most cycles a spike may wait for the two-tier global exchange: the shortest
-        inter-area delay in whole cycles (1 without inter-area projections); records carry
+        inter-area delay in whole cycles, less one with overlap (the global exchange of a window
+        then finishes one cycle after it); 1 without inter-area projections. Records carry
         16-bit step offsets, so at most 65535 steps."""
         inter_ms = self.min_inter_area_delay_ms()
         if not math.isfinite(inter_ms):
             return 1
-        return min(round(inter_ms / resolution_ms) // steps_per_cycle, 65535 // steps_per_cycle)
+        cycles = round(inter_ms / resolution_ms) // steps_per_cycle - (1 if overlap else 0)
+        return min(cycles, 65535 // steps_per_cycle)
 
     def expected_spike_rate_hz(self, pop: Population, default_hz: float = 5.0) -> float:
         """The rate a population is expected to fire at (the area placement's cost model): its

@@ -275,8 +275,8 @@ class EngineSpec:
         self.global_interval = self._global_interval(exchange, global_interval)
         # The D of the structure-aware scheme for this network (cycle-time statistics lump this
         # many cycles, so conventional and two-tier runs are compared on the same terms).
-        self.lump_cycles = self.global_interval or max(1, network.largest_global_interval(resolution_ms,
-                                                                                          self.steps_per_cycle))
+        self.lump_cycles = self.global_interval or max(1, network.largest_global_interval(
+            resolution_ms, self.steps_per_cycle, overlap=overlap))
 
         check_drives(network, resolution_ms, self.drive_steps)
         self.fraction_bits = fraction_bits(network, self.min_delay_ms)
@@ -294,21 +294,20 @@ class EngineSpec:
     # -- the two-tier global interval ---------------------------------------------------------
     def _global_interval(self, exchange: str, requested) -> int:
         """D, the cycles between global exchanges (two-tier), checked against the delays: every
-        inter-area delay must last at least D cycles, or a spike held back for the global
-        exchange would arrive late. 0 for the conventional exchange."""
+        inter-area delay must last at least D cycles (D + 1 with overlap, whose global exchange
+        finishes one cycle after its window), or a spike held back for the global exchange would
+        arrive late. 0 for the conventional exchange."""
         if exchange != TWO_TIER:
             if requested is not None:
                 raise ConfigError(f"global_interval applies to exchange '{TWO_TIER}' only; exchange is "
                                   f"'{exchange}'")
             return 0
         net, h = self.network, self.resolution_ms
-        if self.overlap:
-            raise ConfigError(f"exchange '{TWO_TIER}' does not combine with overlap; set overlap = false")
         missing = [p.name for p in net.populations if p.area is None]
         if missing:
             raise ConfigError(f"exchange '{TWO_TIER}' needs every population in an area; {missing} have none: "
                               f"Population(..., area=\"V1\")")
-        largest = net.largest_global_interval(h, self.steps_per_cycle)
+        largest = net.largest_global_interval(h, self.steps_per_cycle, overlap=self.overlap)
         inter_ms = net.min_inter_area_delay_ms()
         if requested is None:
             return max(1, largest)
@@ -319,6 +318,9 @@ class EngineSpec:
             why = (f"the shortest inter-area delay is {inter_ms:g} ms = "
                    f"{round(inter_ms / h) // self.steps_per_cycle} cycle(s) of {self.cycle_ms:g} ms"
                    if math.isfinite(inter_ms) else "there are no inter-area projections")
+            if self.overlap and math.isfinite(inter_ms):
+                why += (", and with overlap the global exchange of a window finishes one cycle after it, so a "
+                        "spike may wait D + 1 cycles")
             raise ConfigError(f"global_interval = {requested} cycles is too long: {why}, and a spike held for "
                               f"the global exchange must still arrive in time; choose global_interval <= {largest}")
         return requested
