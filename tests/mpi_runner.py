@@ -28,7 +28,7 @@ import traceback
 
 import numpy as np
 
-MODELS = ("dpsnn-grid", "dpsnn", "burst", "burst-areas", "artificial-cells", "mam-benchmark", "microcircuit", "iaf_psc_alpha", "devices", "rules",
+MODELS = ("dpsnn-grid", "dpsnn", "burst", "burst-areas", "artificial-cells", "mam-benchmark", "mam-benchmark-study", "microcircuit", "iaf_psc_alpha", "devices", "rules",
           "heterogeneous", "plastic", "dpsnn-stdp", "pynn-cells", "multi-area")
 # The microcircuit test network: `neurons` sets the scale (of 77,169), and the in-degrees are scaled
 # alike; the thalamic sources fire early so that the Poisson-source cells are exercised too.
@@ -359,6 +359,9 @@ def run_config(model="dpsnn", neurons=2048, synapses=1125, ms=300.0, threads=1, 
     elif model == "multi-area":
         net = rv.models.build("multi-area", data=str(MULTI_AREA_DATA), scale=neurons / 4130057,
                               k_scale=synapses / 1000, **MULTI_AREA_TEST)
+    elif model == "mam-benchmark-study":   # the study's rules: `neurons` per area (spread), in-degree `synapses`
+        net = rv.models.build("mam-benchmark-study", n_areas=areas, area_size=neurons, indegree=synapses,
+                              rate_hz=MAM_TEST["rate_hz"], area_size_sigma=MAM_TEST["area_size_sd_fraction"])
     elif model == "iaf_psc_alpha":
         net = alpha_network(neurons, probability)
     elif model == "devices":

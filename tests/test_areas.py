@@ -137,6 +137,27 @@ def test_two_threads_per_rank(tmp_path, reference):
     assert_same(runs, reference, cycles=round(MS / 0.1))
 
 
+def test_study_parameters_give_the_reference_network_and_spikes(tmp_path):
+    """mam-benchmark-study (the study's fixed in-degrees and bounded delays), 300 neurons per area
+    on average, in-degree 60 inside the area and 20 from each other: the same network instance and
+    spikes on 1 to 3 ranks, for every placement, conventional and two-tier."""
+    import mpi_runner
+    study = dict(SMALL, model="mam-benchmark-study")
+    ref = mpi_runner.run_config(placement="round-robin", exchange="allgather", **study)
+    assert ref["ids"].size > 800 and ref["global_interval"] == 0
+    sizes = ref["population_sizes"]
+    assert sizes.size == 4 and len(set(sizes.tolist())) == 4                 # areas of different sizes
+    assert ref["synapses_per_rank"].sum() == sizes.sum() * (60 + 3 * 20)      # fixed in-degrees
+    assert set(np.flatnonzero(ref["synapses_per_delay"])) <= set(range(1, 21))  # 0.1 .. 2 ms
+    for ranks in (1, 2, 3):
+        runs = mam_sweep(tmp_path, ranks, PLACEMENTS, ("allgather", "alltoallv", "two-tier/allgather",
+                                                       "two-tier/alltoallv"), **study)
+        for (p, e), run in runs.items():
+            if e.startswith("two-tier"):
+                assert run["global_interval"] == 10, (ranks, p, e)          # threshold 1 ms / d_min 0.1 ms
+        assert_same(runs, ref)
+
+
 # -- two-tier with overlap ---------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def even_reference():

@@ -145,6 +145,13 @@ SCALED: dict[str, Scaled] = {
     "mpiexec -n 4 ranvier run examples/mam-benchmark.toml": Scaled(SMALL_MAM),
     "mpiexec -n 2 ranvier run examples/mam-benchmark.toml --exchange allgather --placement round-robin":
         Scaled(SMALL_MAM),
+    # docs/workloads/mam-benchmark.md: the study's own parameters
+    "mpiexec -n 4 ranvier run examples/mam-benchmark-study.toml": Scaled("--set scale=0.01 --duration-ms 100"),
+    "ranvier run --model mam-benchmark-study --set n_areas=2 --set scale=0.05 --duration-ms 1000":
+        Scaled("--set scale=0.01 --duration-ms 100"),
+    "ranvier run --model mam-benchmark-study --set n_areas=2 --set scale=0.05 --set area_size=80000 "
+    "--set indegree=4000 --set intra_delay_cap=threshold_delay --duration-ms 1000":
+        Scaled("--set scale=0.01 --duration-ms 100"),
     "mpiexec -n 4 ranvier run --model mam-benchmark --set n_areas=4 --set area_size_sd=3000 --exchange two-tier "
     "--placement area-groups --global-interval 5": Scaled(SMALL_MAM + " --set area_size_sd=100"),
     # docs/exchange.md

@@ -247,17 +247,20 @@ def test_two_tier_stays_in_the_defaults_of_a_multi_area_model():
     from ranvier.bench import exchange
     plan = exchange.plan_exchange("mam-benchmark", duration_ms=10.0, parameters={"area_size": 100, "K": 10})
     assert plan["strategies"] == list(EXCHANGES) and plan["left_out"] == []
-    # with overlap on it cannot run: left out of the defaults, refused by name
+    # two-tier overlaps too: kept with --overlap on and both (an even minimum delay of 0.2 ms)
+    for overlap in ("on", "both"):
+        plan = exchange.plan_exchange("mam-benchmark", overlap=overlap, duration_ms=10.0,
+                                      parameters={"area_size": 100, "K": 10, "d_min_ms": 0.2})
+        assert plan["strategies"] == list(EXCHANGES) and plan["left_out"] == [], overlap
+    # without areas it cannot run: left out of the defaults, refused by name
     plan = exchange.plan_exchange("artificial-cells", overlap="on", duration_ms=10.0,
                                   parameters={"cells": 100, "targets_per_cell": 10})
     assert "two-tier" not in plan["strategies"]
-    network = models.build("mam-benchmark", area_size=100, K=10)
-    assert exchange.fitting_strategies(["allgather", "two-tier"], False, network, "mam-benchmark", "on") == \
-        (["allgather"], ["two-tier left out: it does not combine with --overlap on"])
-    with pytest.raises(rv.ConfigError, match="--strategies two-tier: it does not combine with --overlap on"):
-        exchange.fitting_strategies(["two-tier"], True, network, "mam-benchmark", "on")
-    assert exchange.fitting_strategies(["two-tier"], True, network, "mam-benchmark", "both") == \
-        (["two-tier"], ["two-tier runs with overlap off only"])
+    network = models.build("artificial-cells", cells=100, targets_per_cell=10)
+    assert exchange.fitting_strategies(["allgather", "two-tier"], False, network, "artificial-cells", "on") == \
+        (["allgather"], ["two-tier left out: artificial-cells has no areas"])
+    with pytest.raises(rv.ConfigError, match="--strategies two-tier: artificial-cells has no areas"):
+        exchange.fitting_strategies(["two-tier"], True, network, "artificial-cells", "on")
 
 
 def test_bench_exchange_refuses_overlap_on_an_odd_minimum_delay(tmp_path, capsys):

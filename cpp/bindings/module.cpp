@@ -200,6 +200,7 @@ NB_MODULE(_engine, m) {
       .def_rw("delay_normal", &ProjectionSpec::delay_normal).def_rw("delay_mean_ms", &ProjectionSpec::delay_mean_ms)
       .def_rw("delay_sd_ms", &ProjectionSpec::delay_sd_ms)
       .def_rw("delay_redraw_below_ms", &ProjectionSpec::delay_redraw_below_ms)
+      .def_rw("delay_redraw_above_ms", &ProjectionSpec::delay_redraw_above_ms)
       .def_prop_rw("rule", [](const ProjectionSpec& p) { return std::string(rule_names[size_t(p.rule)]); },
                    [](ProjectionSpec& p, const std::string& name) {
                      for (size_t i = 0; i < std::size(rule_names); ++i)

@@ -159,7 +159,7 @@ const uint64_t* sources_of(const EngineConfig& cfg, const ConnectivityPlan& plan
 struct SynapseDraw { double weight; uint64_t delay; };
 
 SynapseDraw draw_synapse_slow(const EngineConfig& cfg, const Key& key, uint32_t j, uint64_t t, uint32_t index,
-                              double floor_steps, bool weight_draw, bool delay_draw) {
+                              double floor_steps, double ceil_steps, bool weight_draw, bool delay_draw) {
   const auto& pr = cfg.projections[j];
   Stream stream(key, t, Purpose::synapse, j, index);
   double w = pr.weight_mean;
@@ -175,7 +175,7 @@ SynapseDraw draw_synapse_slow(const EngineConfig& cfg, const Key& key, uint32_t 
   } else if (pr.delay_normal) {
     double y;  // in steps
     do { y = (pr.delay_mean_ms + pr.delay_sd_ms * inverse_normal(stream.uniform())) / cfg.resolution_ms; }
-    while (!(y >= floor_steps));
+    while (!(y >= floor_steps && y <= ceil_steps));
     d = std::max<uint64_t>(uint64_t(pr.delay_offset_steps), uint64_t(std::llround(std::min(y, 1e6))));
   } else {
     double x;
@@ -394,7 +394,9 @@ uint64_t max_delay_steps(const ProjectionSpec& pr, double h) {
     for (uint16_t x : pr.list->delay_steps) d = std::max<uint64_t>(d, x);
   } else if (pr.delay_constant) {
   } else if (pr.delay_normal) {  // uniforms lie in [2^-33, 1 - 2^-33]: |z| < 6.5
-    d = std::max<uint64_t>(d, uint64_t(std::llround(std::min((pr.delay_mean_ms + 6.5 * std::abs(pr.delay_sd_ms)) / h, 1e6))));
+    double top = (pr.delay_mean_ms + 6.5 * std::abs(pr.delay_sd_ms)) / h;
+    if (pr.delay_redraw_above_ms >= 0) top = std::min(top, pr.delay_redraw_above_ms / h);  // draws above are redrawn
+    d = std::max<uint64_t>(d, uint64_t(std::llround(std::min(top, 1e6))));
   } else {                       // x < cut
     d += uint64_t(std::floor(pr.delay_cut_ms / pr.delay_step_ms)) * uint64_t(pr.delay_step_steps);
   }
@@ -424,6 +426,8 @@ struct TargetDraw {
       const auto& pr = cfg.projections[j];
       const double floor_steps =
           pr.delay_redraw_below_ms >= 0 ? pr.delay_redraw_below_ms / cfg.resolution_ms : double(pr.delay_offset_steps);
+      // Normal delays above this are redrawn too (NEST's redraw with a max); 1e300: no bound.
+      const double ceil_steps = pr.delay_redraw_above_ms >= 0 ? pr.delay_redraw_above_ms / cfg.resolution_ms : 1e300;
       const uint64_t* entries = sources_of(cfg, plan, placement, key, j, t, words, sources);
       const size_t m = sources.size();
       if (m == 0) continue;
@@ -467,7 +471,7 @@ struct TargetDraw {
           const double y = (pr.delay_mean_ms + pr.delay_sd_ms * inverse_normal_central(u)) / h;
           const double yc = std::min(y, 1e6), whole = std::trunc(yc);
           D[i] = int32_t(std::max(offset, whole + (yc - whole >= 0.5 ? 1.0 : 0.0)));  // std::llround for y >= 0
-          X[i] |= in_tail(u) | !(y >= floor_steps);
+          X[i] |= in_tail(u) | !(y >= floor_steps && y <= ceil_steps);
         }
       } else if (delay_draw) {  // the exponential law: a logarithm each
         for (size_t i = 0; i < m; ++i) {
@@ -495,7 +499,7 @@ struct TargetDraw {
         if (ok && delay_draw && pr.delay_normal) {
           const double u = to_uniform(du[i]);
           const double y = (pr.delay_mean_ms + pr.delay_sd_ms * (in_tail(u) ? inverse_normal(u) : inverse_normal_central(u))) / h;
-          ok = y >= floor_steps;
+          ok = y >= floor_steps && y <= ceil_steps;
           delay = std::max<uint64_t>(uint64_t(pr.delay_offset_steps), uint64_t(std::llround(std::min(y, 1e6))));
         } else if (ok && delay_draw) {
           const double e = -pr.delay_scale_ms * std::log(to_uniform(du[i]));
@@ -503,7 +507,8 @@ struct TargetDraw {
           delay = uint64_t(pr.delay_offset_steps) + uint64_t(std::floor(e / pr.delay_step_ms)) * uint64_t(pr.delay_step_steps);
         }
         if (!ok) {
-          const SynapseDraw slow = draw_synapse_slow(cfg, key, j, t, uint32_t(i), floor_steps, weight_draw, delay_draw);
+          const SynapseDraw slow = draw_synapse_slow(cfg, key, j, t, uint32_t(i), floor_steps, ceil_steps, weight_draw,
+                                                               delay_draw);
           x = slow.weight;
           delay = slow.delay;
         }

@@ -144,10 +144,11 @@ struct ProjectionSpec {
   int64_t delay_step_steps = 1;
   double delay_scale_ms = 1, delay_cut_ms = 1, delay_step_ms = 1;  // offset + floor(x/step)*step, x ~ Exp(scale) < cut
   // Gaussian delays instead: x ~ N(mean, sd) redrawn until x >= delay_offset_steps * h (or, when
-  // delay_redraw_below_ms >= 0, until x >= that), then rounded to the nearest step and raised to
-  // at least delay_offset_steps.
+  // delay_redraw_below_ms >= 0, until x >= that) and, when delay_redraw_above_ms >= 0, until also
+  // x <= that (NEST's redraw(min, max)), then rounded to the nearest step and raised to at least
+  // delay_offset_steps.
   bool delay_normal = false;
-  double delay_mean_ms = 1, delay_sd_ms = 0, delay_redraw_below_ms = -1;
+  double delay_mean_ms = 1, delay_sd_ms = 0, delay_redraw_below_ms = -1, delay_redraw_above_ms = -1;
   PlasticitySpec plasticity;
 
   bool plastic() const { return plasticity.rule != PlasticityRule::none; }

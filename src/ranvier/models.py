@@ -352,6 +352,119 @@ def mam_benchmark(**overrides) -> Network:
     return net
 
 
+# mam-benchmark-study: the MAM-benchmark with the parameters the structure-aware study published
+# with its code (docs/workloads/mam-benchmark.md, "The study's own parameters"): repository
+# mlober/beNNch-models-morph at b797019 (2024-10-21), multi-area-model/parameter_space.py (P:line)
+# and model.py (M:line). In-degrees, not out-degrees: NEST's fixed_indegree (multapses and
+# autapses allowed) is Projection(indegree=K).
+MAM_STUDY_SOURCE = "mlober/beNNch-models-morph b797019, multi-area-model/"
+MAM_STUDY_DEFAULTS = {
+    "n_areas": 32,                 # P:15 num_areas (the macaque model's 32 areas)
+    "scale": 1.0,                  # P:19 scale: area sizes and in-degrees scale with it
+    "area_size": 129068,           # P:37 (the macaque model's mean area); N = int(area_size * scale), P:61
+    "indegree": 2921,              # P:64 intra-area in-degree int(indegree * scale) (half the macaque model's mean);
+                                   # P:68 from each other area int(that / (n_areas - 1))
+    "rate_hz": 2.5,                # P:47 rate; P:48 / M:23-24 phase uniform in (0, 1) of the period
+    "d_min_ms": 0.1,               # P:32 min_delay = P:23 dt; intra-area delays are redrawn below it (M:121)
+    "threshold_delay_ms": 1.0,     # P:12 threshold_delay: inter-area delays are redrawn below it (M:135); D = 10
+    "max_delay_ms": 2.0,           # P:33 max_delay: delays are redrawn above it (M:121, M:135)
+    "intra_delay_mean_ms": 0.5,    # P:34 delay_mean_intra (M:116)
+    "inter_delay_mean_ms": 1.5,    # P:35 delay_mean_inter (M:124)
+    "delay_relative_sd": 0.5,      # M:121, M:135: sd = 0.5 x mean
+    "intra_delay_cap": "max_delay",   # M:121 redraws intra-area delays above max_delay; "threshold_delay": the
+                                      # study's first version (ignore_and_fire/model.py of 0ebca60)
+    "area_size_sigma": 0.0,        # P:39 unbalanced_network_sigma, relative; P:76-78 drawn per area (numpy)
+    "area_size_seed": 20,          # P:28 numpy_seed
+    "weight_mV": 0.1,              # the study's weight is 0 (M:120, M:134); Ranvier's must be non-zero; ignored
+}
+MAM_STUDY_INTRA_CAPS = ("max_delay", "threshold_delay")
+
+
+def mam_study_sizes(p: dict) -> tuple[list[int], int, int]:
+    """The study's area sizes and in-degrees (P:52-78): N = int(area_size * scale) neurons per area,
+    or with area_size_sigma > 0 int(normal(N, sigma N)) per area from NumPy's generator seeded with
+    area_size_seed, redrawn while not above the intra-area in-degree; K = int(indegree * scale) from
+    inside the area, int(K / (n_areas - 1)) from each other area. Returns (sizes, K, K_inter)."""
+    import numpy as np
+
+    A, scale = p["n_areas"], p["scale"]
+    n0 = int(p["area_size"] * scale)
+    k_intra = int(p["indegree"] * scale)
+    k_inter = int(k_intra * 1 / (A - 1)) if A > 1 else 0
+    if k_intra < 1:
+        raise ConfigError(f"mam-benchmark-study: the in-degree int(indegree * scale) = int({p['indegree']} x "
+                          f"{scale:g}) is 0, a network without synapses: raise 'scale' (at least "
+                          f"{1 / p['indegree']:.3g}) or 'indegree'")
+    if n0 <= k_intra:
+        raise ConfigError(f"mam-benchmark-study: an area of int(area_size * scale) = {n0} neurons is not larger than "
+                          f"its in-degree int(indegree * scale) = {k_intra} (the study redraws areas until they are): "
+                          f"raise 'scale' or 'area_size', or lower 'indegree'")
+    rng = np.random.default_rng(p["area_size_seed"])
+    sizes = []
+    for a in range(A):
+        for _ in range(1000):
+            n = int(rng.normal(n0, p["area_size_sigma"] * n0))
+            if n > k_intra:
+                break
+        else:
+            raise ConfigError(f"mam-benchmark-study: 'area_size_sigma' = {p['area_size_sigma']:g} drew 1000 sizes of "
+                              f"area {a} at or below the in-degree {k_intra}; lower it")
+        sizes.append(n)
+    return sizes, k_intra, k_inter
+
+
+def mam_benchmark_study(**overrides) -> Network:
+    """The MAM-benchmark as the structure-aware study published it (mlober/beNNch-models-morph,
+    multi-area-model/): n_areas areas of int(129068 scale) ignore-and-fire neurons at 2.5 Hz; every
+    neuron receives int(2921 scale) synapses from its own area and int(that / (n_areas - 1)) from each
+    other area (fixed in-degree, sources drawn with replacement); normal delays with sd half the
+    mean, intra-area N(0.5, 0.25) ms within [d_min, max_delay], inter-area N(1.5, 0.75) ms within
+    [threshold_delay, max_delay] = [1, 2] ms, so D = 10."""
+    p = _check_overrides("mam-benchmark-study", MAM_STUDY_DEFAULTS, overrides)
+    A = p["n_areas"]
+    if A < 1:
+        raise ConfigError(f"mam-benchmark-study: 'n_areas' must be at least 1, got {A!r}")
+    for key in ("scale", "rate_hz", "d_min_ms", "intra_delay_mean_ms", "inter_delay_mean_ms", "weight_mV"):
+        if not p[key] > 0:
+            raise ConfigError(f"mam-benchmark-study: '{key}' must be positive, got {p[key]!r}")
+    for key in ("area_size", "indegree"):
+        if p[key] < 1:
+            raise ConfigError(f"mam-benchmark-study: '{key}' must be at least 1, got {p[key]!r}")
+    for key in ("delay_relative_sd", "area_size_sigma"):
+        if p[key] < 0:
+            raise ConfigError(f"mam-benchmark-study: '{key}' must not be negative, got {p[key]!r}")
+    if p["intra_delay_cap"] not in MAM_STUDY_INTRA_CAPS:
+        raise ConfigError(f"mam-benchmark-study: 'intra_delay_cap' must be \"max_delay\" (the published code) or "
+                          f"\"threshold_delay\" (its first version), got {p['intra_delay_cap']!r}")
+    if not p["d_min_ms"] <= p["threshold_delay_ms"] <= p["max_delay_ms"]:
+        raise ConfigError(f"mam-benchmark-study: delays need d_min_ms <= threshold_delay_ms <= max_delay_ms, got "
+                          f"{p['d_min_ms']:g}, {p['threshold_delay_ms']:g}, {p['max_delay_ms']:g} ms")
+    sizes, k_intra, k_inter = mam_study_sizes(p)
+    sd = p["delay_relative_sd"]
+    cap = p["max_delay_ms"] if p["intra_delay_cap"] == "max_delay" else p["threshold_delay_ms"]
+    cap_name = "max_delay_ms" if p["intra_delay_cap"] == "max_delay" else "threshold_delay_ms"
+    net = Network(name="mam-benchmark-study", parameters=p)
+    names = [f"A{a}" for a in range(A)]
+    for name, size in zip(names, sizes):
+        net.add_population(Population(name, size, {"rate_hz": p["rate_hz"]}, model="ignore_and_fire", area=name))
+    for src in names:
+        for tgt in names:
+            if src == tgt:
+                k, mean, lo, hi = k_intra, p["intra_delay_mean_ms"], p["d_min_ms"], cap
+                origin = {"delay_offset_ms": "d_min_ms", "delay_mean_ms": "intra_delay_mean_ms",
+                          "delay_sd_ms": "delay_relative_sd * intra_delay_mean_ms", "delay_redraw_above_ms": cap_name}
+            else:
+                k, mean, lo, hi = k_inter, p["inter_delay_mean_ms"], p["threshold_delay_ms"], p["max_delay_ms"]
+                origin = {"delay_offset_ms": "threshold_delay_ms", "delay_mean_ms": "inter_delay_mean_ms",
+                          "delay_sd_ms": "delay_relative_sd * inter_delay_mean_ms",
+                          "delay_redraw_above_ms": "max_delay_ms"}
+            if k > 0:
+                net.connect(Projection(source=src, target=tgt, indegree=k, weight=p["weight_mV"],
+                                       delay_distribution="normal", delay_offset_ms=lo, delay_mean_ms=mean,
+                                       delay_sd_ms=sd * mean, delay_redraw_above_ms=hi, origin=origin))
+    return net
+
+
 # microcircuit: the Potjans-Diesmann cortical microcircuit (docs/workloads/microcircuit.md).
 MICROCIRCUIT_POPULATIONS = ("L23E", "L23I", "L4E", "L4I", "L5E", "L5I", "L6E", "L6I")
 MICROCIRCUIT_SIZES = (20683, 5834, 21915, 5479, 4850, 1065, 14395, 2948)
@@ -508,7 +621,7 @@ def dpsnn_swa(**overrides) -> Network:
 
 
 REGISTRY = {"dpsnn": (dpsnn, DPSNN_DEFAULTS), "dpsnn-swa": (dpsnn_swa, None), "artificial-cells": (artificial_cells, ARTIFICIAL_CELLS_DEFAULTS),
-            "mam-benchmark": (mam_benchmark, MAM_BENCHMARK_DEFAULTS),
+            "mam-benchmark": (mam_benchmark, MAM_BENCHMARK_DEFAULTS), "mam-benchmark-study": (mam_benchmark_study, MAM_STUDY_DEFAULTS),
             "microcircuit": (microcircuit, MICROCIRCUIT_DEFAULTS),
             "multi-area": (multi_area.multi_area, multi_area.MULTI_AREA_DEFAULTS)}
 

@@ -124,7 +124,7 @@ class Population:
 CONNECTION_RULES = ("probability", "total_synapses", "indegree", "outdegree", "sources/targets")
 # The delay fields of the two distributions; none of them combines with a constant delay_ms.
 DELAY_LAW_FIELDS = ("delay_offset_ms", "delay_scale_ms", "delay_cut_ms", "delay_step_ms", "delay_mean_ms",
-                    "delay_sd_ms", "delay_redraw_below_ms")
+                    "delay_sd_ms", "delay_redraw_below_ms", "delay_redraw_above_ms")
 # Engine-side limits: a target's in-degree from one projection is a 32-bit count.
 MAX_DEGREE = 2**32 - 1
 
@@ -170,7 +170,8 @@ class Projection:
     delay_distribution: "exponential" (the DPSNN delay law), delay_offset_ms + floor(x /
     delay_step_ms) * delay_step_ms with x exponential of scale delay_scale_ms, redrawn until
     x < delay_cut_ms; "normal": x ~ N(delay_mean_ms, delay_sd_ms) redrawn until x >=
-    delay_offset_ms (or >= delay_redraw_below_ms when given), rounded to the nearest step, at
+    delay_offset_ms (or >= delay_redraw_below_ms when given) and, with delay_redraw_above_ms,
+    until also x <= that (NEST's redraw(normal, min, max)), rounded to the nearest step, at
     least delay_offset_ms. delay_distribution defaults to "constant" when delay_ms is given and
     to "exponential" otherwise.
     """
@@ -194,6 +195,7 @@ class Projection:
     delay_mean_ms: float | None = None
     delay_sd_ms: float | None = None
     delay_redraw_below_ms: float | None = None
+    delay_redraw_above_ms: float | None = None  # normal only: draws above it are redrawn
     # Static (None) or plastic: a synapse kind of ranvier.plasticity (rv.STDP, rv.STDPPowerLaw).
     synapse: object = None
     # With indegree=K: the K sources drawn over a grid of columns by distance (ranvier.grid.ColumnGrid).
@@ -382,6 +384,9 @@ class Projection:
         if self.delay_redraw_below_ms is not None:
             _positive(where, "delay_redraw_below_ms", self.delay_redraw_below_ms, allow_zero=True)
         _positive(where, "delay_offset_ms", self.delay_offset_ms)
+        if self.delay_redraw_above_ms is not None and self.delay_distribution != "normal":
+            raise ConfigError(f"{where}: 'delay_redraw_above_ms' bounds normal delays only; the exponential law is "
+                              f"cut by delay_cut_ms")
         if self.delay_distribution == "normal":
             mean = float(self.delay_mean_ms if self.delay_mean_ms is not None else math.nan)
             if not math.isfinite(mean):
@@ -392,6 +397,16 @@ class Projection:
                 label = self.origin.get("delay_offset_ms", "delay_offset_ms")
                 raise ConfigError(f"{where}: delays N({mean}, {sd}) ms are redrawn below {label} = "
                                   f"{self.delay_offset_ms} ms and would almost never reach it; raise the mean")
+            if self.delay_redraw_above_ms is not None:
+                top = _positive(where, "delay_redraw_above_ms", self.delay_redraw_above_ms)
+                low = max(self.delay_offset_ms, self.delay_redraw_below_ms or 0.0)
+                label = self.origin.get("delay_redraw_above_ms", "delay_redraw_above_ms")
+                if top < low:
+                    raise ConfigError(f"{where}: '{label}' = {top} ms lies below the shortest delay {low} ms; "
+                                      f"delays are drawn between the two: raise it")
+                if mean - 4 * sd > top:
+                    raise ConfigError(f"{where}: delays N({mean}, {sd}) ms are redrawn above '{label}' = {top} ms "
+                                      f"and would almost never fall below it; lower the mean")
             return
         if self.delay_step_ms is None:
             self.delay_step_ms = 1.0
@@ -443,6 +458,8 @@ class Projection:
         offset = round(self.delay_offset_ms / h)
         if self.delay_distribution == "normal":
             y = (self.delay_mean_ms + self.delay_sd_ms * MAX_NORMAL_DEVIATE) / h
+            if self.delay_redraw_above_ms is not None:               # draws above it are redrawn
+                y = min(y, self.delay_redraw_above_ms / h)
             return max(offset, math.floor(min(y, 1e6) + 0.5))       # llround: halves away from zero
         # offset + floor(x / step_ms) * step_ms, x = -scale log(u) redrawn until x < cut
         x_max = self.delay_scale_ms * MAX_EXPONENTIAL_DEVIATE
@@ -492,6 +509,8 @@ def _delay_law(pr: Projection) -> str:
         delays = pr.delay_array_ms()
         label = pr.origin.get("delay_ms", "delay_ms")
         return f"'{label}' = {pr.delay_ms:g} ms" if delays is None else f"'{label}' (largest {delays.max():g} ms)"
+    if pr.delay_distribution == "normal" and pr.delay_redraw_above_ms is not None:
+        return named("delay_redraw_above_ms")
     if pr.delay_distribution == "normal":
         sd = pr.origin.get("delay_sd_ms", "delay_sd_ms")
         return (f"{named('delay_mean_ms')} and '{sd}' = {pr.delay_sd_ms:g} ms (normal delays reach the mean + "

@@ -321,8 +321,8 @@ class EngineSpec:
             if self.overlap and math.isfinite(inter_ms):
                 why += (", and with overlap the global exchange of a window finishes one cycle after it, so a "
                         "spike may wait D + 1 cycles")
-            raise ConfigError(f"global_interval = {requested} cycles is too long: {why}, and a spike held for "
-                              f"the global exchange must still arrive in time; choose global_interval <= {largest}")
+            raise ConfigError(f"global_interval = {requested} cycles is too long: {why}; a spike held for the "
+                              f"global exchange must still arrive in time: choose global_interval <= {largest}")
         return requested
 
     # -- memory ---------------------------------------------------------------------------------
@@ -420,6 +420,8 @@ class EngineSpec:
             s.delay_offset_steps = round(pr.min_delay_ms() / h)
             if pr.delay_redraw_below_ms is not None:
                 s.delay_redraw_below_ms = pr.delay_redraw_below_ms
+            if pr.delay_redraw_above_ms is not None:
+                s.delay_redraw_above_ms = pr.delay_redraw_above_ms
             if pr.delay_distribution == "constant":
                 s.delay_constant = True
             elif pr.delay_distribution == "normal":

@@ -122,8 +122,9 @@ def _base_config(workload: str, parameters: dict | None, reserved: dict, duratio
         duration_ms = DEFAULT_DURATION_MS
     cfg = cfgmod.override(cfg, parameters=parameters,
                           simulation={"duration_ms": duration_ms, "threads": threads or cfg.simulation["threads"] or 1})
-    # The synchronize phase is the barrier before each exchange, and two-tier does not overlap:
-    # both schemes run with the barrier and without overlap, whatever a config file says.
+    # The synchronize phase is the barrier before each exchange, and the study's schemes do not
+    # overlap: both run with the barrier and without overlap, whatever a config file says
+    # (bench/two_tier_overlap.py compares two-tier with and without overlap).
     cfg.simulation.update(barrier=True, overlap=False)
     return cfg
 

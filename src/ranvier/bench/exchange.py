@@ -50,8 +50,8 @@ def add_parser(benches, exchanges) -> None:
                           help="rank counts to run, for example 1,2,4")
     exchange.add_argument("--strategies", type=name_list, metavar="S1,S2,...",
                           help=f"exchange strategies (default: all that fit the workload: {','.join(exchanges)}; "
-                               f"two-tier is left out for a network without areas, and with --overlap on, as it "
-                               f"does not overlap; asked for explicitly there, it is refused)")
+                               f"two-tier is left out for a network without areas; asked for explicitly there, "
+                               f"it is refused)")
     exchange.add_argument("--overlap", choices=("off", "on", "both"), default="off",
                           help="exchange overlapped with computation, or not, or both (default: off)")
     exchange.add_argument("--duration-ms", type=positive_float, metavar="T",
@@ -154,9 +154,7 @@ def exchange_bench(workload: str, ranks: list[int], strategies: list[str] | None
     duration = float(cfg.simulation["duration_ms"])
     base_spec = {"kind": "exchange", "model": cfg.model, "parameters": cfg.parameters,
                  "simulation": cfg.simulation_kwargs(), "duration_ms": duration}
-    # two-tier does not overlap: with --overlap both it runs with overlap off only
-    configurations = [(r, s, o) for r in ranks for s in strategies for o in OVERLAP_SETTINGS[overlap]
-                      if not (o and s == TWO_TIER)]
+    configurations = [(r, s, o) for r in ranks for s in strategies for o in OVERLAP_SETTINGS[overlap]]
     say(f"bench: {cfg.model}, {network.size:,} neurons, {simulated} ms simulated per run, "
          f"{len(configurations)} configuration(s) x {repeats} repeat(s)" + "".join(f"; {note}" for note in left_out))
     out.mkdir(parents=True, exist_ok=True)
@@ -204,8 +202,8 @@ def exchange_bench(workload: str, ranks: list[int], strategies: list[str] | None
 def fitting_strategies(strategies: list[str], explicit: bool, network, model: str,
                        overlap: str) -> tuple[list[str], list[str]]:
     """The strategies that can run this workload, and a line for each left out of the default list.
-    two-tier needs every population in an area and does not overlap: asked for by name where it
-    cannot run, it is refused in one line before anything runs."""
+    two-tier needs every population in an area (it overlaps like the others): asked for by name
+    where it cannot run, it is refused in one line before anything runs."""
     if TWO_TIER not in strategies:
         return strategies, []
     why = None
@@ -213,13 +211,11 @@ def fitting_strategies(strategies: list[str], explicit: bool, network, model: st
         why = f"{model} has no areas"
     elif any(p.area is None for p in network.populations):
         why = f"{model} has populations without an area"
-    elif overlap == "on":
-        why = "it does not combine with --overlap on"
     if why is None:
-        return strategies, ([f"{TWO_TIER} runs with overlap off only"] if overlap == "both" else [])
+        return strategies, []
     if explicit:
-        raise ConfigError(f"--strategies {TWO_TIER}: {why}; it is for multi-area models (mam-benchmark), "
-                          f"with overlap off: leave it out")
+        raise ConfigError(f"--strategies {TWO_TIER}: {why}; it is for multi-area models (mam-benchmark): "
+                          f"leave it out")
     rest = [name for name in strategies if name != TWO_TIER]
     return rest, [f"{TWO_TIER} left out: {why}"]
 
