@@ -9,17 +9,19 @@ them. Prints, per configuration: the real-time factor (min and median over repea
 phases in microseconds per simulated millisecond (median over repeats, mean over ranks), which
 compares cycles of different lengths; writes every run to a CSV.
 
-    python bench/two_tier_overlap.py --repeats 5 --duration-ms 5000 --out docs/measurements/two-tier-overlap.csv
+    python bench/two_tier_overlap.py --repeats 8 --duration-ms 2000 --out docs/measurements/two-tier-overlap-2areas.csv
 
 Configurations (CONFIGS): two-tier, two-tier+overlap, conventional+overlap and conventional
-(allgather every cycle), all with by-area placement, and round-robin+overlap (the conventional
-scheme's own placement).
+(allgather every cycle), all with by-area placement (the default list), and round-robin+overlap
+(the conventional scheme's own placement). The load average of the machine as each run starts
+is in the CSV.
 """
 from __future__ import annotations
 
 import argparse
 import csv
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -54,10 +56,11 @@ def run_one(args, exchange: str, placement: str, overlap: bool, barrier: bool) -
             cmd.append("--overlap")
         if not barrier:
             cmd.append("--no-barrier")
+        load = os.getloadavg()[0]          # the machine's load as the run starts (shared machines)
         subprocess.run(cmd, check=True)
         s = json.loads((out / "summary.json").read_text())
     per_ms = 1e6 / s["duration_ms"]          # seconds over the run -> microseconds per simulated ms
-    row = {"exchange": exchange, "placement": placement, "overlap": overlap, "barrier": barrier,
+    row = {"exchange": exchange, "placement": placement, "overlap": overlap, "barrier": barrier, "load1": load,
            "rtf": s["real_time_factor"], "cycle_ms": s["communication_interval_ms"],
            "global_interval": s["global_interval"],
            "exchanges_global": s["counters"]["exchanges_global"] // args.ranks,
@@ -80,7 +83,8 @@ def main(argv=None) -> None:
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--barrier", choices=("on", "off", "both"), default="both",
                     help="time a barrier before each exchange (on, the default of ranvier run), or not")
-    ap.add_argument("--configs", default=",".join(CONFIGS), help="comma-separated names of CONFIGS")
+    ap.add_argument("--configs", default="two-tier,two-tier+overlap,conventional+overlap,conventional",
+                    help=f"comma-separated names of configurations, of {', '.join(CONFIGS)}")
     ap.add_argument("--out", type=Path, required=True, help="CSV of every run")
     args = ap.parse_args(argv)
     names = args.configs.split(",")

@@ -165,6 +165,14 @@ SCALED: dict[str, Scaled] = {
     # docs/structure-aware.md
     "mpiexec -n 8 ranvier run examples/mam-benchmark.toml --global-interval 5 --tier-exchange alltoallv":
         Scaled(SMALL_MAM + " --set area_size=200"),
+    "mpiexec -n 2 ranvier run examples/mam-benchmark.toml --set d_min_ms=0.2 --overlap": Scaled(SMALL_MAM),
+    "python bench/two_tier_overlap.py --repeats 8 --duration-ms 2000 --out docs/measurements/two-tier-overlap-2areas.csv":
+        Scaled("--repeats 1 --duration-ms 50 --area-size 400 --K 40 --barrier on "
+               "--configs two-tier,two-tier+overlap --out two-tier-overlap.csv"),
+    "python bench/two_tier_overlap.py --areas 4 --repeats 5 --duration-ms 2000 --barrier on "
+    "--out docs/measurements/two-tier-overlap-4areas.csv":
+        Scaled("--repeats 1 --duration-ms 50 --area-size 400 --K 40 --configs two-tier+overlap,conventional+overlap "
+               "--out two-tier-overlap-4.csv"),
     # docs/microcircuit.md: scaled-down rates drift from the reference, so the verdict may be 1
     "python bench/microcircuit_validation.py --scale 1 --seeds 1,2,3 --duration-ms 10500 --transient-ms 500 "
     "--threads 2 --out bench-results/microcircuit": Scaled(VALIDATION, exit_codes=(0, 1)),
