@@ -189,7 +189,7 @@ def structure_aware_bench(workload: str, ranks: int = 2, threads: int | None = N
         duration_ms = areas.DEFAULT_DURATION_MS
     cfg = cfgmod.override(cfg, parameters=parameters,
                           simulation={"duration_ms": duration_ms, "threads": threads or cfg.simulation["threads"] or 1})
-    cfg.simulation.update(barrier=True, overlap=False)   # synchronize is the barrier; two-tier does not overlap
+    cfg.simulation.update(barrier=True, overlap=False)   # synchronize is the barrier; the study's schemes do not overlap
     network = models.build(cfg.model, **cfg.parameters)
     resolution = cfg.simulation["resolution_ms"]
     cfgmod.check_simulation(cfg, network)
