@@ -90,6 +90,15 @@ SCALED: dict[str, Scaled] = {
     "ranvier run --model multi-area --set data=../shared/data/multi-area-model --set scale=0.002 --set k_scale=0.1 "
     "--duration-ms 1000":
         Scaled(skip="needs ../shared/data (tests/test_multi_area.py runs the same command when the folder is there)"),
+    "ranvier run --model multi-area --set data=../shared/data/multi-area-model --set scale=0.2 --set k_scale=0.25 "
+    "--duration-ms 10000 --threads 2 --out results/multi-area-0.2":
+        Scaled(skip="needs ../shared/data and 12 GB (the largest run here; tests/test_multi_area.py runs the model small)"),
+    "ranvier run --model multi-area --set data=../shared/data/multi-area-model --set scale=0.05 --set k_scale=1.0 "
+    "--duration-ms 10000 --threads 2 --out results/multi-area-0.05":
+        Scaled(skip="needs ../shared/data and 12 GB (the largest run here; tests/test_multi_area.py runs the model small)"),
+    "ranvier bench structure-aware multi-area --ranks 2 --set data=../shared/data/multi-area-model --set scale=0.01 "
+    "--set k_scale=0.1 --set inter_area_delay_min_ms=1.0 --duration-ms 2000 --repeats 3 --out results/structure-aware":
+        Scaled(skip="needs ../shared/data (tests/test_multi_area.py runs this bench on the model, scaled down)"),
     "python bench/multi_area_nest.py --data ../shared/data/multi-area-model --scale 0.01 --k-scale 0.1 "
     "--duration-ms 5000 --seeds 1,2 --out results/multi-area-nest.json":
         Scaled(skip="needs ../shared/data and the nest extra (run for docs/multi-area.md)"),

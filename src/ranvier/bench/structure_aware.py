@@ -165,6 +165,8 @@ def plot(plt, summary: list[dict], load: list[dict], path: Path, title: str) -> 
     for k, s in enumerate(summary):
         ranks = range(len(s["rank_compute_us"]))
         ax.bar([r + k * width for r in ranks], s["rank_compute_us"], width=width, label=s["config"])
+    n_ranks = len(summary[0]["rank_compute_us"]) if summary else 0
+    ax.set_xticks([r + width * (len(summary) - 1) / 2 for r in range(n_ranks)], [str(r) for r in range(n_ranks)])
     ax.set_xlabel("rank")
     ax.set_ylabel("compute µs per cycle (deliver + update + collocate)")
     ax.set_title("load per rank")
