@@ -79,7 +79,8 @@ class InFlight {
 // The persistent operations of a strategy (MPI-4 persistent collectives or point-to-point),
 // initialised in configure() and kept: started together, completed together, freed when
 // replaced or when the strategy is destroyed. The engine destroys its pathway, and so its
-// strategies, before its communicator; Python drops the engine before MPI is finalised (the MPI
+// strategies, before its communicator; mpi4py finalises MPI at the very end of the interpreter's
+// exit (Py_AtExit), after Python has dropped the engine (should one outlive it, the MPI
 // communicator frees nothing after MPI_Finalize).
 class PersistentOps {
  public:
