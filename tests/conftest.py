@@ -155,7 +155,7 @@ def check_balance(c: dict, n_spikes: int):
 
 
 # Strategies that give every rank every spike; the others bring each rank exactly what it needs.
-RECEIVE_ALL = ("allgather", "allgather-compressed", "hierarchical")
+RECEIVE_ALL = ("allgather", "allgather-compressed", "hierarchical", "persistent-allgather")
 
 
 def check_exchange(run: dict, exchange: str):

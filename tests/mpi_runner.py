@@ -28,7 +28,8 @@ import traceback
 
 import numpy as np
 
-MODELS = ("dpsnn-grid", "dpsnn", "burst", "burst-areas", "artificial-cells", "mam-benchmark", "mam-benchmark-study", "microcircuit", "iaf_psc_alpha", "devices", "rules",
+MODELS = ("dpsnn-grid", "dpsnn", "burst", "burst-areas", "burst-chain", "artificial-cells", "mam-benchmark",
+          "mam-benchmark-study", "microcircuit", "iaf_psc_alpha", "devices", "rules",
           "heterogeneous", "plastic", "dpsnn-stdp", "pynn-cells", "multi-area")
 # The microcircuit test network: `neurons` sets the scale (of 77,169), and the in-degrees are scaled
 # alike; the thalamic sources fire early so that the Poisson-source cells are exercised too.
@@ -97,6 +98,25 @@ def burst_areas_network(neurons: int, probability: float):
         for tgt in ("A", "B"):
             net.connect(rv.Projection(source=src, target=tgt, probability=probability, weight=-0.2, weight_sd=0.05,
                                       delay_ms=intra if src == tgt else inter))
+    return net
+
+
+def burst_chain_network(neurons: int, probability: float, links: int = 4):
+    """The burst network as a chain of `links` equal populations: each connects to itself and to the
+    next one only. With block placement on 2 or 4 ranks, rank r sends to rank r + 1 and hears from
+    rank r - 1 alone, so some ranks never talk and partners differ in the two directions
+    (tests/test_exchange.py: the persistent strategies' fixed partners)."""
+    import ranvier as rv
+    net = rv.Network(name="burst-chain")
+    params = dict(BURST_PARAMS, dc_mV_per_ms=burst_dc())
+    names = [f"L{k}" for k in range(links)]
+    for k, name in enumerate(names):
+        net.add_population(rv.Population(name, neurons // links + (k < neurons % links), dict(params),
+                                         excitatory=False))
+    for k, src in enumerate(names):
+        for tgt in names[k:k + 2]:
+            net.connect(rv.Projection(source=src, target=tgt, probability=probability, weight=-0.2, weight_sd=0.05,
+                                      delay_offset_ms=1.0, delay_scale_ms=1.0, delay_cut_ms=3.0, delay_step_ms=1.0))
     return net
 
 
@@ -349,6 +369,8 @@ def run_config(model="dpsnn", neurons=2048, synapses=1125, ms=300.0, threads=1, 
         net = burst_network(neurons, probability)
     elif model == "burst-areas":
         net = burst_areas_network(neurons, probability)
+    elif model == "burst-chain":
+        net = burst_chain_network(neurons, probability)
     elif model == "artificial-cells":
         net = rv.models.build("artificial-cells", cells=neurons, targets_per_cell=synapses)
     elif model == "mam-benchmark":

@@ -5,8 +5,11 @@
   on scaled-down dpsnn and artificial-cells. 3 and 4 ranks are grouped two per node, so the
   hierarchical exchange has leaders that talk to each other.
 - A burst (every neuron fires in the same step) overflows the fixed buffers of
-  allgather-compressed, alltoall-fixed and rma: an overflow round and a resize must follow,
-  and nothing may be lost.
+  allgather-compressed, alltoall-fixed, rma and the persistent strategies: an overflow round
+  and a resize must follow (for the persistent ones, a re-initialisation of their persistent
+  operations on every rank), and nothing may be lost.
+- The persistent strategies' fixed partners: on a chain of populations placed in blocks, some
+  ranks never talk and partners differ in the two directions.
 - Bytes and messages per rank match what each strategy must send, computed here from the
   recorded spikes and which ranks hold targets of each neuron, with the capacity policy of
   the fixed-buffer strategies replayed in Python.
@@ -21,7 +24,10 @@ from mpi_runner import BURST_STEP
 from ranvier import _engine
 
 EXCHANGES = tuple(_engine.EXCHANGES)
-FIXED_BUFFER = ("allgather-compressed", "alltoall-fixed", "rma", "rma-pscw")
+PERSISTENT = ("persistent-allgather", "persistent-alltoall", "persistent-p2p")
+FIXED_BUFFER = ("allgather-compressed", "alltoall-fixed", "rma", "rma-pscw") + PERSISTENT
+# Fixed buffers that hold the rank's own records too, so that they overflow on one rank as well.
+SELF_IN_BUFFER = ("allgather-compressed", "alltoall-fixed", "persistent-allgather")
 WORKLOADS = {
     "dpsnn": dict(model="dpsnn", neurons=1024, synapses=400, ms=200.0),
     "artificial-cells": dict(model="artificial-cells", neurons=1200, synapses=100, ms=100.0),
@@ -70,6 +76,7 @@ def test_every_strategy_with_block_placement_and_two_threads(workloads, ranks):
                            ranks_per_node=ranks_per_node(ranks), **WORKLOADS["dpsnn"])
     for (exchange, overlap), run in runs.items():
         where = f"{exchange} overlap={overlap}"
+        assert run["ranks"] == ranks, where
         assert run["digest"] == reference["digest"], where
         assert np.array_equal(run["ids"], reference["ids"]) and np.array_equal(run["steps"], reference["steps"]), where
         check_balance(counters(run), run["ids"].size)
@@ -92,34 +99,124 @@ def test_burst_grows_every_buffer_and_loses_nothing(workloads, ranks):
         assert np.array_equal(run["ids"], reference["ids"]) and np.array_equal(run["steps"], reference["steps"]), where
         check_counters(run)
         c = counters(run)
-        if exchange in FIXED_BUFFER and (ranks > 1 or not exchange.startswith("rma")):
+        if exchange in FIXED_BUFFER and (ranks > 1 or exchange in SELF_IN_BUFFER):
             assert c["overflow_rounds"] > 0, where
             assert c["exchange_resizes"] > 0, where
         if exchange not in FIXED_BUFFER:
             assert c["overflow_rounds"] == 0 and c["exchange_resizes"] == 0, where
+        if exchange not in PERSISTENT:
+            assert c["persistent_reinits"] == 0, where
+
+
+@pytest.mark.parametrize("ranks", (1, 2, 3))
+def test_a_burst_reinitialises_the_persistent_operations(workloads, ranks):
+    """The burst (4000 records in one interval, initial slots of 16) cannot fit: every rank that
+    exchanges records re-initialises its persistent operations with larger slots and redoes the
+    interval; the spikes are alltoallv's, and the counters balance. The collective strategies
+    grow on every rank together (the same number of re-initialisations on each)."""
+    runs = workloads.sweep(ranks, ("alltoallv",) + PERSISTENT, (False, True), threads=2,
+                           ranks_per_node=ranks_per_node(ranks), **BURST)
+    for (exchange, overlap), run in runs.items():
+        reference = runs[("alltoallv", overlap)]
+        where = f"{exchange} overlap={overlap}"
+        assert run["ranks"] == ranks, where
+        assert np.array_equal(run["ids"], reference["ids"]) and np.array_equal(run["steps"], reference["steps"]), where
+        assert np.count_nonzero(run["steps"] == BURST_STEP) == BURST["neurons"], where
+        check_counters(run)
+        if exchange == "alltoallv":
+            continue
+        per = counters_per_rank(run)
+        reinits, rounds = per["persistent_reinits"], per["overflow_rounds"]
+        if ranks == 1 and exchange != "persistent-allgather":     # own records are copied, never sent
+            assert reinits.sum() == 0 and rounds.sum() == 0, where
+            continue
+        assert np.all(reinits > 0) and np.all(rounds > 0), (where, reinits, rounds)
+        assert np.array_equal(per["exchange_resizes"], reinits), where
+        if exchange != "persistent-p2p":                          # collective: every rank at once
+            assert np.all(reinits == reinits[0]) and np.all(rounds == rounds[0]), (where, reinits, rounds)
+
+
+CHAIN = dict(model="burst-chain", neurons=4000, probability=0.01, ms=20.0, placement="block")
+
+
+@pytest.mark.parametrize("ranks", (2, 3, 4))
+def test_persistent_strategies_with_ranks_that_never_talk(workloads, ranks):
+    """A chain of four populations L0 -> L1 -> L2 -> L3 (each also onto itself) in blocks: rank r
+    sends to higher ranks only, the last rank to nobody. The persistent strategies' partners are
+    fixed at configure: the spikes must still be those of one rank, with the burst overflowing
+    the slots of the ranks that talk. persistent-p2p sends nothing from the last rank;
+    persistent-alltoall sends it only the header words that keep every rank's decision alike."""
+    reference = workloads(1, exchange="allgather", **CHAIN)
+    exchanges = ("alltoallv", "neighbor") + PERSISTENT
+    runs = workloads.sweep(ranks, exchanges, (False, True), threads=1, **CHAIN)
+    for (exchange, overlap), run in runs.items():
+        where = f"{exchange} overlap={overlap}"
+        assert run["ranks"] == ranks, where
+        assert run["digest"] == reference["digest"], where
+        assert np.array_equal(run["ids"], reference["ids"]) and np.array_equal(run["steps"], reference["steps"]), where
+        check_balance(counters(run), run["ids"].size)
+        per = counters_per_rank(run)
+        edges = partner_edges(run, owner=block_owner(run))
+        assert (edges != edges.T).any(), where                             # one-way partners
+        silent = not edges[-1].any()                                       # on 2 and 4 ranks: blocks = links
+        assert silent == (ranks != 3), where
+        cycles = round(run["duration_ms"] / (run["steps_per_cycle"] * 0.1))
+        if exchange == "persistent-p2p":
+            talks = edges.any(axis=1) | edges.any(axis=0)
+            assert np.all(per["persistent_reinits"][talks] > 0), where     # every pair overflowed once
+            if silent:
+                assert per["bytes_sent"][-1] == 0 and per["messages_sent"][-1] == 0, where
+        if exchange == "persistent-alltoall":
+            assert np.all(per["persistent_reinits"] == per["persistent_reinits"][0]), where
+            assert per["persistent_reinits"][0] > 0, where
+            if silent:
+                rounds = cycles + per["overflow_rounds"][-1]
+                assert per["bytes_sent"][-1] == 8 * (ranks - 1) * rounds, where
 
 
 # -- bytes and messages: what each strategy must send -----------------------------------------
 
 class Capacity:
-    """cpp/exchange/fixed_buffer.hpp, replayed."""
+    """cpp/exchange/fixed_buffer.hpp, replayed. update: whether the capacity changed."""
     MINIMUM = 16
 
-    def __init__(self, shrink_after=256):
+    def __init__(self, shrink_after=256, growth=1):
         self.capacity, self.shrink_after, self.updates, self.window_max = self.MINIMUM, shrink_after, 0, 0
+        self.growth = growth
 
     def update(self, most):
         self.window_max = max(self.window_max, most)
         if most > self.capacity:
-            self.capacity = most + most // 4 + 1
+            self.capacity = max(most + most // 4 + 1, self.growth * self.capacity)
             self.updates = self.window_max = 0
-            return
+            return True
         self.updates += 1
         if self.updates < self.shrink_after:
-            return
-        if self.window_max * 4 < self.capacity and self.capacity > self.MINIMUM:
+            return False
+        shrink = self.window_max * 4 < self.capacity and self.capacity > self.MINIMUM
+        if shrink:
             self.capacity = max(self.MINIMUM, 2 * self.window_max)
         self.updates = self.window_max = 0
+        return shrink
+
+
+def round_robin_owner(run):
+    return np.arange(run["has_targets"].shape[1]) % run["ranks"]
+
+
+def block_owner(run):
+    """cpp/core/placement.hpp's balanced blocks: the first n % P blocks hold one neuron more."""
+    n, P = run["has_targets"].shape[1], run["ranks"]
+    starts = np.array([r * (n // P) + min(r, n % P) for r in range(P + 1)])
+    return np.searchsorted(starts, np.arange(n), side="right") - 1
+
+
+def partner_edges(run, owner=None):
+    """edges[r, d]: some neuron of rank r has a synapse on rank d != r (the partners)."""
+    P = run["ranks"]
+    owner = round_robin_owner(run) if owner is None else owner
+    edges = (run["has_targets"][:, None, :] & (owner == np.arange(P)[:, None])[None, :, :]).any(axis=2).T
+    return edges & ~np.eye(P, dtype=bool)
 
 
 def traffic(run):
@@ -151,9 +248,7 @@ def expected_traffic(run):
         B += (8 * (n + 1) * others).sum(axis=(0, 2))
         M += (np.where(n > 0, 2, 1) * others).sum(axis=(0, 2))
     elif exchange == "neighbor":
-        edges = (run["has_targets"][:, None, :] &
-                 (np.arange(run["has_targets"].shape[1]) % P == np.arange(P)[:, None])[None, :, :]).any(axis=2).T
-        edges &= others                                  # edges[r, d]: some neuron of r has targets on d
+        edges = partner_edges(run)
         B += (8 * (n + 1) * edges).sum(axis=(0, 2))
         M += (np.where(n > 0, 2, 1) * edges).sum(axis=(0, 2))
     elif exchange in ("p2p", "p2p-nbx"):
@@ -182,6 +277,8 @@ def expected_traffic(run):
                 B += 8 * over.sum(axis=1)
                 M += (over > 0).sum(axis=1)
             cap.update(int(nc.max()))
+    elif exchange in PERSISTENT:
+        B, M, _ = expected_persistent(run)
     elif exchange == "hierarchical":
         k = ranks_per_node(P) or P
         leaders = list(range(0, P, k))
@@ -202,6 +299,50 @@ def expected_traffic(run):
     else:
         raise AssertionError(exchange)
     return B, M
+
+
+def expected_persistent(run):
+    """(bytes, messages, re-initialisations) per rank of the persistent strategies: fixed slots
+    every interval, a second round with the grown slots where one overflowed, the capacity
+    policy with doubling replayed (one global capacity for the collectives, one per pair of
+    ranks for persistent-p2p, kept alike by both sides)."""
+    exchange, P = run["exchange"], run["ranks"]
+    s, n = traffic(run)
+    others = ~np.eye(P, dtype=bool)
+    edges = partner_edges(run)
+    B = np.zeros(P, dtype=np.int64)
+    M = np.zeros(P, dtype=np.int64)
+    R = np.zeros(P, dtype=np.int64)
+    if exchange == "persistent-p2p":
+        caps = {(r, d): Capacity(growth=2) for r in range(P) for d in range(P) if edges[r, d]}
+        for nc in n:
+            for (r, d), cap in caps.items():
+                B[r] += 8 * (1 + cap.capacity)
+                M[r] += 1
+                overflow = nc[r, d] > cap.capacity
+                if cap.update(int(nc[r, d])):
+                    R[r] += 1                       # the sender's send and the receiver's receive
+                    R[d] += 1
+                if overflow:
+                    B[r] += 8 * (1 + cap.capacity)
+                    M[r] += 1
+        return B, M, R
+    cap = Capacity(growth=2)
+    for sc, nc in zip(s, n):
+        most = int(sc.max()) if exchange == "persistent-allgather" else int((nc * others).max())
+        rounds = [cap.capacity]
+        changed = cap.update(most)
+        if changed:
+            R += 1
+        if most > rounds[0]:
+            rounds.append(cap.capacity)
+        for c in rounds:
+            M += P - 1
+            if exchange == "persistent-allgather":
+                B += (P - 1) * 8 * (1 + c)
+            else:                                   # a block to each partner, a header word to the others
+                B += (8 * np.where(edges, 1 + c, 1) * others).sum(axis=1)
+    return B, M, R
 
 
 def expected_rma(run):
@@ -241,3 +382,9 @@ def test_bytes_and_messages_match_the_analysis(workloads, exchange):
     B, M = expected_traffic(run)
     assert np.array_equal(per["bytes_sent"], B), (per["bytes_sent"], B)
     assert np.array_equal(per["messages_sent"], M), (per["messages_sent"], M)
+    if exchange in PERSISTENT:
+        _, _, R = expected_persistent(run)
+        assert R.sum() > 0                                             # the initial wave overflows
+        assert np.array_equal(per["persistent_reinits"], R), (per["persistent_reinits"], R)
+    else:
+        assert per["persistent_reinits"].sum() == 0

@@ -7,6 +7,7 @@ cmake.define.RANVIER_WITH_MPI=OFF`) takes minutes: it is checked by hand, not he
 """
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 
@@ -166,3 +167,19 @@ def test_ld_library_path_chooses_the_libmpi_of_engine_and_mpi4py(tmp_path):
     info = subprocess.run([sys.executable, "-m", "ranvier", "info"], env=dict(subprocess_env(), LD_LIBRARY_PATH=str(system_lib)),
                           capture_output=True, text=True, timeout=60, cwd=tmp_path)
     assert f"MPI library file    {system_lib / 'libmpi.so.12'}" in info.stdout, info.stdout
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux") or shutil.which("nm") is None,
+                    reason="ELF symbol table read with nm: Linux")
+def test_mpi4_persistent_collectives_are_weak_references():
+    """The engine references MPI-4's persistent collectives weakly, so that it still loads where
+    an MPI-3 library of the same ABI is swapped in at run time (the persistent strategies are
+    then refused, tests/test_communicator.py); everything else it calls is a plain reference."""
+    from ranvier import _engine
+    if not _engine.build_info()["mpi"]:
+        pytest.skip("engine built without MPI")
+    listing = subprocess.run(["nm", "-D", _engine.__file__], capture_output=True, text=True, check=True).stdout
+    kinds = {f[-1]: f[-2] for f in map(str.split, listing.splitlines()) if len(f) >= 2 and f[-1].startswith("MPI_")}
+    assert kinds["MPI_Send_init"] == kinds["MPI_Startall"] == kinds["MPI_Allgatherv"] == "U"
+    for name in ("MPI_Allgather_init", "MPI_Alltoallv_init"):
+        assert kinds.get(name, "w") == "w", (name, kinds.get(name))

@@ -125,6 +125,7 @@ NB_MODULE(_engine, m) {
     d["build_type"] = RANVIER_BUILD_TYPE;
     d["mpi"] = have_mpi();
     d["mpi_library"] = mpi_library_name();
+    d["mpi_persistent"] = have_persistent_mpi();  // of the library loaded: MPI-4 persistent collectives
     d["openmp"] = true;
     d["openmp_max_threads"] = omp_get_max_threads();
     d["cuda"] = false;

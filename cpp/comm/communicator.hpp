@@ -14,6 +14,13 @@ namespace ranvier {
 // when it reports completion, or by wait(). Buffers it uses must stay valid until then.
 using Request = int;
 
+// A persistent operation (MPI-4): its buffers, counts and partners are bound once by an *_init
+// call, then it is started and completed any number of times, and freed when no longer needed
+// (while MPI is still running). An index into its communicator's table of persistent operations,
+// a table apart from Request's. The buffers must stay valid, and the send buffer unchanged while
+// the operation is active, until it is freed.
+using Persistent = int;
+
 // A window of 64-bit words exposed for one-sided access by every rank of its communicator.
 // fetch_add's result and put's source are valid only once the access epoch is closed (fence or
 // complete). The local words may be read and written between epochs only.
@@ -74,6 +81,24 @@ class Communicator {
     requests.clear();
   }
 
+  // Persistent operations. The collectives' *_init calls are collective (every rank calls them, in
+  // the same order); send_init and recv_init are local. `count` words from (or to) every rank as in
+  // iallgather; the alltoallv counts and displacements are copied and bound for the operation's life.
+  virtual Persistent allgather_init(const uint64_t* send, size_t count, uint64_t* recv) = 0;
+  virtual Persistent alltoallv_init(const uint64_t* send, const std::vector<size_t>& send_counts,
+                                    const std::vector<size_t>& send_displs, uint64_t* recv,
+                                    const std::vector<size_t>& recv_counts,
+                                    const std::vector<size_t>& recv_displs) = 0;
+  virtual Persistent send_init(const uint64_t* data, size_t count, int dest, int tag) = 0;
+  virtual Persistent recv_init(uint64_t* data, size_t count, int source, int tag) = 0;
+  // Starts every operation of `ops` (inactive ones) at once; test: whether all have completed
+  // (moves them along); wait: until all have. A completed operation is inactive again, not freed.
+  virtual void start_persistent(const std::vector<Persistent>& ops) = 0;
+  virtual bool test_persistent(const std::vector<Persistent>& ops) = 0;
+  virtual void wait_persistent(const std::vector<Persistent>& ops) = 0;
+  // Releases an inactive operation. Does nothing once MPI has been finalised.
+  virtual void free_persistent(Persistent op) = 0;
+
   // Topologies. graph(): a communicator whose neighbourhood collectives reach exactly these
   // ranks (ranks of this communicator); the result keeps this rank numbering.
   virtual std::unique_ptr<Communicator> graph(const std::vector<int>& sources, const std::vector<int>& destinations) = 0;
@@ -97,6 +122,9 @@ std::unique_ptr<Communicator> make_local_communicator();
 // engine duplicates so its traffic never mixes with the caller's.
 std::unique_ptr<Communicator> make_communicator(bool use_mpi, int64_t fortran_handle);
 bool have_mpi();
+// Whether the MPI library loaded has MPI-4's persistent collectives (MPI_Allgather_init,
+// MPI_Alltoallv_init), which the persistent strategies need on several ranks; true without MPI.
+bool have_persistent_mpi();
 std::string mpi_library_name();
 
 }  // namespace ranvier

@@ -96,6 +96,49 @@ class LocalCommunicator final : public Communicator {
   bool test(Request) override { return true; }
   void wait(Request) override {}
 
+  // Persistent operations on one rank: a collective is a copy to self when started; a send puts
+  // its message in the mailbox when started, a receive takes it when waited for (or tested).
+  Persistent allgather_init(const uint64_t* send, size_t count, uint64_t* recv) override {
+    return open({Op::kCopy, send, recv, count, 0, false});
+  }
+  Persistent alltoallv_init(const uint64_t* send, const std::vector<size_t>& send_counts,
+                            const std::vector<size_t>& send_displs, uint64_t* recv, const std::vector<size_t>&,
+                            const std::vector<size_t>& recv_displs) override {
+    return open({Op::kCopy, send + send_displs[0], recv + recv_displs[0], send_counts[0], 0, false});
+  }
+  Persistent send_init(const uint64_t* data, size_t count, int, int tag) override {
+    return open({Op::kSend, data, nullptr, count, tag, false});
+  }
+  Persistent recv_init(uint64_t* data, size_t count, int, int tag) override {
+    return open({Op::kRecv, nullptr, data, count, tag, false});
+  }
+  void start_persistent(const std::vector<Persistent>& ops) override {
+    for (Persistent p : ops) {
+      Op& op = persistent_.at(p);
+      if (op.kind == Op::kCopy) std::copy(op.from, op.from + op.count, op.to);
+      if (op.kind == Op::kSend) mailbox_.push_back({op.tag, std::vector<uint64_t>(op.from, op.from + op.count)});
+      op.pending = op.kind == Op::kRecv;
+    }
+  }
+  bool test_persistent(const std::vector<Persistent>& ops) override {
+    bool all = true;
+    for (Persistent p : ops) {
+      Op& op = persistent_.at(p);
+      int source = 0;
+      size_t n = 0;
+      if (op.pending && iprobe(op.tag, source, n)) {
+        recv(op.to, op.count, source, op.tag);
+        op.pending = false;
+      }
+      all = all && !op.pending;
+    }
+    return all;
+  }
+  void wait_persistent(const std::vector<Persistent>& ops) override {
+    if (!test_persistent(ops)) throw std::logic_error("persistent receive on one rank with no message sent to self");
+  }
+  void free_persistent(Persistent p) override { persistent_.at(p) = {}; }
+
   std::unique_ptr<Communicator> graph(const std::vector<int>&, const std::vector<int>&) override {
     return std::make_unique<LocalCommunicator>();
   }
@@ -115,6 +158,21 @@ class LocalCommunicator final : public Communicator {
  private:
   struct Message { int tag; std::vector<uint64_t> data; };
   std::deque<Message> mailbox_;
+  struct Op {
+    enum Kind { kFree, kCopy, kSend, kRecv } kind = kFree;
+    const uint64_t* from = nullptr;
+    uint64_t* to = nullptr;
+    size_t count = 0;
+    int tag = 0;
+    bool pending = false;  // a started receive not yet matched
+  };
+  Persistent open(Op op) {
+    for (size_t i = 0; i < persistent_.size(); ++i)
+      if (persistent_[i].kind == Op::kFree) { persistent_[i] = op; return Persistent(i); }
+    persistent_.push_back(op);
+    return Persistent(persistent_.size() - 1);
+  }
+  std::vector<Op> persistent_;
 };
 
 }  // namespace
@@ -129,6 +187,7 @@ std::unique_ptr<Communicator> make_communicator(bool use_mpi, int64_t) {
   return make_local_communicator();
 }
 bool have_mpi() { return false; }
+bool have_persistent_mpi() { return true; }
 std::string mpi_library_name() { return "none"; }
 #endif
 

@@ -7,6 +7,19 @@
 
 #include "comm/communicator.hpp"
 
+// MPI-4's persistent collectives, referenced weakly: the engine, built against MPI-4 headers
+// (the mpich wheel), still loads where an older library of the same ABI (an MPI-3 MPICH, Intel
+// MPI, Cray MPICH or MVAPICH, README "a cluster's own MPI") is put in at run time; the persistent
+// strategies then refuse to run (have_persistent_mpi). Built against MPI-3 headers, they are
+// left out. Persistent point-to-point (MPI_Send_init, MPI_Recv_init, MPI_Startall) is MPI-1.
+#if MPI_VERSION >= 4
+#pragma weak MPI_Allgather_init
+#pragma weak MPI_Alltoallv_init
+#define RANVIER_PERSISTENT_COLLECTIVES 1
+#else
+#define RANVIER_PERSISTENT_COLLECTIVES 0
+#endif
+
 namespace ranvier {
 namespace {
 
@@ -195,6 +208,66 @@ class MpiCommunicator final : public Communicator {
     check(MPI_Wait(&requests_.at(r), MPI_STATUS_IGNORE), "MPI_Wait");
   }
 
+  Persistent allgather_init(const uint64_t* send, size_t count, uint64_t* recv) override {
+    need_persistent_collectives();
+    const Persistent p = open_persistent();
+#if RANVIER_PERSISTENT_COLLECTIVES
+    check(MPI_Allgather_init(send, to_int(count), MPI_UINT64_T, recv, to_int(count), MPI_UINT64_T, comm_,
+                             MPI_INFO_NULL, &persistent_[p]),
+          "MPI_Allgather_init");
+#endif
+    return p;
+  }
+  Persistent alltoallv_init(const uint64_t* send, const std::vector<size_t>& send_counts,
+                            const std::vector<size_t>& send_displs, uint64_t* recv,
+                            const std::vector<size_t>& recv_counts, const std::vector<size_t>& recv_displs) override {
+    need_persistent_collectives();
+    const Persistent p = open_persistent();
+    Counts& k = persistent_counts_[p];  // bound to the operation until it is freed
+    to_int(send_counts, k.a); to_int(send_displs, k.b); to_int(recv_counts, k.c); to_int(recv_displs, k.d);
+#if RANVIER_PERSISTENT_COLLECTIVES
+    check(MPI_Alltoallv_init(send, k.a.data(), k.b.data(), MPI_UINT64_T, recv, k.c.data(), k.d.data(), MPI_UINT64_T,
+                             comm_, MPI_INFO_NULL, &persistent_[p]),
+          "MPI_Alltoallv_init");
+#endif
+    return p;
+  }
+  Persistent send_init(const uint64_t* data, size_t count, int dest, int tag) override {
+    const Persistent p = open_persistent();
+    check(MPI_Send_init(data, to_int(count), MPI_UINT64_T, dest, tag, comm_, &persistent_[p]), "MPI_Send_init");
+    return p;
+  }
+  Persistent recv_init(uint64_t* data, size_t count, int source, int tag) override {
+    const Persistent p = open_persistent();
+    check(MPI_Recv_init(data, to_int(count), MPI_UINT64_T, source, tag, comm_, &persistent_[p]), "MPI_Recv_init");
+    return p;
+  }
+  void start_persistent(const std::vector<Persistent>& ops) override {
+    if (ops.empty()) return;
+    check(MPI_Startall(int(ops.size()), gather(ops)), "MPI_Startall");
+    scatter(ops);
+  }
+  bool test_persistent(const std::vector<Persistent>& ops) override {
+    if (ops.empty()) return true;
+    int flag = 0;
+    check(MPI_Testall(int(ops.size()), gather(ops), &flag, MPI_STATUSES_IGNORE), "MPI_Testall");
+    scatter(ops);
+    return flag;
+  }
+  void wait_persistent(const std::vector<Persistent>& ops) override {
+    if (ops.empty()) return;
+    check(MPI_Waitall(int(ops.size()), gather(ops), MPI_STATUSES_IGNORE), "MPI_Waitall");
+    scatter(ops);
+  }
+  void free_persistent(Persistent p) override {
+    int finalized = 0;
+    MPI_Finalized(&finalized);
+    if (finalized) return;
+    MPI_Request& r = persistent_.at(p);
+    if (r != MPI_REQUEST_NULL) check(MPI_Request_free(&r), "MPI_Request_free");  // sets r to MPI_REQUEST_NULL
+    persistent_counts_[p] = {};
+  }
+
   std::unique_ptr<Communicator> graph(const std::vector<int>& sources, const std::vector<int>& destinations) override {
     MPI_Comm g;
     const int none = 0;  // a valid pointer for an empty list
@@ -245,6 +318,29 @@ class MpiCommunicator final : public Communicator {
     counts_.emplace_back();
     return Request(requests_.size() - 1);
   }
+  static void need_persistent_collectives() {
+    if (!have_persistent_mpi())
+      throw std::runtime_error("this MPI library has no persistent collectives (MPI-4, e.g. MPICH 4.0 or later): "
+                               "the loaded one is '" + mpi_library_name() + "'; choose another exchange");
+  }
+  // A free entry of the table of persistent operations (freed entries are MPI_REQUEST_NULL; an
+  // inactive persistent request is not).
+  Persistent open_persistent() {
+    for (size_t i = 0; i < persistent_.size(); ++i)
+      if (persistent_[i] == MPI_REQUEST_NULL) return Persistent(i);
+    persistent_.push_back(MPI_REQUEST_NULL);
+    persistent_counts_.emplace_back();
+    return Persistent(persistent_.size() - 1);
+  }
+  // The handles of `ops` side by side, as MPI_Startall and friends take them, and back.
+  MPI_Request* gather(const std::vector<Persistent>& ops) {
+    batch_.resize(ops.size());
+    for (size_t i = 0; i < ops.size(); ++i) batch_[i] = persistent_.at(ops[i]);
+    return batch_.data();
+  }
+  void scatter(const std::vector<Persistent>& ops) {
+    for (size_t i = 0; i < ops.size(); ++i) persistent_[ops[i]] = batch_[i];
+  }
   Counts& keep(Request r, const std::vector<size_t>& a, const std::vector<size_t>& b, const std::vector<size_t>& c,
                const std::vector<size_t>& d) {
     Counts& k = counts_[r];
@@ -255,6 +351,10 @@ class MpiCommunicator final : public Communicator {
   int rank_ = 0, size_ = 1;
   std::vector<MPI_Request> requests_;
   std::vector<Counts> counts_;
+  // Persistent operations and the count arrays of persistent v-collectives (moving a Counts keeps
+  // its arrays' storage, so their addresses hold while the table grows).
+  std::vector<MPI_Request> persistent_, batch_;
+  std::vector<Counts> persistent_counts_;
   Counts scratch_;  // the blocking v-collectives' count arrays
 };
 
@@ -275,6 +375,14 @@ std::unique_ptr<Communicator> make_communicator(bool use_mpi, int64_t fortran_ha
 }
 
 bool have_mpi() { return true; }
+
+bool have_persistent_mpi() {
+#if RANVIER_PERSISTENT_COLLECTIVES
+  return &MPI_Allgather_init != nullptr && &MPI_Alltoallv_init != nullptr;
+#else
+  return false;
+#endif
+}
 
 std::string mpi_library_name() {
   char version[MPI_MAX_LIBRARY_VERSION_STRING];

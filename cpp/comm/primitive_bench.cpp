@@ -9,7 +9,7 @@ namespace ranvier {
 
 std::vector<std::string> primitive_names() {
   return {"allgather", "alltoall", "alltoallv", "neighbor_alltoallv", "put_fence", "ibarrier", "allreduce",
-          "isend_irecv"};
+          "isend_irecv", "allgather_init", "alltoallv_init", "send_recv_init"};
 }
 
 std::vector<double> time_primitive(Communicator& comm, const std::string& name, size_t words, int repeats) {
@@ -27,6 +27,7 @@ std::vector<double> time_primitive(Communicator& comm, const std::string& name, 
   std::unique_ptr<Communicator> graph;
   std::unique_ptr<Window> window;
   std::function<void()> op;
+  std::vector<Persistent> persistent;
   if (name == "allgather") {
     op = [&] { comm.allgatherv(send.data(), words, recv.data(), counts, displs); };
   } else if (name == "alltoall") {
@@ -53,9 +54,21 @@ std::vector<double> time_primitive(Communicator& comm, const std::string& name, 
       for (int r : others) requests.push_back(comm.isend(send.data() + size_t(r) * words, words, r, 7400, false));
       comm.wait_all(requests);
     };
+  } else if (name == "allgather_init") {        // the persistent forms: initialised once, not timed
+    persistent.push_back(comm.allgather_init(send.data(), words, recv.data()));
+  } else if (name == "alltoallv_init") {
+    persistent.push_back(comm.alltoallv_init(send.data(), counts, displs, recv.data(), counts, displs));
+  } else if (name == "send_recv_init") {
+    for (int r : others) persistent.push_back(comm.recv_init(recv.data() + size_t(r) * words, words, r, 7401));
+    for (int r : others) persistent.push_back(comm.send_init(send.data() + size_t(r) * words, words, r, 7401));
   } else {
     throw std::invalid_argument("unknown primitive '" + name + "'");
   }
+  if (name.ends_with("_init"))
+    op = [&] {
+      comm.start_persistent(persistent);
+      comm.wait_persistent(persistent);
+    };
   constexpr int kWarmUp = 5;
   std::vector<double> seconds;
   seconds.reserve(repeats);
@@ -66,6 +79,7 @@ std::vector<double> time_primitive(Communicator& comm, const std::string& name, 
     const double t1 = omp_get_wtime();
     if (i >= kWarmUp) seconds.push_back(t1 - t0);
   }
+  for (Persistent p : persistent) comm.free_persistent(p);
   return seconds;
 }
 

@@ -59,6 +59,7 @@ inline std::vector<std::pair<const char*, uint64_t>> counter_table(const Counter
           {"messages_sent", c.exchange.messages_sent},
           {"overflow_rounds", c.exchange.overflow_rounds},
           {"exchange_resizes", c.exchange.exchange_resizes},
+          {"persistent_reinits", c.exchange.persistent_reinits},
           {"exchanges_local", c.exchanges_local},
           {"exchanges_global", c.exchanges_global},
           {"global_spikes_sent", c.exchange_global.spikes_sent},

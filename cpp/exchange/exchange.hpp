@@ -38,6 +38,7 @@ struct ExchangeCounters {
   uint64_t messages_sent = 0;    // non-empty transfers to other ranks
   uint64_t overflow_rounds = 0;  // second rounds for records that did not fit a fixed buffer
   uint64_t exchange_resizes = 0; // fixed buffers grown or shrunk
+  uint64_t persistent_reinits = 0;  // persistent operations freed and initialised again (other slot sizes)
 };
 
 class Exchange {
@@ -73,6 +74,55 @@ class InFlight {
  private:
   Communicator* comm_ = nullptr;
   Request request_ = -1;
+};
+
+// The persistent operations of a strategy (MPI-4 persistent collectives or point-to-point),
+// initialised in configure() and kept: started together, completed together, freed when
+// replaced or when the strategy is destroyed. The engine destroys its pathway, and so its
+// strategies, before its communicator; mpi4py finalises MPI at the very end of the interpreter's
+// exit (Py_AtExit), after Python has dropped the engine (should one outlive it, the MPI
+// communicator frees nothing after MPI_Finalize).
+class PersistentOps {
+ public:
+  PersistentOps() = default;
+  PersistentOps(const PersistentOps&) = delete;
+  PersistentOps& operator=(const PersistentOps&) = delete;
+  ~PersistentOps() { release(); }
+
+  void bind(Communicator& comm) { comm_ = &comm; }
+  void add(Persistent p) { ops_.push_back(p); }
+  size_t size() const { return ops_.size(); }
+  Persistent operator[](size_t i) const { return ops_[i]; }
+  // Frees operation i (inactive) and puts p in its place.
+  void replace(size_t i, Persistent p) {
+    comm_->free_persistent(ops_[i]);
+    ops_[i] = p;
+  }
+  void start() {
+    comm_->start_persistent(ops_);
+    active_ = true;
+  }
+  void progress() {
+    if (active_ && comm_->test_persistent(ops_)) active_ = false;
+  }
+  void complete() {
+    if (active_) comm_->wait_persistent(ops_);
+    active_ = false;
+  }
+  // Frees every operation. One still active (an exception between start and complete) is left
+  // to MPI: freeing an active persistent collective is erroneous, and waiting for it here could
+  // wait forever for ranks that have given up.
+  void release() {
+    if (!active_)
+      for (Persistent p : ops_) comm_->free_persistent(p);
+    ops_.clear();
+    active_ = false;
+  }
+
+ private:
+  Communicator* comm_ = nullptr;
+  std::vector<Persistent> ops_;
+  bool active_ = false;
 };
 
 // Shared by the strategies that send each spike only where it has targets: bound once to the

@@ -15,6 +15,9 @@ std::unique_ptr<Exchange> make_neighbor_exchange();
 std::unique_ptr<Exchange> make_rma_fence_exchange();
 std::unique_ptr<Exchange> make_rma_pscw_exchange();
 std::unique_ptr<Exchange> make_hierarchical_exchange();
+std::unique_ptr<Exchange> make_persistent_allgather_exchange();
+std::unique_ptr<Exchange> make_persistent_alltoall_exchange();
+std::unique_ptr<Exchange> make_persistent_p2p_exchange();
 
 namespace {
 struct Entry { const char* name; std::unique_ptr<Exchange> (*make)(); };
@@ -29,6 +32,9 @@ constexpr Entry kStrategies[] = {
     {"rma", make_rma_fence_exchange},
     {"rma-pscw", make_rma_pscw_exchange},
     {"hierarchical", make_hierarchical_exchange},
+    {"persistent-allgather", make_persistent_allgather_exchange},
+    {"persistent-alltoall", make_persistent_alltoall_exchange},
+    {"persistent-p2p", make_persistent_p2p_exchange},
 };
 }  // namespace
 

@@ -174,7 +174,7 @@ PathwayCounters TwoTierPathway::counters() const {
   const ExchangeCounters& b = global_counters_;
   c.exchange = {a.spikes_sent + b.spikes_sent, a.spikes_received + b.spikes_received, a.bytes_sent + b.bytes_sent,
                 a.messages_sent + b.messages_sent, a.overflow_rounds + b.overflow_rounds,
-                a.exchange_resizes + b.exchange_resizes};
+                a.exchange_resizes + b.exchange_resizes, a.persistent_reinits + b.persistent_reinits};
   c.exchange_global = b;
   return c;
 }

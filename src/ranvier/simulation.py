@@ -129,6 +129,12 @@ class Simulation:
                               f"{cores} cores of {node}; use at most {resources.MAX_THREADS_PER_CORE * cores} (the "
                               f"default, cores / ranks on the node, is {max(1, cores // self.comm.ranks_on_node)})")
         self.threads = threads
+        strategy = self.tier_exchange if self.exchange == TWO_TIER else self.exchange
+        if strategy.startswith("persistent-") and self.comm.size > 1 and \
+                not _engine.build_info().get("mpi_persistent"):
+            raise ConfigError(f"exchange '{strategy}' needs MPI-4 persistent collectives, which the MPI library "
+                              f"loaded lacks ({' '.join(str(_engine.build_info().get('mpi_library')).split())}); "
+                              f"choose another exchange, or an MPI-4 library (MPICH 4.0 or later)")
         n = network.size
         if self.placement == "block" and n < self.comm.size * threads:
             raise ConfigError(f"placement 'block' needs at least one neuron per thread: {n} neurons "

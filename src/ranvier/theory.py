@@ -36,6 +36,9 @@ EXCHANGE_CALLS = {
     "rma": [("put_fence", 1, True), ("put_fence", 2, False)],
     "rma-pscw": [("put_fence", 1, True), ("put_fence", 2, False)],
     "hierarchical": [("isend_irecv", 1, True), ("allgather", 1, True), ("allgather", 1, False)],
+    "persistent-allgather": [("allgather_init", 1, True)],
+    "persistent-alltoall": [("alltoallv_init", 1, True)],
+    "persistent-p2p": [("send_recv_init", 1, True)],
 }
 
 

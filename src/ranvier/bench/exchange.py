@@ -32,10 +32,10 @@ EXCHANGE_COLUMNS = [
     "ranks", "threads", "strategy", "overlap", "repeat", "duration_ms", "cycles", "cycle_ms",
     "communicate_us_per_cycle", "synchronize_us_per_cycle", "bytes_per_cycle", "messages_per_cycle",
     "spikes_sent_per_cycle", "spikes_received_per_cycle", "real_time_factor", "simulate_seconds",
-    "exchange_resizes", "overflow_rounds",
+    "exchange_resizes", "overflow_rounds", "persistent_reinits",
 ]
 # Counters that only some engine builds keep: reported (summed over ranks) where present.
-OPTIONAL_COUNTERS = ("exchange_resizes", "overflow_rounds")
+OPTIONAL_COUNTERS = ("exchange_resizes", "overflow_rounds", "persistent_reinits")
 
 
 def add_parser(benches, exchanges) -> None:

@@ -33,6 +33,9 @@ def command(args=None) -> int:
     print(f"engine              {info.get('version', '?')}, built with {info.get('compiler', '?')}")
     mpi = yes[bool(info.get("mpi"))] + (f" ({tidy(info['mpi_library'])})" if info.get("mpi_library") else "")
     print(f"MPI backend         {mpi}")
+    if info.get("mpi"):
+        persistent = "yes" if info.get("mpi_persistent") else "no (MPI-3 library: the persistent-* exchanges refuse to run)"
+        print(f"MPI-4 persistent    {persistent}")
     library = loaded_libmpi()
     if library:      # the file, not only its version: which MPI LD_LIBRARY_PATH swapped in
         print(f"MPI library file    {library}")

@@ -378,6 +378,8 @@ def format_summary(s: dict) -> str:
                f"(all ranks)")
     if c.get("overflow_rounds") or c.get("exchange_resizes"):
         traffic += f"; {c['overflow_rounds']} overflow rounds, {c['exchange_resizes']} resizes"
+    if c.get("persistent_reinits"):
+        traffic += f", {c['persistent_reinits']} persistent re-initialisations"
     rows.append(("exchange traffic", traffic))
     partners = s.get("communication_partners")
     if partners and s["ranks"] > 1:
