@@ -184,32 +184,13 @@ def test_two_tier_with_overlap_gives_the_reference_spikes(tmp_path, even_referen
 
 @pytest.mark.parametrize("ranks", (2, 4))
 def test_every_strategy_in_both_tiers_with_overlap(tmp_path, even_reference, ranks):
-    from ranvier.simulation import OVERLAP_REFUSED_TIERS
-    strategies = tuple(e for e in TWO_TIER_ALL if e.split("/")[1] not in OVERLAP_REFUSED_TIERS or ranks == 1)
-    runs = mam_sweep(tmp_path, ranks, ("by-area",), strategies, overlap=True, d_min_ms=0.2,
+    runs = mam_sweep(tmp_path, ranks, ("by-area",), TWO_TIER_ALL, overlap=True, d_min_ms=0.2,
                      ranks_per_node=2 if ranks > 2 else 0)
     assert_overlapped(runs)
     assert_same(runs, even_reference)
     per_rank = {str(k): runs[("by-area", "two-tier/alltoallv")]["counters_per_rank"][:, i]
                 for i, k in enumerate(runs[("by-area", "two-tier/alltoallv")]["counter_names"])}
     assert np.all(per_rank["global_bytes_sent"] > 0)        # the global tier carried the inter-area spikes
-
-
-def test_persistent_collective_tiers_are_refused_with_overlap_on_several_ranks(tmp_path):
-    """The known defect (Simulation: OVERLAP_REFUSED_TIERS) is refused before anything is built,
-    with the way out; one rank runs them."""
-    import subprocess
-
-    mpiexec = mpiexec_path()
-    if mpiexec is None:
-        pytest.skip("no mpiexec found (pip install mpich mpi4py)")
-    code = ("import ranvier as rv\n"
-            "net = rv.models.build('mam-benchmark', n_areas=2, area_size=100, K=10, d_min_ms=0.2)\n"
-            "rv.Simulation(net, threads=1, exchange='two-tier', tier_exchange='persistent-allgather', "
-            "placement='by-area', overlap=True)\n")
-    done = subprocess.run([mpiexec, "-n", "2", sys.executable, "-c", code], cwd=ROOT, env=subprocess_env(),
-                          capture_output=True, text=True, timeout=MPI_TIMEOUT_S, preexec_fn=restore_cpus)
-    assert done.returncode != 0 and "does not yet combine with the overlapped two-tier exchange" in done.stderr
 
 
 def test_area_groups_with_overlap(tmp_path):

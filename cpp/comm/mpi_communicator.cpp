@@ -24,7 +24,11 @@ namespace ranvier {
 namespace {
 
 void check(int err, const char* what) {
-  if (err != MPI_SUCCESS) throw std::runtime_error(std::string("MPI error in ") + what);
+  if (err == MPI_SUCCESS) return;
+  char text[MPI_MAX_ERROR_STRING];
+  int length = 0;
+  if (MPI_Error_string(err, text, &length) != MPI_SUCCESS) length = 0;  // the library's own words, where it has them
+  throw std::runtime_error(std::string("MPI error in ") + what + (length ? ": " + std::string(text, length) : ""));
 }
 
 int to_int(size_t v) {
@@ -249,15 +253,28 @@ class MpiCommunicator final : public Communicator {
   }
   bool test_persistent(const std::vector<Persistent>& ops) override {
     if (ops.empty()) return true;
-    int flag = 0;
-    check(MPI_Testall(int(ops.size()), gather(ops), &flag, MPI_STATUSES_IGNORE), "MPI_Testall");
-    scatter(ops);
-    return flag;
+    // One MPI_Test per request: MPICH 5.0.2's MPI_Testall answered MPI_ERR_IN_STATUS, with every
+    // status MPI_SUCCESS, for the persistent all-gathers of the overlapped two-tier exchange.
+    int all = 1;
+    for (Persistent p : ops) {
+      int flag = 0;
+      check(MPI_Test(&persistent_.at(p), &flag, MPI_STATUS_IGNORE), "MPI_Test");
+      all &= flag;
+    }
+    return all;
   }
   void wait_persistent(const std::vector<Persistent>& ops) override {
     if (ops.empty()) return;
-    check(MPI_Waitall(int(ops.size()), gather(ops), MPI_STATUSES_IGNORE), "MPI_Waitall");
+    statuses_.resize(ops.size());
+    check_all(MPI_Waitall(int(ops.size()), gather(ops), statuses_.data()), "MPI_Waitall");
     scatter(ops);
+  }
+  // MPI_ERR_IN_STATUS: the error of the first request that failed, in the library's words.
+  void check_all(int err, const char* what) {
+    if (err == MPI_ERR_IN_STATUS)
+      for (const MPI_Status& s : statuses_)
+        if (s.MPI_ERROR != MPI_SUCCESS) check(s.MPI_ERROR, what);
+    check(err, what);
   }
   void free_persistent(Persistent p) override {
     int finalized = 0;
@@ -353,6 +370,7 @@ class MpiCommunicator final : public Communicator {
   std::vector<Counts> counts_;
   // Persistent operations and the count arrays of persistent v-collectives (moving a Counts keeps
   // its arrays' storage, so their addresses hold while the table grows).
+  std::vector<MPI_Status> statuses_;       // of the last Waitall
   std::vector<MPI_Request> persistent_, batch_;
   std::vector<Counts> persistent_counts_;
   Counts scratch_;  // the blocking v-collectives' count arrays

@@ -29,8 +29,6 @@ from .spec import TWO_TIER, EngineSpec
 PHASES = tuple(_engine.PHASES)                 # deliver, update, collocate, communicate, synchronize
 STRATEGIES = tuple(_engine.EXCHANGES)          # allgather, alltoallv, ...: one exchange among all ranks
 EXCHANGES = STRATEGIES + (TWO_TIER,)           # two-tier: a strategy inside each area group + one among all ranks
-# Tier strategies refused with the overlapped two-tier exchange on several ranks (Simulation.__init__)
-OVERLAP_REFUSED_TIERS = ("persistent-allgather", "persistent-alltoall")
 PLACEMENTS = placements.PLACEMENTS             # round-robin, block, by-area, area-groups, balanced
 COUNTERS = tuple(_engine.COUNTERS)
 
@@ -157,13 +155,6 @@ class Simulation:
         if not isinstance(overlap, bool):
             raise ConfigError(f"overlap must be true or false, got {overlap!r}")
         self.overlap = overlap
-        if overlap and self.exchange == TWO_TIER and self.tier_exchange in OVERLAP_REFUSED_TIERS and \
-                self.comm.size > 1:
-            # Known defect, not yet understood: MPICH reports an error in MPI_Testall when the overlapped
-            # tiers run persistent collectives (persistent-p2p works); refused until it is found.
-            raise ConfigError(f"tier_exchange '{self.tier_exchange}' does not yet combine with the overlapped "
-                              f"two-tier exchange on several ranks; use overlap = false, or tier_exchange "
-                              f"'persistent-p2p' or any non-persistent strategy")
         if not isinstance(pace, bool):
             raise ConfigError(f"pace must be true or false, got {pace!r}")
         self.pace = pace                 # hold every cycle to wall-clock time (ranvier.deadlines)
