@@ -33,3 +33,11 @@ def check_overrides(model: str, defaults: dict, overrides: dict) -> dict:
             value = float(value)
         params[key] = value
     return params
+
+
+def check_scales(model: str, params: dict) -> tuple[float, float]:
+    """`scale` (neuron numbers) and `k_scale` (in-degrees) of a down-scalable model, each in (0, 1]."""
+    for key in ("scale", "k_scale"):
+        if not 0.0 < params[key] <= 1.0:
+            raise ConfigError(f"{model}: '{key}' must lie in (0, 1], got {params[key]!r}")
+    return params["scale"], params["k_scale"]

@@ -10,6 +10,7 @@ import math
 from . import multi_area
 from .errors import ConfigError
 from .model_parameters import check_overrides as _check_overrides
+from .model_parameters import check_scales
 from .network import Network, PoissonDrive, Population, Projection
 
 # dpsnn: docs/workloads/dpsnn.md ("AW2.8Hz" configuration of the DPSNN engine's 2019 release).
@@ -530,11 +531,7 @@ def microcircuit(**overrides) -> Network:
     delays; Poisson or DC background input; optional thalamic input. `scale` scales the neuron
     numbers, `k_scale` the in-degrees (with DC compensation of the mean input lost)."""
     p = _check_overrides("microcircuit", MICROCIRCUIT_DEFAULTS, overrides)
-    scale, k_scale = p["scale"], p["k_scale"]
-    if not 0.0 < scale <= 1.0:
-        raise ConfigError(f"microcircuit: 'scale' must lie in (0, 1], got {scale!r}")
-    if not 0.0 < k_scale <= 1.0:
-        raise ConfigError(f"microcircuit: 'k_scale' must lie in (0, 1], got {k_scale!r}")
+    scale, k_scale = check_scales("microcircuit", p)
     if p["input"] not in ("poisson", "dc"):
         raise ConfigError(f"microcircuit: 'input' must be \"poisson\" or \"dc\", got {p['input']!r}")
     for key in ("bg_rate_hz", "psp_mV", "C_m_pF", "tau_m_ms", "tau_syn_ms", "delay_exc_ms", "delay_inh_ms", "d_min_ms"):

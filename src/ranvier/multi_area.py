@@ -18,7 +18,7 @@ import os
 from pathlib import Path
 
 from .errors import ConfigError
-from .model_parameters import check_overrides
+from .model_parameters import check_overrides, check_scales
 from .network import Network, PoissonDrive, Population, Projection
 
 DATA_ENV = "RANVIER_MULTI_AREA_DATA"
@@ -77,11 +77,7 @@ def multi_area(**overrides) -> Network:
     import numpy as np
 
     p = check_overrides("multi-area", MULTI_AREA_DEFAULTS, overrides)
-    scale, k_scale = p["scale"], p["k_scale"]
-    if not 0.0 < scale <= 1.0:
-        raise ConfigError(f"multi-area: 'scale' must lie in (0, 1], got {scale!r}")
-    if not 0.0 < k_scale <= 1.0:
-        raise ConfigError(f"multi-area: 'k_scale' must lie in (0, 1], got {k_scale!r}")
+    scale, k_scale = check_scales("multi-area", p)
     if p["state"] not in STATES:
         raise ConfigError(f"multi-area: 'state' must be one of {STATES}, got {p['state']!r}")
     for key in ("d_min_ms", "inter_area_delay_min_ms", "bg_rate_hz"):
