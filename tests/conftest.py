@@ -111,7 +111,11 @@ def run_sweep(ranks: int, tmp_dir: Path, exchanges, overlaps, **kw) -> dict:
     mpiexec = mpiexec_path()
     if mpiexec is None:
         pytest.skip("no mpiexec found (pip install mpich mpi4py)")
-    base = Path(tmp_dir) / ("run_%d_%s" % (ranks, "_".join(f"{k}-{v}" for k, v in sorted(kw.items()))))
+    name = "run_%d_%s" % (ranks, "_".join(f"{k}-{v}" for k, v in sorted(kw.items())))
+    if "/" in name or len(name) > 120:       # values that are paths (checkpoints): a short unique name
+        import hashlib
+        name = f"run_{ranks}_" + hashlib.sha256(name.encode()).hexdigest()[:16]
+    base = Path(tmp_dir) / name
     cmd = [mpiexec, "-n", str(ranks), sys.executable, str(TESTS / "mpi_runner.py"), "--out", str(base),
            "--exchange", ",".join(exchanges), "--overlap", ",".join(str(int(o)) for o in overlaps)]
     for key, value in kw.items():

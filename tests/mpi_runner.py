@@ -348,12 +348,16 @@ def plastic_network(neurons: int, synapses: int):
 
 def run_config(model="dpsnn", neurons=2048, synapses=1125, ms=300.0, threads=1, exchange="allgather",
                placement="round-robin", seed=1, probability=0.02, record=None, comm=None, overlap=False,
-               ranks_per_node=0, delay_ratio=10, global_interval=None, areas=MAM_TEST["n_areas"], d_min_ms=0.1):
+               ranks_per_node=0, delay_ratio=10, global_interval=None, areas=MAM_TEST["n_areas"], d_min_ms=0.1,
+               save_at_ms=None, checkpoint=None, resume=None):
     """Build and run one configuration; return a dict of plain arrays on rank 0, None elsewhere.
     artificial-cells: `neurons` cells with `synapses` targets each. ranks_per_node > 0 groups
     consecutive ranks into nodes for the hierarchical exchange (RANVIER_RANKS_PER_NODE).
     exchange "two-tier/S": the two-tier exchange with strategy S in both tiers. d_min_ms: the
-    mam-benchmark's minimum delay (0.2 ms makes it even in steps of 0.1 ms, as overlap needs)."""
+    mam-benchmark's minimum delay (0.2 ms makes it even in steps of 0.1 ms, as overlap needs).
+    Checkpoints (tests/test_checkpoint.py): save_at_ms and checkpoint: run save_at_ms, save to the
+    folder `checkpoint`, run on to `ms`; resume: a checkpoint folder to resume from, then run on to
+    `ms` (the whole run's duration)."""
     import os
 
     import ranvier as rv
@@ -412,8 +416,13 @@ def run_config(model="dpsnn", neurons=2048, synapses=1125, ms=300.0, threads=1, 
         if model == "plastic":          # the weight recorder joins the invariance tests
             tiers["record_weights"] = [rv.WeightRecorder(source="E", target="E", synapses=6, interval_ms=50.0),
                                        rv.WeightRecorder(source="B", target="P", synapses=3, interval_ms=100.0)]
-        sim = rv.Simulation(net, threads=threads, exchange=strategy, placement=placement, seed=seed, comm=comm,
-                            record_state=recorded_ids(net, record), overlap=bool(overlap), **tiers)
+        kwargs = dict(threads=threads, exchange=strategy, placement=placement, seed=seed, comm=comm,
+                      record_state=recorded_ids(net, record), overlap=bool(overlap), **tiers)
+        if resume is not None:
+            kwargs.pop("seed")
+            sim = rv.Simulation.resume(resume, net, **kwargs)
+        else:
+            sim = rv.Simulation(net, **kwargs)
     finally:
         os.environ.pop("RANVIER_RANKS_PER_NODE", None)
         if saved is not None:
@@ -423,7 +432,14 @@ def run_config(model="dpsnn", neurons=2048, synapses=1125, ms=300.0, threads=1, 
     # the small rules network: every synapse, gathered on rank 0 (Simulation.connections)
     gathered = sim.connections() if model == "rules" else None
     t1 = time.perf_counter()
-    res = sim.run(ms)
+    if save_at_ms is not None:
+        sim.run(save_at_ms)
+        sim.save(checkpoint)
+        res = sim.run(ms - save_at_ms)
+    elif resume is not None:
+        res = sim.run(ms - sim.steps_done * sim.resolution_ms)
+    else:
+        res = sim.run(ms)
     t_run = time.perf_counter() - t1
     # the plastic network: every synapse with its weight after the run, and one projection's
     # weights brought up to date
@@ -495,6 +511,9 @@ def main(argv=None):
     ap.add_argument("--global-interval", type=int, default=None, help="two-tier: cycles between global exchanges")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--record", default=None, help="comma-separated neuron ids to record V and c of")
+    ap.add_argument("--save-at-ms", type=float, default=None, help="run this long, save to --checkpoint, run on")
+    ap.add_argument("--checkpoint", default=None, help="the checkpoint folder --save-at-ms writes")
+    ap.add_argument("--resume", default=None, help="a checkpoint folder to resume from (then run on to --ms)")
     ap.add_argument("--out", required=True)
     a = ap.parse_args(argv)
     exchanges = a.exchange.split(",")
@@ -508,7 +527,8 @@ def main(argv=None):
                                      threads=a.threads, exchange=exchange, placement=placement, seed=a.seed,
                                      probability=a.probability, record=a.record, overlap=overlap,
                                      ranks_per_node=a.ranks_per_node, delay_ratio=a.delay_ratio,
-                                     global_interval=a.global_interval, areas=a.areas, d_min_ms=a.d_min_ms)
+                                     global_interval=a.global_interval, areas=a.areas, d_min_ms=a.d_min_ms,
+                                     save_at_ms=a.save_at_ms, checkpoint=a.checkpoint, resume=a.resume)
                     if out is None:
                         continue
                     name = exchange.replace("/", "+")

@@ -364,6 +364,22 @@ NB_MODULE(_engine, m) {
         e.plastic_weights_at(projection, at, w);
         return to_numpy(std::move(w));
       }, "projection"_a, "places"_a)
+      .def("checkpoint_state", [](const Engine& e) {
+        StateTables t = e.checkpoint_state();
+        nb::dict d;
+        for (auto& [name, v] : t.ints) d[name.c_str()] = to_numpy(std::move(v));
+        for (auto& [name, v] : t.reals) d[name.c_str()] = to_numpy(std::move(v));
+        return d;
+      }, "This rank's dynamic state, keyed by global ids: {name: array} (cpp/core/checkpoint.cpp).")
+      .def("restore_state", [](Engine& e, std::map<std::string, std::vector<int64_t>> ints,
+                               std::map<std::string, std::vector<double>> reals, int64_t boundary_step) {
+        StateTables t{std::move(ints), std::move(reals)};
+        nb::gil_scoped_release release;
+        e.restore_state(t, boundary_step);
+      }, "ints"_a, "reals"_a, "boundary_step"_a,
+         "Takes up a checkpoint's state (every rank's columns: int64 and float64) at boundary_step.")
+      .def("network_digest", &Engine::network_digest,
+           "This rank's share of the static network's digest (sum over ranks modulo 2^64).")
       .def("state_trace", [](const Engine& e) {
         std::vector<uint64_t> ids;
         std::vector<double> V, c, c_in;

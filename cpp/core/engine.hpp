@@ -1,6 +1,7 @@
 // One rank's share of a simulation: threads, their neurons and synapses, the cycle.
 #pragma once
 #include <array>
+#include <map>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -108,6 +109,7 @@ struct InjectedCurrents {
   size_t next = 0;                               // the first change not applied yet
   // Brings `current` to step s: applies every change up to s and draws the noise due at s.
   void advance_to(int64_t s);
+  void set_amplitude(uint32_t slot, double amplitude_pA) { set_slot(slot, amplitude_pA); }   // restoring
 
  private:
   void set_slot(uint32_t slot, double amplitude_pA);
@@ -140,6 +142,12 @@ struct ThreadState {
   InjectedCurrents currents;                         // current sources on this thread's neurons
   std::vector<std::unique_ptr<PopulationUpdate>> updates;  // per population range: its model's kernel
   Counters counters;
+};
+
+// A rank's dynamic state for a checkpoint (checkpoint.cpp): named columns keyed by global ids.
+struct StateTables {
+  std::map<std::string, std::vector<int64_t>> ints;
+  std::map<std::string, std::vector<double>> reals;
 };
 
 // One rank's engine. The cycle and the build live in engine.cpp; each other concern has its file:
@@ -197,6 +205,12 @@ class Engine {
   // at given places of that order (the weight recorder).
   void set_plastic_weights(uint32_t j, const double* w, size_t n);
   void plastic_weights_at(uint32_t j, const std::vector<uint64_t>& places, std::vector<double>& out) const;
+  // Checkpoints (checkpoint.cpp), between run_cycles calls: this rank's state keyed by global ids;
+  // restoring the state of every rank's checkpoint (any decomposition) at its boundary step
+  // (a whole number of this engine's cycles); the static network's order-independent digest.
+  StateTables checkpoint_state() const;
+  void restore_state(const StateTables& state, int64_t boundary_step);
+  uint64_t network_digest() const;
   // V and c of the recorded neurons on this rank: ids, and row-major [id][step] arrays.
   void state_trace(std::vector<uint64_t>& ids, std::vector<double>& V, std::vector<double>& c,
                    std::vector<double>& c_in) const;

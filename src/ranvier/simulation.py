@@ -235,6 +235,10 @@ class Simulation:
         self._rates = np.zeros(0, dtype=np.int32)      # sized once per run() call (4 bytes per 5 ms)
         self._rate_bins = 0
         self._run_clock = None           # this rank's (wall-clock origin, first cycle) of the current run
+        # A resumed simulation (ranvier.checkpoint): the counters of the run before the checkpoint,
+        # added to rank 0's in every Result, and where it came from.
+        self._counter_offset: dict = {}
+        self.resumed_from: dict | None = None
         # Plastic weights: from a saved file (ranvier.weights), and a sampled record of some.
         if initial_weights is not None:
             weights_io.apply_initial_weights(self, initial_weights)
@@ -621,6 +625,31 @@ class Simulation:
         synapses' spike traces start afresh in a simulation started from the file."""
         return weights_io.save(self, path)
 
+    def save(self, path):
+        """Writes a checkpoint of this simulation at its current time to the folder `path`
+        (ranvier.checkpoint): every neuron's state, the spikes in flight, plastic weights and
+        traces, the spikes recorded so far. A collective call; rank 0 writes the folder whole or
+        not at all. Simulation.resume(path, ...) continues it on any ranks, threads, placement or
+        exchange with the spikes of an uninterrupted run. Returns the path on rank 0."""
+        from . import checkpoint
+        return checkpoint.save(self, path)
+
+    @classmethod
+    def resume(cls, path, network: Network | None = None, **kwargs) -> "Simulation":
+        """A simulation continued from the checkpoint folder `path` (Simulation.save, or the
+        newest complete one of a `ranvier run --checkpoint-every` run's folder). network: by
+        default the saved one; one given must be the same network. kwargs: as Simulation's
+        (threads, exchange, placement, comm, ...); the seed and resolution are the checkpoint's.
+        The resumed run's spikes, rates and counters cover the whole run from t = 0; its
+        timings, the part after the resume."""
+        from . import checkpoint
+        ck = checkpoint.Checkpoint(checkpoint.newest(path))
+        checkpoint.check_against(ck.meta, network, kwargs.get("seed"), kwargs.get("resolution_ms"))
+        kwargs["seed"], kwargs["resolution_ms"] = ck.meta["seed"], ck.meta["resolution_ms"]
+        sim = cls(network if network is not None else ck.network(), **kwargs)
+        checkpoint.restore(sim, ck)
+        return sim
+
     def _projection_index(self, source: str, target: str, index: int | None) -> int:
         joining = [j for j, pr in enumerate(self.network.projections) if pr.source == source and pr.target == target]
         if index is not None:
@@ -679,6 +708,7 @@ class Result:
         # on rank 0: {name: {times_ms, source, target, delay_ms, weights [synapse, sample]}}
         self.weight_traces = ({w.name: w.trace() for w in sim._weight_samplers} if comm.rank == 0 else None)
         self.energy = None                             # rank 0 of a run measured with energy= (ranvier.energy)
+        self.resumed_from = sim.resumed_from           # a resumed run: its checkpoint (ranvier.checkpoint)
 
         counters = eng.counters()
         local = dict(counters=counters, rss=_peak_rss_bytes(), pace_wait=eng.pace_wait_seconds,
@@ -704,6 +734,8 @@ class Result:
                 self._spikes, self._timers = rec.spikes(), rec.cycle_timers()
             self.counters_per_rank = {k: np.array([g["counters"][k] for g in gathered], dtype=np.int64)
                                       for k in COUNTERS}
+            for k, v in sim._counter_offset.items():      # a resumed run: the part before its checkpoint
+                self.counters_per_rank[k][0] += v
             self.counters = {k: int(v.sum()) for k, v in self.counters_per_rank.items()}
             self.peak_rss_bytes = [int(g["rss"]) for g in gathered]
             self.synapses = int(sum(g["synapses"] for g in gathered))
@@ -1021,6 +1053,7 @@ class Result:
             "up_down": self.up_down,
             "theory": self.theory(mpi_fit),
             **({"energy": self.energy} if self.energy is not None else {}),
+            **({"resumed_from": self.resumed_from} if self.resumed_from is not None else {}),
         }
 
 

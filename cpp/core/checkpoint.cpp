@@ -1,0 +1,427 @@
+// Checkpoints: what a run holds that the seed cannot rebuild, keyed by global ids and steps, so
+// that another number of ranks or threads, another placement or exchange can take it up
+// (src/ranvier/checkpoint.py writes and reads the files).
+//
+// Taken between run_cycles calls, when every spike is queued (run_cycles finishes any exchange
+// in flight). What is saved:
+//   - each neuron's state variables and its rows of the input buffer (the drive of a window is
+//     drawn at its start, so rows of later steps of the window already hold input);
+//   - the spikes in flight: every (source, emission step) with a synapse segment still queued.
+//     On restore each thread queues the segments of those spikes that arrive at or after the
+//     resumed cycle; which segments those are depends on the delays alone, not on the queues;
+//   - plastic synapses: weight (and the pre-centred rule's K+) per synapse keyed by (target,
+//     source, delay), the source's trace per (source, delay) segment, each target's spike
+//     history. Synapses with the same key are interchangeable: they see the same spikes;
+//   - each current source's amplitude per target.
+#include <algorithm>
+#include <numeric>
+#include <stdexcept>
+#include <string>
+
+#include "core/engine.hpp"
+
+namespace ranvier {
+
+namespace {
+// splitmix64's finaliser: a well-mixed 64-bit hash of one word.
+uint64_t mix(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+uint64_t synapse_hash(uint64_t tag, uint64_t source, uint64_t target, uint64_t delay, uint64_t weight_bits) {
+  return mix(mix(mix(mix(mix(tag) ^ source) ^ target) ^ delay) ^ weight_bits);
+}
+
+const std::vector<int64_t>& column(const StateTables& s, const std::string& name) {
+  auto it = s.ints.find(name);
+  if (it == s.ints.end()) throw std::invalid_argument("checkpoint state lacks '" + name + "'");
+  return it->second;
+}
+const std::vector<double>& real_column(const StateTables& s, const std::string& name) {
+  auto it = s.reals.find(name);
+  if (it == s.reals.end()) throw std::invalid_argument("checkpoint state lacks '" + name + "'");
+  return it->second;
+}
+}  // namespace
+
+// The static network as an order-independent sum of one hash per synapse: the same for any
+// decomposition (the caller adds the ranks' sums). Plastic synapses count without their
+// weights, which the run changes.
+uint64_t Engine::network_digest() const {
+  const uint64_t N = cfg_.neuron_count();
+  uint64_t sum = 0;
+  for (const auto& ts : threads_) {
+    const auto& st = ts.store;
+    for (uint64_t s = 0; s < N; ++s)
+      for (uint32_t h = st.row_head[s]; h < st.row_head[s + 1]; ++h)
+        for (uint32_t i = st.seg_first[h]; i < st.seg_first[h + 1]; ++i)
+          sum += synapse_hash(0, s, ts.neurons.gid[ts.neurons.neuron_of_column(st.target(i))], st.seg_delay[h],
+                              uint64_t(uint32_t(st.weight(i))));
+    for (const auto& ps : ts.plastic)
+      for (uint64_t s = 0; s < N; ++s)
+        for (uint32_t h = ps.row_head[s]; h < ps.row_head[s + 1]; ++h)
+          for (uint32_t i = ps.seg_first[h]; i < ps.seg_first[h + 1]; ++i)
+            sum += synapse_hash(1 + ps.projection, s, ts.neurons.gid[ps.neuron[i]], ps.seg_delay[h], 0);
+  }
+  return sum;
+}
+
+StateTables Engine::checkpoint_state() const {
+  StateTables out;
+  auto& I = out.ints;
+  auto& R = out.reals;
+  const int64_t L = cfg_.steps_per_cycle, rows = cfg_.drive_steps;
+  // Neurons and their input rows ([neuron][row], row = step % drive_steps).
+  auto& gid = I["neuron.gid"];
+  auto& refractory = I["neuron.refractory"];
+  auto& next_spike = I["neuron.next_spike"];
+  auto& spikes_fired = I["neuron.spikes_fired"];
+  auto& input = I["neuron.input"];
+  auto& input_inh = I["neuron.input_inhibitory"];
+  auto& V = R["neuron.V"];
+  auto& c = R["neuron.c"];
+  std::vector<double>* extra[3] = {&R["neuron.extra0"], &R["neuron.extra1"], &R["neuron.extra2"]};
+  for (const auto& ts : threads_) {
+    const ThreadNeurons& tn = ts.neurons;
+    const uint64_t n = tn.size();
+    std::vector<uint64_t> inh_column(n, ~uint64_t(0));
+    for (const auto& r : tn.ranges)
+      if (r.inhibitory_offset)
+        for (uint64_t k = r.begin; k < r.end; ++k) inh_column[k] = k + r.inhibitory_offset;
+    for (uint64_t k = 0; k < n; ++k) {
+      gid.push_back(int64_t(tn.gid[k]));
+      V.push_back(tn.V[k]);
+      c.push_back(tn.c[k]);
+      refractory.push_back(tn.refractory[k]);
+      next_spike.push_back(tn.next_spike.empty() ? 0 : tn.next_spike[k]);
+      spikes_fired.push_back(tn.spikes_fired.empty() ? 0 : tn.spikes_fired[k]);
+      for (int e = 0; e < 3; ++e) extra[e]->push_back(tn.extra[e].empty() ? 0.0 : tn.extra[e][k]);
+      for (int64_t r = 0; r < rows; ++r) {
+        const int32_t* row = ts.input.data() + r * ts.input_stride;
+        input.push_back(row[k]);
+        input_inh.push_back(inh_column[k] == ~uint64_t(0) ? 0 : row[inh_column[k]]);
+      }
+    }
+  }
+  // Spikes in flight: from each queued segment, its source and emission step (arrival - delay).
+  auto& pending_gid = I["pending.gid"];
+  auto& pending_step = I["pending.step"];
+  auto arrival_step = [&](size_t q) {       // queue q = slot * L + offset holds arrivals in [boundary, ...)
+    const int64_t slot = int64_t(q) / L, offset = int64_t(q) % L;
+    int64_t arrival_cycle = cycle_ - (cycle_ % queue_cycles_) + slot;
+    if (arrival_cycle < cycle_) arrival_cycle += queue_cycles_;
+    return arrival_cycle * L + offset;
+  };
+  auto source_of = [](const std::vector<uint32_t>& row_head, uint32_t h) {
+    return uint64_t(std::upper_bound(row_head.begin(), row_head.end(), h) - row_head.begin() - 1);
+  };
+  for (const auto& ts : threads_) {
+    const auto& st = ts.store;
+    for (size_t q = 0; q < ts.queue.size(); ++q) {
+      if (ts.queue[q].empty()) continue;
+      const int64_t at = arrival_step(q);
+      for (const DeliveryEntry& e : ts.queue[q]) {
+        const uint32_t h = uint32_t(std::upper_bound(st.seg_first.begin(), st.seg_first.end(), e.first) -
+                                    st.seg_first.begin() - 1);
+        pending_gid.push_back(int64_t(source_of(st.row_head, h)));
+        pending_step.push_back(at - st.seg_delay[h]);
+      }
+    }
+    for (size_t q = 0; q < ts.plastic_queue.size(); ++q) {
+      if (ts.plastic_queue[q].empty()) continue;
+      const int64_t at = arrival_step(q);
+      for (const PlasticEntry& e : ts.plastic_queue[q]) {
+        pending_gid.push_back(int64_t(source_of(ts.plastic[e.store].row_head, e.segment)));
+        pending_step.push_back(at - e.delay);
+      }
+    }
+  }
+  // Plastic projections: synapses, segment traces; the targets' histories once per rank.
+  const uint64_t N = cfg_.neuron_count();
+  for (uint32_t j = 0; j < cfg_.projections.size(); ++j) {
+    const std::string p = "plastic" + std::to_string(j) + ".";
+    bool any = false;
+    for (const auto& ts : threads_)
+      for (const auto& ps : ts.plastic) any |= ps.projection == j;
+    if (!any) continue;
+    auto& src = I[p + "source"];
+    auto& tgt = I[p + "target"];
+    auto& delay = I[p + "delay"];
+    auto& weight = R[p + "weight"];
+    auto& k_plus = R[p + "k_plus"];
+    auto& seg_src = I[p + "segment.source"];
+    auto& seg_delay = I[p + "segment.delay"];
+    auto& seg_last = I[p + "segment.last"];
+    auto& seg_k_plus = R[p + "segment.k_plus"];
+    for (const auto& ts : threads_)
+      for (const auto& ps : ts.plastic) {
+        if (ps.projection != j) continue;
+        for (uint64_t s = 0; s < N; ++s)
+          for (uint32_t h = ps.row_head[s]; h < ps.row_head[s + 1]; ++h) {
+            seg_src.push_back(int64_t(s));
+            seg_delay.push_back(ps.seg_delay[h]);
+            seg_last.push_back(ps.seg_trace[h].last);
+            seg_k_plus.push_back(ps.seg_trace[h].k_plus);
+            for (uint32_t i = ps.seg_first[h]; i < ps.seg_first[h + 1]; ++i) {
+              src.push_back(int64_t(s));
+              tgt.push_back(int64_t(ts.neurons.gid[ps.neuron[i]]));
+              delay.push_back(ps.seg_delay[h]);
+              weight.push_back(ps.weight[i]);
+              k_plus.push_back(ps.k_plus.empty() ? 0.0 : ps.k_plus[i]);
+            }
+          }
+      }
+  }
+  auto& post_gid = I["post.gid"];
+  auto& post_last = I["post.last"];
+  auto& post_previous = I["post.previous"];
+  auto& post_last_reads = I["post.last_reads"];
+  auto& post_spikes = I["post.spikes"];             // entries of the history kept, per neuron
+  auto& post_k_minus = R["post.k_minus"];
+  auto& spike_step = I["post.spike.step"];
+  auto& spike_reads = I["post.spike.reads"];
+  auto& spike_k_minus = R["post.spike.k_minus"];
+  for (const auto& ts : threads_) {
+    const PostHistory& ph = ts.history;
+    if (ph.empty()) continue;
+    for (uint64_t k = 0; k < ph.cold.size(); ++k) {
+      if (!ph.cold[k].incoming) continue;
+      const auto& hot = ph.hot[k];
+      const auto& at = ph.where[k];
+      post_gid.push_back(int64_t(ts.neurons.gid[k]));
+      post_last.push_back(hot.last);
+      post_previous.push_back(hot.previous);
+      post_last_reads.push_back(hot.last_reads);
+      post_k_minus.push_back(hot.k_minus);
+      post_spikes.push_back(int64_t(at.size - at.head));
+      for (uint32_t e = at.head; e < at.size; ++e) {
+        spike_step.push_back(ph.cold[k].spikes[e].step);
+        spike_reads.push_back(int64_t(ph.cold[k].spikes[e].reads));
+        spike_k_minus.push_back(ph.cold[k].spikes[e].k_minus);
+      }
+    }
+  }
+  // Current sources: each slot's amplitude now, keyed by (source, target).
+  auto& cur_source = I["current.source"];
+  auto& cur_gid = I["current.gid"];
+  auto& cur_amplitude = R["current.amplitude"];
+  for (const auto& ts : threads_) {
+    const InjectedCurrents& ic = ts.currents;
+    for (size_t slot = 0; slot < ic.slot_amplitude.size(); ++slot) {
+      cur_source.push_back(ic.slot_source[slot]);
+      cur_gid.push_back(int64_t(ts.neurons.gid[ic.slot_neuron[slot]]));
+      cur_amplitude.push_back(ic.slot_amplitude[slot]);
+    }
+  }
+  I["engine.cycle"] = {cycle_};
+  I["engine.steps_per_cycle"] = {L};
+  I["engine.drive_steps"] = {rows};
+  return out;
+}
+
+void Engine::restore_state(const StateTables& s, int64_t boundary_step) {
+  if (threads_.empty()) throw std::logic_error("build() must be called before restore_state()");
+  const int64_t L = cfg_.steps_per_cycle, rows = cfg_.drive_steps;
+  if (boundary_step < 0 || boundary_step % L)
+    throw std::invalid_argument("the checkpoint's step " + std::to_string(boundary_step) +
+                                " is not a whole number of this run's cycles of " + std::to_string(L) + " steps");
+  if (column(s, "engine.drive_steps").at(0) != rows)
+    throw std::invalid_argument("the checkpoint's drive window differs from this run's");
+  cycle_ = boundary_step / L;
+  // Neurons: state and input rows, each on the thread that now holds it.
+  const auto& gid = column(s, "neuron.gid");
+  const auto& V = real_column(s, "neuron.V");
+  const auto& c = real_column(s, "neuron.c");
+  const auto& refractory = column(s, "neuron.refractory");
+  const auto& next_spike = column(s, "neuron.next_spike");
+  const auto& spikes_fired = column(s, "neuron.spikes_fired");
+  const auto& input = column(s, "neuron.input");
+  const auto& input_inh = column(s, "neuron.input_inhibitory");
+  const std::vector<double>* extra[3] = {&real_column(s, "neuron.extra0"), &real_column(s, "neuron.extra1"),
+                                         &real_column(s, "neuron.extra2")};
+  if (input.size() != gid.size() * size_t(rows)) throw std::invalid_argument("checkpoint input rows malformed");
+  std::vector<std::vector<uint64_t>> inh_column(threads_.size());
+  for (size_t t = 0; t < threads_.size(); ++t) {
+    const ThreadNeurons& tn = threads_[t].neurons;
+    inh_column[t].assign(tn.size(), ~uint64_t(0));
+    for (const auto& r : tn.ranges)
+      if (r.inhibitory_offset)
+        for (uint64_t k = r.begin; k < r.end; ++k) inh_column[t][k] = k + r.inhibitory_offset;
+    std::fill(threads_[t].input.begin(), threads_[t].input.end(), 0);
+  }
+  uint64_t restored = 0;
+  for (size_t x = 0; x < gid.size(); ++x) {
+    const Location loc = placement_.locate(uint64_t(gid[x]));
+    if (loc.rank != rank()) continue;
+    ThreadState& ts = threads_[loc.thread];
+    ThreadNeurons& tn = ts.neurons;
+    const uint64_t k = loc.index;
+    tn.V[k] = V[x];
+    tn.c[k] = c[x];
+    tn.refractory[k] = int32_t(refractory[x]);
+    if (!tn.next_spike.empty()) tn.next_spike[k] = next_spike[x];
+    if (!tn.spikes_fired.empty()) tn.spikes_fired[k] = uint32_t(spikes_fired[x]);
+    for (int e = 0; e < 3; ++e)
+      if (!tn.extra[e].empty()) tn.extra[e][k] = (*extra[e])[x];
+    for (int64_t r = 0; r < rows; ++r) {
+      int32_t* row = ts.input.data() + r * ts.input_stride;
+      row[k] = int32_t(input[x * rows + r]);
+      if (inh_column[loc.thread][k] != ~uint64_t(0)) row[inh_column[loc.thread][k]] = int32_t(input_inh[x * rows + r]);
+    }
+    ++restored;
+  }
+  uint64_t local = 0;
+  for (const auto& ts : threads_) local += ts.neurons.size();
+  if (restored != local)
+    throw std::invalid_argument("the checkpoint holds " + std::to_string(restored) + " of this rank's " +
+                                std::to_string(local) + " neurons");
+  // Spikes in flight: each thread queues the segments that arrive from the resumed cycle on.
+  // A spike with segments queued on several threads or ranks was saved once for each.
+  std::vector<std::pair<int64_t, int64_t>> pending;
+  {
+    const auto& g = column(s, "pending.gid");
+    const auto& e = column(s, "pending.step");
+    for (size_t x = 0; x < g.size(); ++x) pending.push_back({e[x], g[x]});
+    std::sort(pending.begin(), pending.end());
+    pending.erase(std::unique(pending.begin(), pending.end()), pending.end());
+  }
+  const uint64_t N = cfg_.neuron_count();
+  for (auto& ts : threads_) {
+    for (auto& q : ts.queue) q.clear();
+    for (auto& q : ts.plastic_queue) q.clear();
+    uint64_t scheduled = 0;
+    auto slot_of = [&](int64_t arrival) {
+      return size_t(((arrival / L) % queue_cycles_) * L + arrival % L);
+    };
+    for (const auto& [e, source] : pending) {
+      const uint64_t g = uint64_t(source);
+      if (source < 0 || g >= N) throw std::invalid_argument("checkpoint: a spike in flight has an unknown source");
+      const auto& st = ts.store;
+      for (uint32_t h = st.row_head[g]; h < st.row_head[g + 1]; ++h) {
+        const int64_t arrival = e + st.seg_delay[h];
+        if (arrival < boundary_step) continue;
+        const uint32_t first = st.seg_first[h], count = st.seg_first[h + 1] - first;
+        ts.queue[slot_of(arrival)].push_back({first, count});
+        scheduled += count;
+      }
+      for (uint32_t p = 0; p < ts.plastic.size(); ++p) {
+        const PlasticStore& ps = ts.plastic[p];
+        for (uint32_t h = ps.row_head[g]; h < ps.row_head[g + 1]; ++h) {
+          const int64_t arrival = e + ps.seg_delay[h];
+          if (arrival < boundary_step) continue;
+          const uint32_t first = ps.seg_first[h], count = ps.seg_first[h + 1] - first;
+          ts.plastic_queue[slot_of(arrival)].push_back({h, first, count, uint16_t(p), ps.seg_delay[h]});
+          scheduled += count;
+        }
+      }
+    }
+    ts.counters.events_scheduled += scheduled;
+  }
+  // Plastic synapses: keyed (target, source, delay); ties take the saved values in order.
+  for (uint32_t j = 0; j < cfg_.projections.size(); ++j) {
+    const std::string p = "plastic" + std::to_string(j) + ".";
+    bool here = false;
+    for (const auto& ts : threads_)
+      for (const auto& ps : ts.plastic) here |= ps.projection == j;
+    if (!here) continue;
+    const auto& src = column(s, p + "source");
+    const auto& tgt = column(s, p + "target");
+    const auto& delay = column(s, p + "delay");
+    const auto& weight = real_column(s, p + "weight");
+    const auto& k_plus = real_column(s, p + "k_plus");
+    std::vector<size_t> order(src.size());
+    std::iota(order.begin(), order.end(), 0);
+    auto key = [&](size_t x) { return std::make_tuple(tgt[x], src[x], delay[x]); };
+    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return key(a) < key(b); });
+    std::vector<uint32_t> taken(order.size(), 0);   // per key group start: entries handed out
+    const auto& seg_src = column(s, p + "segment.source");
+    const auto& seg_delay = column(s, p + "segment.delay");
+    const auto& seg_last = column(s, p + "segment.last");
+    const auto& seg_k_plus = real_column(s, p + "segment.k_plus");
+    std::vector<size_t> seg_order(seg_src.size());
+    std::iota(seg_order.begin(), seg_order.end(), 0);
+    std::sort(seg_order.begin(), seg_order.end(), [&](size_t a, size_t b) {
+      return std::make_pair(seg_src[a], seg_delay[a]) < std::make_pair(seg_src[b], seg_delay[b]);
+    });
+    for (auto& ts : threads_)
+      for (auto& ps : ts.plastic) {
+        if (ps.projection != j) continue;
+        for (uint64_t g = 0; g < N; ++g)
+          for (uint32_t h = ps.row_head[g]; h < ps.row_head[g + 1]; ++h) {
+            const auto skey = std::make_pair(int64_t(g), int64_t(ps.seg_delay[h]));
+            auto sit = std::lower_bound(seg_order.begin(), seg_order.end(), skey, [&](size_t a, const auto& k) {
+              return std::make_pair(seg_src[a], seg_delay[a]) < k;
+            });
+            if (sit == seg_order.end() || std::make_pair(seg_src[*sit], seg_delay[*sit]) != skey)
+              throw std::invalid_argument("checkpoint: a plastic segment is missing");
+            ps.seg_trace[h].last = seg_last[*sit];
+            ps.seg_trace[h].k_plus = seg_k_plus[*sit];
+            for (uint32_t i = ps.seg_first[h]; i < ps.seg_first[h + 1]; ++i) {
+              const auto k = std::make_tuple(int64_t(ts.neurons.gid[ps.neuron[i]]), int64_t(g), int64_t(ps.seg_delay[h]));
+              auto it = std::lower_bound(order.begin(), order.end(), k, [&](size_t a, const auto& kk) { return key(a) < kk; });
+              const size_t group = size_t(it - order.begin());
+              if (it == order.end() || key(*it) != k) throw std::invalid_argument("checkpoint: a plastic synapse is missing");
+              const size_t at = group + taken[group]++;
+              if (at >= order.size() || key(order[at]) != k)
+                throw std::invalid_argument("checkpoint: more plastic synapses than saved for one key");
+              ps.weight[i] = weight[order[at]];
+              if (!ps.k_plus.empty()) ps.k_plus[i] = k_plus[order[at]];
+            }
+          }
+      }
+  }
+  // The targets' spike histories.
+  const auto& post_gid = column(s, "post.gid");
+  const auto& post_last = column(s, "post.last");
+  const auto& post_previous = column(s, "post.previous");
+  const auto& post_last_reads = column(s, "post.last_reads");
+  const auto& post_spikes = column(s, "post.spikes");
+  const auto& post_k_minus = real_column(s, "post.k_minus");
+  const auto& spike_step = column(s, "post.spike.step");
+  const auto& spike_reads = column(s, "post.spike.reads");
+  const auto& spike_k_minus = real_column(s, "post.spike.k_minus");
+  size_t first = 0;
+  for (size_t x = 0; x < post_gid.size(); first += size_t(post_spikes[x]), ++x) {
+    const Location loc = placement_.locate(uint64_t(post_gid[x]));
+    if (loc.rank != rank()) continue;
+    PostHistory& ph = threads_[loc.thread].history;
+    const uint64_t k = loc.index;
+    if (ph.empty() || !ph.cold[k].incoming) throw std::invalid_argument("checkpoint: a spike history has no neuron");
+    auto& hot = ph.hot[k];
+    hot.last = post_last[x];
+    hot.previous = post_previous[x];
+    hot.last_reads = uint32_t(post_last_reads[x]);
+    hot.k_minus = post_k_minus[x];
+    auto& v = ph.cold[k].spikes;
+    v.clear();
+    for (size_t e = first; e < first + size_t(post_spikes[x]); ++e) {
+      PostSpike spike;
+      spike.step = spike_step[e];
+      spike.reads = uint64_t(spike_reads[e]);
+      spike.k_minus = spike_k_minus[e];
+      v.push_back(spike);
+    }
+    ph.where[k] = {v.data(), uint32_t(v.size()), 0};
+  }
+  // Current sources: amplitudes as saved; changes before the boundary are not applied again.
+  const auto& cur_source = column(s, "current.source");
+  const auto& cur_gid = column(s, "current.gid");
+  const auto& cur_amplitude = real_column(s, "current.amplitude");
+  for (auto& ts : threads_) {
+    InjectedCurrents& ic = ts.currents;
+    if (ic.slot_amplitude.empty()) continue;
+    while (ic.next < ic.changes.size() && ic.changes[ic.next].step < boundary_step) ++ic.next;
+  }
+  for (size_t x = 0; x < cur_gid.size(); ++x) {
+    const Location loc = placement_.locate(uint64_t(cur_gid[x]));
+    if (loc.rank != rank()) continue;
+    InjectedCurrents& ic = threads_[loc.thread].currents;
+    const uint64_t k = loc.index;
+    for (uint32_t slot = ic.slot_begin[k]; slot < ic.slot_begin[k + 1]; ++slot)
+      if (ic.slot_source[slot] == uint32_t(cur_source[x])) ic.set_amplitude(slot, cur_amplitude[x]);
+  }
+}
+
+}  // namespace ranvier

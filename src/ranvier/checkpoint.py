@@ -1,0 +1,380 @@
+"""Checkpoints: save a running simulation, resume it on any decomposition.
+
+    sim.save("ckpt")                                   # collective; rank 0 writes the folder
+    sim = ranvier.Simulation.resume("ckpt", threads=2, exchange="alltoallv")
+    ranvier run CONFIG --out DIR --checkpoint-every 10s
+    ranvier run --resume DIR
+
+A checkpoint is a folder written whole or not at all (beside it, then renamed), holding what
+the seed cannot rebuild (cpp/core/checkpoint.cpp): every neuron's state and input rows, the
+spikes in flight, plastic weights and their traces, the targets' spike histories, the current
+sources' amplitudes; on the Python side the spikes recorded so far, the rate counts and the
+counters. Everything is keyed by global ids and steps, so the checkpoint does not depend on
+the ranks, threads, placement or exchange that wrote it: a resumed run gives the spikes and
+weights of the uninterrupted one on any of them. The static network is rebuilt from the seed
+and compared with the checkpoint's digest.
+
+Files: checkpoint.json (what it is, for which network; sizes and SHA-256 of the other files),
+state.npz (the engine's columns), network.pickle (the network, so that a resume needs only the
+folder), recording.npz (rank 0's recorded spikes, counts and rate bins).
+
+Refused, in one line naming the reason, before anything is built: a folder that is not a
+complete checkpoint (a file missing, truncated or changed), one written by another format
+version of Ranvier, one of another network or seed (for a network given to resume). After the
+build: a network whose synapses differ from the checkpoint's (the digest).
+
+The resumed run's spikes, rates, counters and duration cover the whole run; its timings
+(simulate_seconds, the phases, cycle statistics, deadlines, imbalance) and state traces cover
+the part after the resume.
+"""
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+import pickle
+import shutil
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+from .errors import ConfigError
+
+FORMAT = "ranvier-checkpoint"
+FORMAT_VERSION = 1
+META = "checkpoint.json"
+FILES = ("state.npz", "network.pickle", "recording.npz")
+PREFIX = "step-"                    # checkpoints of a run: <folder>/step-<12 digits>
+# Counters that add up over a run; the others describe the present (events_pending).
+NOT_CUMULATIVE = ("events_pending",)
+
+
+# -- writing ----------------------------------------------------------------------------------
+def network_digest(network) -> str:
+    """SHA-256 of the network's description (populations, parameters, projections, drives), fed
+    field by field: the same for equal networks in any process (a pickle is not: it depends on
+    which equal strings happen to be one object)."""
+    digest = hashlib.sha256()
+    _feed(network, digest, set())
+    return digest.hexdigest()
+
+
+def _feed(obj, digest, seen: set) -> None:
+    import dataclasses
+
+    put = digest.update
+    if obj is None or isinstance(obj, (bool, int, float, complex, str, bytes)):
+        put(f"{type(obj).__name__}:{obj!r};".encode())
+    elif isinstance(obj, np.ndarray):
+        put(f"ndarray:{obj.dtype.str}:{obj.shape};".encode())
+        put(np.ascontiguousarray(obj).tobytes())
+    elif isinstance(obj, np.generic):
+        put(f"{obj.dtype.str}:{obj.item()!r};".encode())
+    elif isinstance(obj, dict):
+        put(f"dict:{len(obj)}{{".encode())
+        for key in sorted(obj, key=repr):
+            _feed(key, digest, seen)
+            _feed(obj[key], digest, seen)
+        put(b"}")
+    elif isinstance(obj, (list, tuple)):
+        put(f"{type(obj).__name__}:{len(obj)}[".encode())
+        for item in obj:
+            _feed(item, digest, seen)
+        put(b"]")
+    elif isinstance(obj, (set, frozenset)):
+        _feed(sorted(obj, key=repr), digest, seen)
+    elif id(obj) in seen:                       # a cycle: named, not followed
+        put(f"<{type(obj).__name__}>;".encode())
+    else:
+        seen.add(id(obj))
+        put(f"{type(obj).__module__}.{type(obj).__qualname__}(".encode())
+        if dataclasses.is_dataclass(obj):
+            fields = {f.name: getattr(obj, f.name) for f in dataclasses.fields(obj)}
+        elif hasattr(obj, "__dict__"):
+            fields = vars(obj)
+        else:
+            fields = {"repr": repr(obj)}
+        _feed(fields, digest, seen)
+        put(b")")
+
+
+def synapse_digest(sim) -> int:
+    """The static network's digest: every rank's order-independent sum, added (mod 2^64)."""
+    parts = sim.comm.gather(int(sim._engine.network_digest()))
+    total = sum(parts) % 2**64 if sim.rank == 0 else None
+    return sim.comm.bcast(total)
+
+
+def save(sim, path, *, keep_spikes: bool = True) -> Path | None:
+    """Writes a checkpoint of `sim` at its current step to the folder `path` (a collective call;
+    rank 0 writes). An existing checkpoint at `path` is replaced; anything else is refused.
+    Returns the path on rank 0, None elsewhere."""
+    from . import __version__
+
+    state = sim._engine.checkpoint_state()
+    digest = synapse_digest(sim)
+    parts = sim.comm.gather(state)
+    counters = sim.comm.gather(sim._engine.counters())
+    if sim.rank != 0:
+        sim.comm.barrier()
+        return None
+    path = Path(path)
+    error = None
+    try:
+        columns = _merge(parts)
+        totals = {k: int(sum(c[k] for c in counters)) + int(sim._counter_offset.get(k, 0)) for k in counters[0]}
+        files = {"state.npz": _npz(columns),
+                 "network.pickle": pickle.dumps(sim.network, protocol=4),
+                 "recording.npz": _npz(_recording_columns(sim, keep_spikes))}
+        meta = {
+            "format": FORMAT, "format_version": FORMAT_VERSION, "ranvier_version": __version__,
+            "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+            "network": {"name": sim.network.name, "neurons": sim.network.size,
+                        "description_sha256": network_digest(sim.network), "synapse_digest": str(digest)},
+            "seed": sim.seed, "resolution_ms": sim.resolution_ms,
+            "step": int(sim.steps_done), "time_ms": sim.steps_done * sim.resolution_ms,
+            "requested_steps": int(sim.requested_steps),
+            "drive_steps": int(sim.drive_steps),
+            "counters": totals,
+            "written_by": {"ranks": sim.size, "threads": sim.threads, "exchange": sim.exchange,
+                           "placement": sim.placement, "overlap": sim.overlap},
+            "files": {name: {"bytes": len(data), "sha256": hashlib.sha256(data).hexdigest()}
+                      for name, data in files.items()},
+        }
+        _write_folder(path, files, meta)
+    except OSError as e:
+        error = e
+    finally:
+        sim.comm.barrier()
+    if error is not None:
+        raise error
+    return path
+
+
+def _merge(parts: list[dict]) -> dict:
+    """Every rank's columns joined; spikes in flight once each."""
+    names = sorted({k for p in parts for k in p})
+    out = {}
+    for name in names:
+        arrays = [np.asarray(p[name]) for p in parts if name in p]
+        out[name] = np.concatenate(arrays) if arrays else np.zeros(0)
+    for name in ("engine.cycle", "engine.steps_per_cycle", "engine.drive_steps"):
+        out[name] = out[name][:1]
+    pairs = np.unique(np.stack([out["pending.step"], out["pending.gid"]], axis=1), axis=0) \
+        if out["pending.gid"].size else np.zeros((0, 2), np.int64)
+    out["pending.step"], out["pending.gid"] = pairs[:, 0].copy(), pairs[:, 1].copy()
+    return out
+
+
+def _recording_columns(sim, keep_spikes: bool) -> dict:
+    rec = sim.recording
+    cols = {"rates": np.asarray(sim.rate_counts, dtype=np.int64)}
+    if rec is None:
+        return cols
+    cols.update(counts=rec.counts, at_end=rec.at_end, kept=rec.kept,
+                spikes_total=np.array([rec.spikes_total], np.int64))
+    spikes = rec.spikes() if keep_spikes and not _counts_only(rec) else None
+    if spikes is not None:
+        cols["spike_ids"], cols["spike_steps"] = (np.asarray(a, dtype=np.int64) for a in spikes)
+    return cols
+
+
+def _counts_only(rec) -> bool:
+    from .recording import CountRecording
+    return isinstance(rec, CountRecording)
+
+
+def _npz(columns: dict) -> bytes:
+    buffer = io.BytesIO()
+    np.savez(buffer, **columns)
+    return buffer.getvalue()
+
+
+def _write_folder(path: Path, files: dict, meta: dict) -> None:
+    """All files into a hidden sibling, flushed, then one rename: whole or not at all."""
+    if path.exists() and not (path.is_dir() and (path / META).is_file()):
+        raise OSError(f"'{path}' exists and is not a checkpoint")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".ranvier-tmp", dir=path.parent))
+    try:
+        for name, data in files.items():
+            _write_synced(tmp / name, data)
+        _write_synced(tmp / META, (json.dumps(meta, indent=1) + "\n").encode())
+        os.chmod(tmp, 0o755)
+        if path.exists():
+            old = Path(tempfile.mkdtemp(prefix=f".{path.name}.old.", suffix=".ranvier-tmp", dir=path.parent))
+            os.replace(path, old / "checkpoint")
+            os.replace(tmp, path)
+            shutil.rmtree(old, ignore_errors=True)
+        else:
+            os.replace(tmp, path)
+        _sync_dir(path.parent)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+
+
+def _write_synced(path: Path, data: bytes) -> None:
+    with open(path, "wb") as f:
+        f.write(data)
+        f.flush()
+        os.fsync(f.fileno())
+
+
+def _sync_dir(folder: Path) -> None:
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+# -- reading ----------------------------------------------------------------------------------
+class Checkpoint:
+    """A checkpoint folder, checked: complete, of this format version. Files are read on demand."""
+
+    def __init__(self, path):
+        self.path = Path(path)
+        self.meta = read_meta(self.path)
+
+    @property
+    def step(self) -> int:
+        return int(self.meta["step"])
+
+    def network(self):
+        return pickle.loads((self.path / "network.pickle").read_bytes())
+
+    def columns(self, name: str) -> dict:
+        with np.load(self.path / name) as z:
+            return {k: z[k] for k in z.files}
+
+
+def read_meta(path: Path) -> dict:
+    """checkpoint.json, and every file it lists present with its size and hash; else one line."""
+    from . import __version__
+
+    where = f"checkpoint '{path}'"
+    if not path.is_dir():
+        raise ConfigError(f"{where}: no such folder; give a folder written by Simulation.save or --checkpoint-every")
+    try:
+        meta = json.loads((path / META).read_text())
+    except FileNotFoundError:
+        raise ConfigError(f"{where} is incomplete or not a checkpoint: {META} is missing") from None
+    except (OSError, ValueError, UnicodeDecodeError) as e:
+        raise ConfigError(f"{where}: {META} is unreadable ({e.__class__.__name__}); the checkpoint is damaged") from None
+    if not isinstance(meta, dict) or meta.get("format") != FORMAT:
+        raise ConfigError(f"{where}: {META} is not a Ranvier checkpoint's")
+    if meta.get("format_version") != FORMAT_VERSION:
+        raise ConfigError(f"{where} was written by Ranvier {meta.get('ranvier_version')} in checkpoint format "
+                          f"{meta.get('format_version')}; this Ranvier ({__version__}) reads format {FORMAT_VERSION}: "
+                          f"resume it with the version that wrote it")
+    for name in FILES:
+        info = meta.get("files", {}).get(name)
+        f = path / name
+        if info is None or not f.is_file():
+            raise ConfigError(f"{where} is incomplete: {name} is missing")
+        size = f.stat().st_size
+        if size != info["bytes"]:
+            raise ConfigError(f"{where} is truncated or damaged: {name} has {size} bytes, {info['bytes']} were written")
+        digest = hashlib.sha256()
+        with open(f, "rb") as stream:
+            for block in iter(lambda: stream.read(1 << 22), b""):
+                digest.update(block)
+        if digest.hexdigest() != info["sha256"]:
+            raise ConfigError(f"{where} is damaged: {name} does not match the hash written with it")
+    return meta
+
+
+def newest(folder) -> Path:
+    """The newest complete checkpoint in a run's checkpoint folder (or the folder itself if it is one)."""
+    folder = Path(folder)
+    if (folder / META).is_file():
+        return folder
+    candidates = sorted(p for p in folder.glob(f"{PREFIX}*") if p.is_dir() and (p / META).is_file())
+    for p in reversed(candidates):          # a damaged newest one falls back to the one before
+        try:
+            read_meta(p)
+            return p
+        except ConfigError:
+            continue
+    raise ConfigError(f"'{folder}' holds no complete checkpoint (folders {PREFIX}<step> with {META})")
+
+
+def check_against(meta: dict, network, seed, resolution_ms) -> None:
+    """Refuses, before the build, a checkpoint of another network, seed or resolution."""
+    where = "the checkpoint"
+    if seed is not None and seed != meta["seed"]:
+        raise ConfigError(f"{where} is of seed {meta['seed']}, not {seed}: resume with seed={meta['seed']} (or "
+                          f"leave the seed out)")
+    if resolution_ms is not None and float(resolution_ms) != float(meta["resolution_ms"]):
+        raise ConfigError(f"{where} was written at resolution {meta['resolution_ms']} ms, not {resolution_ms} ms")
+    if network is not None:
+        saved = meta["network"]
+        if network.name != saved["name"] or network.size != saved["neurons"]:
+            raise ConfigError(f"{where} is of another network: '{saved['name']}' with {saved['neurons']:,} neurons, "
+                              f"not '{network.name}' with {network.size:,}")
+        if network_digest(network) != saved["description_sha256"]:
+            raise ConfigError(f"{where} is of another network: '{network.name}' with other parameters, "
+                              f"projections or drives than the one saved; resume without a network to use the saved one")
+
+
+def restore(sim, ck: Checkpoint) -> None:
+    """Takes up the checkpoint in a freshly built simulation (a collective call)."""
+    meta = ck.meta
+    step = ck.step
+    digest = synapse_digest(sim)
+    if str(digest) != meta["network"]["synapse_digest"]:
+        raise ConfigError(f"checkpoint '{ck.path}' is of another network: the synapses built from seed "
+                          f"{meta['seed']} differ from the saved ones (another connectivity, or a Ranvier "
+                          f"that draws them differently)")
+    if step % sim.steps_per_cycle:
+        raise ConfigError(f"checkpoint '{ck.path}' was taken at step {step}, inside this run's communication "
+                          f"interval of {sim.steps_per_cycle} steps ({sim.cycle_ms:g} ms); resume with the "
+                          f"overlap setting it was written with ({meta['written_by']['overlap']})")
+    if sim.global_interval > 1 and (step // sim.steps_per_cycle) % sim.global_interval:
+        raise ConfigError(f"checkpoint '{ck.path}' was taken at step {step}, inside a two-tier window of "
+                          f"{sim.global_interval} cycles; resume with another exchange or global_interval")
+    if int(meta["drive_steps"]) != sim.drive_steps:
+        raise ConfigError(f"checkpoint '{ck.path}' drew the drive in windows of {meta['drive_steps']} steps, "
+                          f"this simulation in {sim.drive_steps}")
+    columns = ck.columns("state.npz")
+    ints = {k: np.ascontiguousarray(v, dtype=np.int64) for k, v in columns.items() if v.dtype.kind in "iu"}
+    reals = {k: np.ascontiguousarray(v, dtype=np.float64) for k, v in columns.items() if v.dtype.kind == "f"}
+    try:
+        sim._engine.restore_state(ints, reals, step)
+    except ValueError as e:
+        raise ConfigError(f"checkpoint '{ck.path}': {e}") from None
+    sim.steps_done = step
+    sim.requested_steps = int(meta["requested_steps"])
+    sim._counter_offset = {k: v for k, v in meta["counters"].items() if k not in NOT_CUMULATIVE}
+    # scheduled again on restore: the events that were pending at the checkpoint
+    sim._counter_offset["events_scheduled"] -= int(meta["counters"]["events_pending"])
+    sim.resumed_from = {"checkpoint": str(ck.path), "step": step, "time_ms": step * sim.resolution_ms,
+                        "written_by": meta["written_by"]}
+    if sim.rank == 0:
+        _restore_recording(sim, ck.columns("recording.npz"))
+
+
+def _restore_recording(sim, cols: dict) -> None:
+    rates = cols["rates"]
+    sim._reserve_rates(rates.size)
+    sim._rates[:rates.size] = rates
+    sim._rate_bins = rates.size
+    if "counts" not in cols:
+        return
+    rec = sim.recording = sim._make_recording()
+    rec.counts[:] = cols["counts"]
+    rec.at_end[:] = cols["at_end"]
+    rec.kept[:] = cols["kept"]
+    rec.spikes_total = int(cols["spikes_total"][0])
+    if "spike_ids" in cols and not _counts_only(rec):
+        empty = np.zeros((sim.size, 0, len(rec.phases)))
+        rec._add(cols["spike_ids"], cols["spike_steps"], empty)

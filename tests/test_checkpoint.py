@@ -1,0 +1,199 @@
+"""Checkpoints (ranvier.checkpoint, cpp/core/checkpoint.cpp): a run saved and resumed on another
+decomposition gives the uninterrupted run's spikes (and plastic weights) exactly, and a
+checkpoint that does not fit is refused in one line saying why.
+
+Resumed on: 1 -> 2 ranks, 2 -> 1 rank, threads 1 -> 2, another placement and exchange, with and
+without overlap, two-tier; the plastic network (every rule) and the devices network (current
+sources, Poisson and spike-train sources) included."""
+from __future__ import annotations
+
+import json
+import shutil
+
+import numpy as np
+import pytest
+
+import ranvier as rv
+from conftest import DPSNN_SMALL, counters, needs_mpiexec, run_workload
+from ranvier import checkpoint
+from ranvier.errors import ConfigError
+
+SAVE_AT_MS = 150.0
+PLASTIC = dict(model="plastic", neurons=600, synapses=30, ms=200.0)
+DEVICES = dict(model="devices", neurons=400, ms=200.0)
+
+
+def same_run(resumed: dict, whole: dict, weights: bool = False) -> None:
+    assert resumed["ids"].size > 100
+    assert np.array_equal(resumed["ids"], whole["ids"]) and np.array_equal(resumed["steps"], whole["steps"])
+    a, b = counters(resumed), counters(whole)
+    for k in ("spikes_emitted", "synaptic_events_recurrent", "synaptic_events_external", "events_scheduled",
+              "events_expected", "events_pending"):
+        assert a[k] == b[k], k
+    if not weights:     # the runner's digest, taken after the build, holds a resumed run's restored weights
+        assert resumed["digest"] == whole["digest"]
+    if weights:
+        for k in ("source", "target", "delay_ms", "weight"):
+            assert np.array_equal(resumed[f"connections_{k}"], whole[f"connections_{k}"]), k
+
+
+def save_then_resume(tmp_path, kw, save: dict, resume: dict, ranks=(1, 1)):
+    """Run kw to SAVE_AT_MS on ranks[0] with the `save` decomposition, checkpoint, run on; then resume
+    the checkpoint on ranks[1] with the `resume` decomposition. Both runs' results."""
+    ck = tmp_path / "ck"
+    ms = kw["ms"]
+    continued = run_workload(ranks[0], tmp_path, **kw, **save, save_at_ms=SAVE_AT_MS, checkpoint=str(ck))
+    resumed = run_workload(ranks[1], tmp_path, **dict(kw, ms=ms), **resume, resume=str(ck))
+    return continued, resumed
+
+
+@pytest.mark.parametrize("ranks, save, resume", [
+    ((1, 1), {}, dict(threads=2, placement="random")),
+    ((1, 2), {}, dict(exchange="alltoallv", placement="block")),
+    ((2, 1), dict(exchange="p2p"), dict(threads=2)),
+    ((1, 2), dict(overlap=True), dict(exchange="neighbor")),
+], ids=["threads-1-to-2", "ranks-1-to-2", "ranks-2-to-1", "overlap-to-none"])
+def test_dpsnn_resumed_on_another_decomposition_gives_the_same_spikes(workloads, tmp_path, ranks, save, resume):
+    whole = workloads.dpsnn()
+    continued, resumed = save_then_resume(tmp_path, dict(DPSNN_SMALL), save, resume, ranks)
+    same_run(continued, whole)            # saving changes nothing
+    same_run(resumed, whole)
+
+
+@pytest.mark.parametrize("ranks, save, resume", [
+    ((1, 2), {}, dict(threads=2, exchange="alltoallv", placement="random")),
+    ((2, 1), dict(threads=2), dict(placement="block")),
+], ids=["ranks-1-to-2", "ranks-2-to-1"])
+def test_plastic_network_resumed_gives_the_same_spikes_and_weights(workloads, tmp_path, ranks, save, resume):
+    whole = workloads(1, **PLASTIC)
+    continued, resumed = save_then_resume(tmp_path, dict(PLASTIC), save, resume, ranks)
+    same_run(continued, whole, weights=True)
+    same_run(resumed, whole, weights=True)
+    for k in ("source", "target", "delay_ms", "weight"):       # brought up to date: the traces came along
+        assert np.array_equal(resumed[f"up_to_date_{k}"], whole[f"up_to_date_{k}"]), k
+
+
+def test_devices_resumed_on_two_threads(workloads, tmp_path):
+    whole = workloads(1, **DEVICES)
+    _, resumed = save_then_resume(tmp_path, dict(DEVICES), {}, dict(threads=2, placement="random"))
+    same_run(resumed, whole)
+
+
+@needs_mpiexec
+def test_two_tier_resumed_on_another_exchange(workloads, tmp_path):
+    kw = dict(model="mam-benchmark", neurons=150, synapses=40, ms=60.0)
+    whole = workloads(1, **kw)
+    ck = tmp_path / "ck"
+    run_workload(2, tmp_path, **kw, exchange="two-tier/alltoallv", placement="by-area", save_at_ms=30.0,
+                 checkpoint=str(ck))
+    resumed = run_workload(1, tmp_path, **kw, threads=2, resume=str(ck))
+    same_run(resumed, whole)
+
+
+# -- refusals ------------------------------------------------------------------------------------
+def small_network(neurons=400):
+    return rv.models.dpsnn(neurons=neurons, synapses_per_neuron=100)
+
+
+@pytest.fixture(scope="module")
+def saved(tmp_path_factory):
+    """A small run's checkpoint after 50 ms (copied by each test that damages it)."""
+    path = tmp_path_factory.mktemp("saved") / "ck"
+    sim = rv.Simulation(small_network(), threads=1, seed=3)
+    sim.run(50.0)
+    sim.save(path)
+    return path
+
+
+def copy_of(saved, tmp_path):
+    dest = tmp_path / "ck"
+    shutil.copytree(saved, dest)
+    return dest
+
+
+def refused(path, *words, **kwargs):
+    with pytest.raises(ConfigError) as e:
+        rv.Simulation.resume(path, **kwargs)
+    message = str(e.value)
+    assert "\n" not in message
+    for w in words:
+        assert w in message, message
+    return message
+
+
+def test_resume_takes_the_saved_network_seed_and_time(saved):
+    sim = rv.Simulation.resume(saved, threads=1)
+    assert sim.seed == 3 and sim.steps_done == 500 and sim.network.size == 400
+    res = sim.run(50.0)
+    assert res.duration_ms == 100.0 and res.summary()["resumed_from"]["time_ms"] == 50.0
+
+
+def test_another_network_is_refused(saved):
+    refused(saved, "another network", "400", network=small_network(800))
+
+
+def test_another_parameter_is_refused(saved):
+    net = small_network()
+    net.populations[0].params["tau_m_ms"] = 25.0
+    refused(saved, "another network", "parameters", network=net)
+
+
+def test_another_seed_is_refused(saved):
+    refused(saved, "seed 3", network=small_network(), seed=4)
+
+
+def test_another_version_is_refused(saved, tmp_path):
+    path = copy_of(saved, tmp_path)
+    meta = json.loads((path / "checkpoint.json").read_text())
+    meta["format_version"] = 99
+    (path / "checkpoint.json").write_text(json.dumps(meta))
+    refused(path, "format 99")
+
+
+@pytest.mark.parametrize("damage, words", [
+    (lambda p: (p / "state.npz").write_bytes((p / "state.npz").read_bytes()[:1000]), ("truncated", "state.npz")),
+    (lambda p: (p / "recording.npz").unlink(), ("incomplete", "recording.npz")),
+    (lambda p: (p / "checkpoint.json").unlink(), ("incomplete", "checkpoint.json")),
+    (lambda p: (p / "network.pickle").write_bytes(b"x" * (p / "network.pickle").stat().st_size), ("damaged",)),
+], ids=["truncated", "file-missing", "no-meta", "changed"])
+def test_incomplete_or_damaged_checkpoint_is_refused(saved, tmp_path, damage, words):
+    path = copy_of(saved, tmp_path)
+    damage(path)
+    refused(path, *words)
+
+
+def test_other_synapses_are_refused_after_the_build(saved, tmp_path):
+    path = copy_of(saved, tmp_path)
+    meta = json.loads((path / "checkpoint.json").read_text())
+    meta["network"]["synapse_digest"] = "12345"
+    (path / "checkpoint.json").write_text(json.dumps(meta))
+    refused(path, "synapses built from seed 3 differ")
+
+
+def test_a_step_inside_this_runs_interval_is_refused(tmp_path):
+    sim = rv.Simulation(small_network(), threads=1, overlap=True)
+    sim.run(50.0 + sim.cycle_ms)          # ends inside a plain interval
+    sim.save(tmp_path / "ck")
+    refused(tmp_path / "ck", "inside this run's communication interval", "overlap")
+
+
+def test_newest_complete_checkpoint_is_taken(saved, tmp_path):
+    run = tmp_path / "run.checkpoints"
+    run.mkdir()
+    shutil.copytree(saved, run / "step-000000000500")
+    shutil.copytree(saved, run / "step-000000001000")
+    (run / "step-000000001000" / "state.npz").write_bytes(b"truncated")
+    assert checkpoint.newest(run) == run / "step-000000000500"
+    (run / "step-000000000500" / "checkpoint.json").unlink()
+    with pytest.raises(ConfigError, match="no complete checkpoint"):
+        checkpoint.newest(run)
+
+
+def test_saving_over_a_foreign_folder_is_refused(tmp_path):
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "notes.txt").write_text("keep me")
+    sim = rv.Simulation(small_network(), threads=1)
+    sim.run(10.0)
+    with pytest.raises(OSError, match="not a checkpoint"):
+        sim.save(tmp_path / "mine")
+    assert (tmp_path / "mine" / "notes.txt").read_text() == "keep me"
