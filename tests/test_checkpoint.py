@@ -8,13 +8,17 @@ sources, Poisson and spike-train sources) included."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import subprocess
+import sys
 
 import numpy as np
 import pytest
 
 import ranvier as rv
-from conftest import DPSNN_SMALL, counters, needs_mpiexec, run_workload
+from conftest import DPSNN_SMALL, counters, mpiexec_path, needs_mpiexec, run_workload, subprocess_env
+from ranvier.bench import restore_cpus
 from ranvier import checkpoint
 from ranvier.errors import ConfigError
 
@@ -37,12 +41,12 @@ def same_run(resumed: dict, whole: dict, weights: bool = False) -> None:
             assert np.array_equal(resumed[f"connections_{k}"], whole[f"connections_{k}"]), k
 
 
-def save_then_resume(tmp_path, kw, save: dict, resume: dict, ranks=(1, 1)):
-    """Run kw to SAVE_AT_MS on ranks[0] with the `save` decomposition, checkpoint, run on; then resume
+def save_then_resume(tmp_path, kw, save: dict, resume: dict, ranks=(1, 1), at_ms=SAVE_AT_MS):
+    """Run kw to at_ms on ranks[0] with the `save` decomposition, checkpoint, run on; then resume
     the checkpoint on ranks[1] with the `resume` decomposition. Both runs' results."""
     ck = tmp_path / "ck"
     ms = kw["ms"]
-    continued = run_workload(ranks[0], tmp_path, **kw, **save, save_at_ms=SAVE_AT_MS, checkpoint=str(ck))
+    continued = run_workload(ranks[0], tmp_path, **kw, **save, save_at_ms=at_ms, checkpoint=str(ck))
     resumed = run_workload(ranks[1], tmp_path, **dict(kw, ms=ms), **resume, resume=str(ck))
     return continued, resumed
 
@@ -73,9 +77,26 @@ def test_plastic_network_resumed_gives_the_same_spikes_and_weights(workloads, tm
         assert np.array_equal(resumed[f"up_to_date_{k}"], whole[f"up_to_date_{k}"]), k
 
 
-def test_devices_resumed_on_two_threads(workloads, tmp_path):
-    whole = workloads(1, **DEVICES)
-    _, resumed = save_then_resume(tmp_path, dict(DEVICES), {}, dict(threads=2, placement="random"))
+def test_dpsnn_saved_inside_a_drive_window(workloads, tmp_path):
+    """With overlap a cycle is half the drive window: the rows of the window's second half already
+    hold their drive at the checkpoint."""
+    whole = workloads.dpsnn()
+    _, resumed = save_then_resume(tmp_path, dict(DPSNN_SMALL), dict(overlap=True),
+                                  dict(overlap=True, threads=2, placement="random"), (1, 2), at_ms=150.5)
+    same_run(resumed, whole)
+    with np.load(tmp_path / "ck" / "state.npz") as state:     # there was input to carry over
+        assert np.count_nonzero(state["neuron.input"]) > 1000 and state["pending.gid"].size > 10
+
+
+@pytest.mark.parametrize("kw", [
+    DEVICES,
+    dict(model="microcircuit", neurons=2000, ms=200.0),
+    dict(model="pynn-cells", neurons=800, probability=0.05, ms=200.0),
+    dict(model="heterogeneous", neurons=1000, probability=0.05, ms=200.0),
+], ids=lambda kw: kw["model"])
+def test_other_models_and_devices_resumed_on_two_threads(workloads, tmp_path, kw):
+    whole = workloads(1, **kw)
+    _, resumed = save_then_resume(tmp_path, dict(kw), {}, dict(threads=2, placement="random"), at_ms=100.0)
     same_run(resumed, whole)
 
 
@@ -197,3 +218,97 @@ def test_saving_over_a_foreign_folder_is_refused(tmp_path):
     with pytest.raises(OSError, match="not a checkpoint"):
         sim.save(tmp_path / "mine")
     assert (tmp_path / "mine" / "notes.txt").read_text() == "keep me"
+
+
+# -- ranvier run --checkpoint-every / --resume ---------------------------------------------------
+def spike_file(path):
+    import h5py
+    with h5py.File(path) as f:
+        return {pop: (np.asarray(g["node_ids"]), np.asarray(g["timestamps"])) for pop, g in f["spikes"].items()}
+
+
+def same_spike_files(a, b):
+    sa, sb = spike_file(a), spike_file(b)
+    assert sa.keys() == sb.keys()
+    for pop in sa:
+        assert np.array_equal(sa[pop][0], sb[pop][0]) and np.array_equal(sa[pop][1], sb[pop][1]), pop
+    return sum(v[0].size for v in sa.values())
+
+
+def cli_in(folder, *args):
+    return subprocess.run([sys.executable, "-m", "ranvier", *map(str, args)], cwd=folder, env=subprocess_env(),
+                          capture_output=True, text=True, timeout=300, preexec_fn=restore_cpus)
+
+
+CLI_RUN = ["dpsnn", "--neurons", "2048", "--duration-ms", "30000", "--energy", "none"]
+
+
+@pytest.mark.parametrize("how", ["SIGKILL", "SIGINT"])
+def test_a_killed_run_resumes_from_its_last_checkpoint_with_the_same_spikes(tmp_path, how):
+    """The run is killed (or interrupted) after its second checkpoint, on 2 ranks where mpiexec is at
+    hand: no result folder, the checkpoints intact; `ranvier run --resume` on one rank with two
+    threads writes the uninterrupted run's spike file."""
+    import signal
+
+    from test_faults import Launched
+
+    mpiexec = mpiexec_path()
+    prefix = [mpiexec, "-n", "2"] if mpiexec else []
+    job = Launched([*prefix, sys.executable, "-m", "ranvier", "run", *CLI_RUN, "--threads", "1",
+                    "--checkpoint-every", "2s", "--out", "run"], cwd=tmp_path)
+    try:
+        job.wait_for("checkpoint at t = 4 s", timeout=180)
+        if how == "SIGKILL":
+            os.killpg(job.proc.pid, signal.SIGKILL)
+        else:
+            job.proc.send_signal(signal.SIGINT)
+        job.wait(timeout=15)
+    finally:
+        job.kill()
+    assert job.proc.returncode != 0
+    assert not (tmp_path / "run").exists()                       # nothing half-written
+    saved = sorted(p.name for p in (tmp_path / "run.checkpoints").iterdir())
+    assert saved[-1] >= "step-000000040000" and all(n.startswith("step-") for n in saved), saved
+    done = cli_in(tmp_path, "run", "--resume", "run", "--threads", "2", "--placement", "random", "--quiet")
+    assert done.returncode == 0, done.stderr
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert summary["resumed_from"]["time_ms"] >= 4000.0 and summary["duration_ms"] == 30000.0
+    whole = cli_in(tmp_path, "run", *CLI_RUN, "--threads", "1", "--quiet", "--out", "whole")
+    assert whole.returncode == 0, whole.stderr
+    assert same_spike_files(tmp_path / "run" / "spikes.h5", tmp_path / "whole" / "spikes.h5") > 10000
+    assert summary["counters"]["spikes_emitted"] == json.loads((tmp_path / "whole" / "summary.json").read_text())[
+        "counters"]["spikes_emitted"]
+
+
+@pytest.mark.parametrize("argv, words", [
+    (["run", "dpsnn", "--checkpoint-every", "1s"], ("--checkpoint-every", "--out")),
+    (["run", "dpsnn", "--checkpoint-every", "10", "--out", "x"], ("--checkpoint-every", "10s or 500ms")),
+    (["run", "--resume", "nowhere"], ("--resume", "no complete checkpoint")),
+    (["run", "dpsnn", "--resume", "nowhere"], ("either", "--resume")),
+], ids=["no-out", "no-unit", "no-checkpoint", "config-and-resume"])
+def test_checkpoint_flags_refused_in_one_line(tmp_path, capsys, monkeypatch, argv, words):
+    from ranvier import cli
+    monkeypatch.chdir(tmp_path)
+    assert cli.main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("ranvier: error:"), err
+    for w in words:
+        assert w in err[0], err[0]
+    assert not any(tmp_path.iterdir())
+
+
+def test_a_finished_run_resumes_only_to_a_longer_end(tmp_path, capsys, monkeypatch):
+    from ranvier import cli
+    monkeypatch.chdir(tmp_path)
+    base = ["run", "dpsnn", "--neurons", "400", "--set", "synapses_per_neuron=100", "--threads", "1", "--quiet",
+            "--energy", "none"]
+    assert cli.main([*base, "--duration-ms", "200", "--checkpoint-every", "100ms", "--out", "a"]) == 0
+    assert sorted(p.name for p in (tmp_path / "a" / "checkpoints").iterdir()) == [
+        "step-000000001000", "step-000000002000"]
+    capsys.readouterr()
+    assert cli.main(["run", "--resume", "a"]) == 2
+    assert "nothing to resume" in capsys.readouterr().err
+    # on to 300 ms: the same spikes as a 300 ms run
+    assert cli.main(["run", "--resume", "a", "--duration-ms", "300", "--out", "longer", "--quiet"]) == 0
+    assert cli.main([*base, "--duration-ms", "300", "--out", "b"]) == 0
+    same_spike_files(tmp_path / "longer" / "spikes.h5", tmp_path / "b" / "spikes.h5")

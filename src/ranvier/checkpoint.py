@@ -108,10 +108,11 @@ def synapse_digest(sim) -> int:
     return sim.comm.bcast(total)
 
 
-def save(sim, path, *, keep_spikes: bool = True) -> Path | None:
+def save(sim, path, *, keep_spikes: bool = True, extra_files: dict | None = None, cli: dict | None = None) -> Path | None:
     """Writes a checkpoint of `sim` at its current step to the folder `path` (a collective call;
     rank 0 writes). An existing checkpoint at `path` is replaced; anything else is refused.
-    Returns the path on rank 0, None elsewhere."""
+    extra_files: {name: bytes} written with it (`ranvier run`: config.toml); cli: `ranvier run`'s
+    settings for --resume (its --out). Returns the path on rank 0, None elsewhere."""
     from . import __version__
 
     state = sim._engine.checkpoint_state()
@@ -128,7 +129,7 @@ def save(sim, path, *, keep_spikes: bool = True) -> Path | None:
         totals = {k: int(sum(c[k] for c in counters)) + int(sim._counter_offset.get(k, 0)) for k in counters[0]}
         files = {"state.npz": _npz(columns),
                  "network.pickle": pickle.dumps(sim.network, protocol=4),
-                 "recording.npz": _npz(_recording_columns(sim, keep_spikes))}
+                 "recording.npz": _npz(_recording_columns(sim, keep_spikes)), **(extra_files or {})}
         meta = {
             "format": FORMAT, "format_version": FORMAT_VERSION, "ranvier_version": __version__,
             "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
@@ -143,6 +144,7 @@ def save(sim, path, *, keep_spikes: bool = True) -> Path | None:
                            "placement": sim.placement, "overlap": sim.overlap},
             "files": {name: {"bytes": len(data), "sha256": hashlib.sha256(data).hexdigest()}
                       for name, data in files.items()},
+            **({"cli": cli} if cli is not None else {}),
         }
         _write_folder(path, files, meta)
     except OSError as e:
@@ -276,8 +278,9 @@ def read_meta(path: Path) -> dict:
         raise ConfigError(f"{where} was written by Ranvier {meta.get('ranvier_version')} in checkpoint format "
                           f"{meta.get('format_version')}; this Ranvier ({__version__}) reads format {FORMAT_VERSION}: "
                           f"resume it with the version that wrote it")
-    for name in FILES:
-        info = meta.get("files", {}).get(name)
+    listed = meta.get("files", {}) if isinstance(meta.get("files"), dict) else {}
+    for name in sorted(set(FILES) | set(listed)):
+        info = listed.get(name)
         f = path / name
         if info is None or not f.is_file():
             raise ConfigError(f"{where} is incomplete: {name} is missing")
@@ -306,6 +309,46 @@ def newest(folder) -> Path:
         except ConfigError:
             continue
     raise ConfigError(f"'{folder}' holds no complete checkpoint (folders {PREFIX}<step> with {META})")
+
+
+def find_for_resume(where) -> Path:
+    """`ranvier run --resume WHERE`: a checkpoint, a folder of them, or a run's --out folder (its
+    checkpoints are in DIR/checkpoints once it ended, in DIR.checkpoints while it ran): the newest
+    complete checkpoint among them."""
+    where = Path(where)
+    if (where / META).is_file():
+        read_meta(where)
+        return where
+    folders = [f for f in (where, where / "checkpoints", Path(str(where).rstrip("/") + ".checkpoints")) if f.is_dir()]
+    found = []
+    for folder in folders:
+        try:
+            found.append(newest(folder))
+        except ConfigError:
+            pass
+    if not found:
+        raise ConfigError(f"--resume '{where}': no complete checkpoint there (looked in "
+                          f"{', '.join(str(f) for f in folders) or 'a folder that does not exist'}); runs write them "
+                          f"with --checkpoint-every")
+    return max(found, key=lambda p: json.loads((p / META).read_text())["step"])
+
+
+def prune(folder, keep: int) -> None:
+    """Removes all but the newest `keep` complete checkpoints of a run, and leftovers of unfinished ones."""
+    folder = Path(folder)
+    complete = sorted(p for p in folder.glob(f"{PREFIX}*") if p.is_dir() and (p / META).is_file())
+    for old in complete[:-keep]:
+        shutil.rmtree(old, ignore_errors=True)
+    for stale in folder.glob(f".{PREFIX}*.ranvier-tmp"):
+        shutil.rmtree(stale, ignore_errors=True)
+
+
+def move_into(folder, destination) -> None:
+    """A run's checkpoint folder moved into its published results (nothing if it has none)."""
+    folder, destination = Path(folder), Path(destination)
+    if folder.is_dir():
+        prune(folder, len(list(folder.glob(f"{PREFIX}*"))) or 1)     # leftovers only
+        os.replace(folder, destination)
 
 
 def check_against(meta: dict, network, seed, resolution_ms) -> None:

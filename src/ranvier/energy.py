@@ -954,8 +954,11 @@ def measure(sim, energy, simulate):
         if session:
             session.mark("simulation_end")
             session.stop()
-    events = {"recurrent": result.counters["synaptic_events_recurrent"],
-              "external": result.counters["synaptic_events_external"]} if sim.rank == 0 else None
+    # the events of this session: a resumed run's counters also hold the part before its checkpoint
+    offset = getattr(sim, "_counter_offset", {})
+    events = {"recurrent": result.counters["synaptic_events_recurrent"] - offset.get("synaptic_events_recurrent", 0),
+              "external": result.counters["synaptic_events_external"] - offset.get("synaptic_events_external", 0)} \
+        if sim.rank == 0 else None
     events = sim.comm.bcast(events)
     reports = sim.comm.gather(session.report(events=events) if session else None)
     result.energy = combine_node_reports([r for r in reports if r is not None], events) if sim.rank == 0 else None

@@ -50,6 +50,20 @@ def seed(text: str) -> int:
     return value
 
 
+def simulated_time_ms(text: str) -> float:
+    """A simulated duration with its unit: '10s', '500ms', '2.5 s' -> milliseconds."""
+    import math
+    import re
+
+    match = re.fullmatch(r"\s*([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*(ms|s)\s*", text)
+    if not match:
+        raise argparse.ArgumentTypeError(f"must be a simulated time with its unit, such as 10s or 500ms, got {text!r}")
+    value = float(match.group(1)) * (1000.0 if match.group(2) == "s" else 1.0)
+    if not (value > 0 and math.isfinite(value)):
+        raise argparse.ArgumentTypeError(f"must be a positive simulated time such as 10s or 500ms, got {text!r}")
+    return value
+
+
 def positive_float(text: str) -> float:
     try:
         value = float(text)

@@ -8,13 +8,17 @@ energy), print the summary table and write the run archive (--out DIR).
 from __future__ import annotations
 
 import sys
+import time
 from pathlib import Path
 
+from .. import checkpoint
 from .. import config as cfgmod
 from .. import deadlines, energy, environment, imbalance, theory, updown
 from .. import weights as weights_io
 from ..errors import ConfigError
-from .arguments import assignment, id_list, non_negative_float, positive_float, positive_int, seed
+from ..output import dumps_toml
+from .arguments import (assignment, id_list, non_negative_float, positive_float, positive_int, seed,
+                        simulated_time_ms)
 
 
 def add_parser(commands, exchanges, placements) -> None:
@@ -92,6 +96,17 @@ def add_parser(commands, exchanges, placements) -> None:
                            help="their sampling interval, a whole number of steps (default: every step)")
     recording.add_argument("--record-spikes-of", type=id_list, metavar="IDS",
                            help="keep (and write) only these neurons' spikes; every neuron's are still counted")
+    checkpoints = run.add_argument_group("checkpoints (see docs/checkpoints.md)")
+    checkpoints.add_argument("--checkpoint-every", type=simulated_time_ms, metavar="T",
+                             help="save a checkpoint every T of simulated time (10s, 500ms) into DIR.checkpoints "
+                                  "beside --out DIR (moved into DIR/checkpoints when the run ends); needs --out")
+    checkpoints.add_argument("--checkpoint-keep", type=positive_int, default=2, metavar="N",
+                             help="keep the newest N checkpoints (default 2)")
+    checkpoints.add_argument("--resume", metavar="DIR",
+                             help="continue the newest complete checkpoint of a run: its --out folder, its "
+                                  "checkpoint folder, or one checkpoint; ranks, --threads, --exchange, "
+                                  "--placement may differ, the spikes do not; results go to the run's --out "
+                                  "unless --out is given")
     run.add_argument("--quiet", action="store_true", help="print nothing but errors")
     run.add_argument("--out", metavar="DIR", help="write config.toml, summary.json, spikes.h5, timers.h5 (and "
                                                 "weights.h5 for plastic networks) here")
@@ -160,6 +175,9 @@ def command(args) -> int:
     from ..simulation import Simulation
 
     rank = launcher_rank()
+    ck = _checkpoint_to_resume(args) if args.resume is not None else None
+    if args.checkpoint_every is not None and args.out is None:
+        raise ConfigError("--checkpoint-every writes checkpoints beside the results: give --out DIR too")
     cfg = resolve_config(args)
     fit = theory.load_mpi_fit(args.mpi_fit) if args.mpi_fit else None
     if args.out is not None:
@@ -184,10 +202,19 @@ def command(args) -> int:
         kwargs = cfg.simulation_kwargs()
         if args.out is not None:       # a SONATA config's reports choose the recorded state
             kwargs.update(_sonata_recording(network, cfg))
+        if ck is not None:             # refused before the build: another network, seed or resolution
+            checkpoint.check_against(ck.meta, network, kwargs.get("seed"), kwargs.get("resolution_ms"))
         sim = Simulation(network, comm=comm, **kwargs,   # its last checks (memory) precede the build
                          record_spikes=True if args.out is not None else "counts",
                          stream_to=out.staging if out is not None else None,
-                         initial_weights=settings.get("initial_weights"), record_weights=recorders)
+                         initial_weights=settings.get("initial_weights") if ck is None else None,
+                         record_weights=recorders)
+        if ck is not None:
+            checkpoint.restore(sim, ck)
+            if _remaining_ms(sim, cfg) <= 1e-9:
+                raise ConfigError(f"the checkpoint '{ck.path}' is at t = {sim.requested_steps * sim.resolution_ms:g} ms, "
+                                  f"the end of the run's {cfg.simulation['duration_ms']:g} ms: nothing to resume; "
+                                  f"give a longer --duration-ms to run on")
         if cfg.simulation.get("record_state") and args.out is None and rank == 0 and not args.quiet:
             print("ranvier: note: --record-state is written to state.h5 with --out DIR; without it the state is "
                   "only in memory", file=sys.stderr)
@@ -198,6 +225,29 @@ def command(args) -> int:
         if out is not None:
             out.abandon()              # nothing half-written stays behind; an earlier folder is untouched
         raise
+
+
+def _checkpoint_to_resume(args):
+    """--resume: the newest complete checkpoint; its config.toml becomes the run's configuration and
+    its --out the default destination (every rank reads the same folder, before anything is built)."""
+    if args.config is not None:
+        raise ConfigError(f"give either {args.config!r} or --resume: a resumed run takes its configuration from "
+                          f"the checkpoint (flags such as --threads, --exchange, --duration-ms still apply)")
+    ck = checkpoint.Checkpoint(checkpoint.find_for_resume(args.resume))
+    cli = ck.meta.get("cli")
+    if not cli or not (ck.path / "config.toml").is_file():
+        raise ConfigError(f"checkpoint '{ck.path}' was saved from Python (Simulation.save), not by 'ranvier run': "
+                          f"resume it with ranvier.Simulation.resume")
+    args.config = str(ck.path / "config.toml")
+    if args.out is None:
+        args.out = cli["out"]
+        args.force = args.force or Path(cli["out"]).exists()   # its own results: replaced when the resumed run ends
+    return ck
+
+
+def _remaining_ms(sim, cfg) -> float:
+    """Simulated time still to run to the configured duration (a resumed run starts part-way)."""
+    return float(cfg.simulation["duration_ms"]) - sim.requested_steps * sim.resolution_ms
 
 
 def _claim_output(args, comm):
@@ -238,11 +288,14 @@ def _simulate(args, cfg, network, sim, meter, fit, out, rank) -> int:
     from ..simulation import DurationRounded
     talk = rank == 0 and not args.quiet
     bar = ProgressBar() if talk else None
-    duration_ms = cfg.simulation["duration_ms"]
+    start_ms = sim.requested_steps * sim.resolution_ms          # > 0 for a resumed run
+    duration_ms = _remaining_ms(sim, cfg)
     if talk:
+        what = (f"resuming the checkpoint at t = {start_ms / 1000:g} s ({sim.resumed_from['checkpoint']}) to "
+                f"t = {sim.stop_ms(duration_ms) / 1000:g} s" if sim.resumed_from
+                else f"simulating {sim.stop_ms(duration_ms) / 1000:g} s")
         print(f"ranvier: built {cfg.model} ({network.size:,} neurons) in {sim.build_seconds:.2f} s on "
-              f"{sim.size} rank(s) x {sim.threads} thread(s); simulating {sim.stop_ms(duration_ms) / 1000:g} s"
-              + (f" after a {args.baseline_s:g} s idle baseline" if args.baseline_s else ""),
+              f"{sim.size} rank(s) x {sim.threads} thread(s); " + what +(f" after a {args.baseline_s:g} s idle baseline" if args.baseline_s else ""),
               file=sys.stderr, flush=True)
         note = sim.rounding_note(duration_ms)
         if note:
@@ -256,8 +309,9 @@ def _simulate(args, cfg, network, sim, meter, fit, out, rank) -> int:
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", DurationRounded)     # said above, once, and not under --quiet
+            saver = _CheckpointSaver(args, cfg, network, sim, out, talk) if args.checkpoint_every else None
             result = energy.measure(sim, energy.Measurement(meter, baseline_s=args.baseline_s),
-                                    lambda: sim.run(duration_ms, progress=bar))
+                                    lambda: _run(sim, duration_ms, bar, saver))
     finally:
         if bar:
             bar.close()
@@ -291,6 +345,8 @@ def _simulate(args, cfg, network, sim, meter, fit, out, rank) -> int:
         env = environment.collect(sim.size, sim.comm.ranks_on_node, sim.threads)
         written = out.publish(resolved_dict(cfg, network, sim), summary, env)
         rec.moved_to(out.path)
+        if args.checkpoint_every:      # the run's checkpoints join its results
+            checkpoint.move_into(_checkpoint_folder(out), out.path / "checkpoints")
     except OutputError as e:
         out.abandon()
         print(f"ranvier: error: {e}", file=sys.stderr)
@@ -298,6 +354,57 @@ def _simulate(args, cfg, network, sim, meter, fit, out, rank) -> int:
     if not args.quiet:
         print(f"results written to {written}/")
     return 0
+
+
+def _checkpoint_folder(out) -> Path:
+    """Where a run's checkpoints go while it runs: beside its --out folder, which exists only at the end."""
+    return Path(str(out.path) + ".checkpoints")
+
+
+def _run(sim, duration_ms, bar, saver):
+    """sim.run(duration_ms), stopping for a checkpoint at every whole multiple of the interval."""
+    if saver is None:
+        return sim.run(duration_ms, progress=bar)
+    h = sim.resolution_ms
+    first_ms = sim.requested_steps * h
+    end_ms = first_ms + duration_ms
+    t0 = time.perf_counter()
+    result = None
+    while True:
+        now_ms = sim.requested_steps * h
+        if now_ms >= end_ms - 1e-9:
+            return result
+        stop_ms = min(end_ms, (int(now_ms / saver.every_ms + 1e-9) + 1) * saver.every_ms)
+        shown = (lambda done, total, wall, base=now_ms - first_ms:
+                 bar(base + done, duration_ms, time.perf_counter() - t0)) if bar else None
+        result = sim.run(round((stop_ms - now_ms) / h) * h, progress=shown)
+        if stop_ms < end_ms - 1e-9 or abs(stop_ms / saver.every_ms - round(stop_ms / saver.every_ms)) < 1e-9:
+            saver.save()
+
+
+class _CheckpointSaver:
+    """Saves `ranvier run --checkpoint-every` checkpoints: config.toml with each, the newest N kept."""
+
+    def __init__(self, args, cfg, network, sim, out, talk):
+        self.every_ms, self.keep = float(args.checkpoint_every), args.checkpoint_keep
+        self.sim, self.talk = sim, talk
+        self.folder = _checkpoint_folder(out) if out is not None else None
+        self.folder = sim.comm.bcast(self.folder)
+        self.config = dumps_toml(resolved_dict(cfg, network, sim)).encode()
+        self.cli = {"out": str(out.path) if out is not None else None}
+        self.cli = sim.comm.bcast(self.cli)
+
+    def save(self) -> None:
+        t0 = time.perf_counter()
+        path = self.folder / f"{checkpoint.PREFIX}{self.sim.steps_done:012d}"
+        checkpoint.save(self.sim, path, extra_files={"config.toml": self.config}, cli=self.cli)
+        if self.sim.rank != 0:
+            return
+        checkpoint.prune(self.folder, self.keep)
+        if self.talk:
+            size = sum(f.stat().st_size for f in path.iterdir())
+            print(f"\nranvier: checkpoint at t = {self.sim.steps_done * self.sim.resolution_ms / 1000:g} s: {path} "
+                  f"({size / 1e6:.1f} MB, {time.perf_counter() - t0:.2f} s)", file=sys.stderr, flush=True)
 
 
 def _sonata_recording(network, cfg) -> dict:
