@@ -371,13 +371,24 @@ NB_MODULE(_engine, m) {
         for (auto& [name, v] : t.reals) d[name.c_str()] = to_numpy(std::move(v));
         return d;
       }, "This rank's dynamic state, keyed by global ids: {name: array} (cpp/core/checkpoint.cpp).")
-      .def("restore_state", [](Engine& e, std::map<std::string, std::vector<int64_t>> ints,
-                               std::map<std::string, std::vector<double>> reals, int64_t boundary_step) {
-        StateTables t{std::move(ints), std::move(reals)};
+      .def("restore_state", [](Engine& e, nb::dict ints, nb::dict reals, int64_t boundary_step) {
+        // Arrays as they are (no conversion, no per-element Python calls): int64 and float64.
+        using IntArray = nb::ndarray<const int64_t, nb::ndim<1>, nb::c_contig, nb::device::cpu>;
+        StateTables t;
+        for (auto [key, value] : ints) {
+          IntArray a;
+          if (!nb::try_cast(value, a, false)) throw nb::type_error("restore_state: ints must be 1-d int64 arrays");
+          t.ints[nb::cast<std::string>(key)].assign(a.data(), a.data() + a.shape(0));
+        }
+        for (auto [key, value] : reals) {
+          DoubleArray a;
+          if (!nb::try_cast(value, a, false)) throw nb::type_error("restore_state: reals must be 1-d float64 arrays");
+          t.reals[nb::cast<std::string>(key)].assign(a.data(), a.data() + a.shape(0));
+        }
         nb::gil_scoped_release release;
         e.restore_state(t, boundary_step);
       }, "ints"_a, "reals"_a, "boundary_step"_a,
-         "Takes up a checkpoint's state (every rank's columns: int64 and float64) at boundary_step.")
+         "Takes up a checkpoint's state (every rank's columns: int64 and float64 arrays) at boundary_step.")
       .def("network_digest", &Engine::network_digest,
            "This rank's share of the static network's digest (sum over ranks modulo 2^64).")
       .def("state_trace", [](const Engine& e) {

@@ -9,12 +9,11 @@
 //   - the spikes in flight: every (source, emission step) with a synapse segment still queued.
 //     On restore each thread queues the segments of those spikes that arrive at or after the
 //     resumed cycle; which segments those are depends on the delays alone, not on the queues;
-//   - plastic synapses: weight (and the pre-centred rule's K+) per synapse keyed by (target,
-//     source, delay), the source's trace per (source, delay) segment, each target's spike
+//   - plastic synapses: weight (and the pre-centred rule's K+) per synapse keyed by (source,
+//     delay, target), the source's trace per (source, delay) segment, each target's spike
 //     history. Synapses with the same key are interchangeable: they see the same spikes;
 //   - each current source's amplitude per target.
 #include <algorithm>
-#include <numeric>
 #include <stdexcept>
 #include <string>
 
@@ -150,7 +149,7 @@ StateTables Engine::checkpoint_state() const {
     auto& tgt = I[p + "target"];
     auto& delay = I[p + "delay"];
     auto& weight = R[p + "weight"];
-    auto& k_plus = R[p + "k_plus"];
+    std::vector<double> k_plus;                     // the pre-centred rule's alone
     auto& seg_src = I[p + "segment.source"];
     auto& seg_delay = I[p + "segment.delay"];
     auto& seg_last = I[p + "segment.last"];
@@ -169,10 +168,11 @@ StateTables Engine::checkpoint_state() const {
               tgt.push_back(int64_t(ts.neurons.gid[ps.neuron[i]]));
               delay.push_back(ps.seg_delay[h]);
               weight.push_back(ps.weight[i]);
-              k_plus.push_back(ps.k_plus.empty() ? 0.0 : ps.k_plus[i]);
+              if (!ps.k_plus.empty()) k_plus.push_back(ps.k_plus[i]);
             }
           }
       }
+    if (!k_plus.empty()) R[p + "k_plus"] = std::move(k_plus);
   }
   auto& post_gid = I["post.gid"];
   auto& post_last = I["post.last"];
@@ -319,7 +319,10 @@ void Engine::restore_state(const StateTables& s, int64_t boundary_step) {
     }
     ts.counters.events_scheduled += scheduled;
   }
-  // Plastic synapses: keyed (target, source, delay); ties take the saved values in order.
+  // Plastic synapses, keyed (source, delay, target): the saved ones come sorted by key
+  // (ranvier.checkpoint), this rank's are sorted here, and one merge walks both; synapses with
+  // the same key take the saved values in order. Segment traces, keyed (source, delay): each
+  // store's segments come in that order already.
   for (uint32_t j = 0; j < cfg_.projections.size(); ++j) {
     const std::string p = "plastic" + std::to_string(j) + ".";
     bool here = false;
@@ -330,45 +333,58 @@ void Engine::restore_state(const StateTables& s, int64_t boundary_step) {
     const auto& tgt = column(s, p + "target");
     const auto& delay = column(s, p + "delay");
     const auto& weight = real_column(s, p + "weight");
-    const auto& k_plus = real_column(s, p + "k_plus");
-    std::vector<size_t> order(src.size());
-    std::iota(order.begin(), order.end(), 0);
-    auto key = [&](size_t x) { return std::make_tuple(tgt[x], src[x], delay[x]); };
-    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return key(a) < key(b); });
-    std::vector<uint32_t> taken(order.size(), 0);   // per key group start: entries handed out
-    const auto& seg_src = column(s, p + "segment.source");
-    const auto& seg_delay = column(s, p + "segment.delay");
-    const auto& seg_last = column(s, p + "segment.last");
-    const auto& seg_k_plus = real_column(s, p + "segment.k_plus");
-    std::vector<size_t> seg_order(seg_src.size());
-    std::iota(seg_order.begin(), seg_order.end(), 0);
-    std::sort(seg_order.begin(), seg_order.end(), [&](size_t a, size_t b) {
-      return std::make_pair(seg_src[a], seg_delay[a]) < std::make_pair(seg_src[b], seg_delay[b]);
-    });
+    static const std::vector<double> none;
+    const auto found = s.reals.find(p + "k_plus");
+    const std::vector<double>& k_plus = found == s.reals.end() ? none : found->second;
+    using SynKey = std::pair<uint64_t, uint64_t>;       // (source << 16 | delay, target)
+    auto saved_key = [&](size_t x) { return SynKey((uint64_t(src[x]) << 16) | uint64_t(delay[x]), uint64_t(tgt[x])); };
+    for (size_t x = 1; x < src.size(); ++x)
+      if (saved_key(x) < saved_key(x - 1)) throw std::invalid_argument("checkpoint: plastic synapses out of order");
+    struct Local {
+      SynKey key;
+      PlasticStore* store;
+      uint32_t i;
+    };
+    std::vector<Local> local;
     for (auto& ts : threads_)
       for (auto& ps : ts.plastic) {
         if (ps.projection != j) continue;
         for (uint64_t g = 0; g < N; ++g)
+          for (uint32_t h = ps.row_head[g]; h < ps.row_head[g + 1]; ++h)
+            for (uint32_t i = ps.seg_first[h]; i < ps.seg_first[h + 1]; ++i)
+              local.push_back({SynKey((g << 16) | ps.seg_delay[h], ts.neurons.gid[ps.neuron[i]]), &ps, i});
+      }
+    std::stable_sort(local.begin(), local.end(), [](const Local& a, const Local& b) { return a.key < b.key; });
+    size_t x = 0;
+    for (const Local& l : local) {
+      while (x < src.size() && saved_key(x) < l.key) ++x;
+      if (x == src.size() || saved_key(x) != l.key)
+        throw std::invalid_argument("checkpoint: a plastic synapse of this network is missing from it");
+      l.store->weight[l.i] = weight[x];
+      if (!l.store->k_plus.empty()) {
+        if (k_plus.size() != src.size()) throw std::invalid_argument("checkpoint: the synapses' K+ are missing");
+        l.store->k_plus[l.i] = k_plus[x];
+      }
+      ++x;
+    }
+    const auto& seg_src = column(s, p + "segment.source");
+    const auto& seg_delay = column(s, p + "segment.delay");
+    const auto& seg_last = column(s, p + "segment.last");
+    const auto& seg_k_plus = real_column(s, p + "segment.k_plus");
+    auto seg_key = [&](size_t y) { return std::make_pair(seg_src[y], seg_delay[y]); };
+    for (size_t y = 1; y < seg_src.size(); ++y)
+      if (seg_key(y) < seg_key(y - 1)) throw std::invalid_argument("checkpoint: plastic segments out of order");
+    for (auto& ts : threads_)
+      for (auto& ps : ts.plastic) {
+        if (ps.projection != j) continue;
+        size_t y = 0;
+        for (uint64_t g = 0; g < N; ++g)
           for (uint32_t h = ps.row_head[g]; h < ps.row_head[g + 1]; ++h) {
-            const auto skey = std::make_pair(int64_t(g), int64_t(ps.seg_delay[h]));
-            auto sit = std::lower_bound(seg_order.begin(), seg_order.end(), skey, [&](size_t a, const auto& k) {
-              return std::make_pair(seg_src[a], seg_delay[a]) < k;
-            });
-            if (sit == seg_order.end() || std::make_pair(seg_src[*sit], seg_delay[*sit]) != skey)
-              throw std::invalid_argument("checkpoint: a plastic segment is missing");
-            ps.seg_trace[h].last = seg_last[*sit];
-            ps.seg_trace[h].k_plus = seg_k_plus[*sit];
-            for (uint32_t i = ps.seg_first[h]; i < ps.seg_first[h + 1]; ++i) {
-              const auto k = std::make_tuple(int64_t(ts.neurons.gid[ps.neuron[i]]), int64_t(g), int64_t(ps.seg_delay[h]));
-              auto it = std::lower_bound(order.begin(), order.end(), k, [&](size_t a, const auto& kk) { return key(a) < kk; });
-              const size_t group = size_t(it - order.begin());
-              if (it == order.end() || key(*it) != k) throw std::invalid_argument("checkpoint: a plastic synapse is missing");
-              const size_t at = group + taken[group]++;
-              if (at >= order.size() || key(order[at]) != k)
-                throw std::invalid_argument("checkpoint: more plastic synapses than saved for one key");
-              ps.weight[i] = weight[order[at]];
-              if (!ps.k_plus.empty()) ps.k_plus[i] = k_plus[order[at]];
-            }
+            const auto key = std::make_pair(int64_t(g), int64_t(ps.seg_delay[h]));
+            while (y < seg_src.size() && seg_key(y) < key) ++y;
+            if (y == seg_src.size() || seg_key(y) != key) throw std::invalid_argument("checkpoint: a plastic segment is missing");
+            ps.seg_trace[h].last = seg_last[y];
+            ps.seg_trace[h].k_plus = seg_k_plus[y];
           }
       }
   }

@@ -168,7 +168,46 @@ def _merge(parts: list[dict]) -> dict:
     pairs = np.unique(np.stack([out["pending.step"], out["pending.gid"]], axis=1), axis=0) \
         if out["pending.gid"].size else np.zeros((0, 2), np.int64)
     out["pending.step"], out["pending.gid"] = pairs[:, 0].copy(), pairs[:, 1].copy()
-    return out
+    # Plastic synapses sorted by (source, delay, target), segments by (source, delay), once each:
+    # every rank takes up its own with one merge (cpp/core/checkpoint.cpp). Each thread stores
+    # its synapses nearly in that order, so a stable sort of one packed key is quick.
+    for prefix in sorted({name.split(".")[0] for name in out if name.startswith("plastic")}):
+        syn = [f"{prefix}.{k}" for k in ("source", "target", "delay", "weight", "k_plus") if f"{prefix}.{k}" in out]
+        order = _synapse_order(out[f"{prefix}.source"], out[f"{prefix}.delay"], out[f"{prefix}.target"])
+        for name in syn:
+            out[name] = out[name][order]
+        seg = [f"{prefix}.segment.{k}" for k in ("source", "delay", "last", "k_plus")]
+        order = _synapse_order(out[seg[0]], out[seg[1]], np.zeros_like(out[seg[0]]))
+        for name in seg:
+            out[name] = out[name][order]
+        src, dly = out[seg[0]], out[seg[1]]
+        first = np.ones(src.size, dtype=bool)                     # one of each (source, delay)
+        first[1:] = (src[1:] != src[:-1]) | (dly[1:] != dly[:-1])
+        for name in seg:
+            out[name] = out[name][first]
+    return {name: _narrow(a) for name, a in out.items()}
+
+
+def _synapse_order(source, delay, target) -> np.ndarray:
+    """The stable order by (source, delay, target): one packed 64-bit key where the ids fit."""
+    if source.size == 0:
+        return np.zeros(0, dtype=np.int64)
+    bits = max(1, int(max(source.max(), target.max())).bit_length())
+    if 2 * bits + 16 <= 63 and delay.max() < 2**16:
+        key = (source.astype(np.int64) << (bits + 16)) | (delay.astype(np.int64) << bits) | target.astype(np.int64)
+        return np.argsort(key, kind="stable")
+    return np.lexsort((target, delay, source))
+
+
+def _narrow(a: np.ndarray) -> np.ndarray:
+    """Integer columns in the smallest type that holds them (ids, delays, input rows): restore widens."""
+    if a.dtype.kind not in "iu" or a.size == 0:
+        return a
+    lo, hi = int(a.min()), int(a.max())
+    for t in (np.int8, np.int16, np.int32):
+        if np.iinfo(t).min <= lo and hi <= np.iinfo(t).max:
+            return a.astype(t)
+    return a
 
 
 def _recording_columns(sim, keep_spikes: bool) -> dict:
