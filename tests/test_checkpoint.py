@@ -267,8 +267,12 @@ def test_a_killed_run_resumes_from_its_last_checkpoint_with_the_same_spikes(tmp_
         job.kill()
     assert job.proc.returncode != 0
     assert not (tmp_path / "run").exists()                       # nothing half-written
-    saved = sorted(p.name for p in (tmp_path / "run.checkpoints").iterdir())
-    assert saved[-1] >= "step-000000040000" and all(n.startswith("step-") for n in saved), saved
+    saved = sorted(p.name for p in (tmp_path / "run.checkpoints").iterdir() if p.name.startswith("step-"))
+    assert saved[-1] >= "step-000000040000", saved
+    segments = sorted(p.name for p in (tmp_path / "run.checkpoints").glob("spikes-*.npz"))  # spikes once each
+    assert segments[0].startswith("spikes-000000000000-"), segments
+    assert len(segments) == int(saved[-1][len("step-"):]) // 20000, segments   # one per checkpoint saved
+    assert not list((tmp_path / "run.checkpoints").glob(".*"))                     # nothing half-written
     done = cli_in(tmp_path, "run", "--resume", "run", "--threads", "2", "--placement", "random", "--quiet")
     assert done.returncode == 0, done.stderr
     summary = json.loads((tmp_path / "run" / "summary.json").read_text())
@@ -303,7 +307,7 @@ def test_a_finished_run_resumes_only_to_a_longer_end(tmp_path, capsys, monkeypat
     base = ["run", "dpsnn", "--neurons", "400", "--set", "synapses_per_neuron=100", "--threads", "1", "--quiet",
             "--energy", "none"]
     assert cli.main([*base, "--duration-ms", "200", "--checkpoint-every", "100ms", "--out", "a"]) == 0
-    assert sorted(p.name for p in (tmp_path / "a" / "checkpoints").iterdir()) == [
+    assert sorted(p.name for p in (tmp_path / "a" / "checkpoints").glob("step-*")) == [
         "step-000000001000", "step-000000002000"]
     capsys.readouterr()
     assert cli.main(["run", "--resume", "a"]) == 2

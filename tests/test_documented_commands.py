@@ -77,6 +77,15 @@ SCALED: dict[str, Scaled] = {
     "ranvier bench exchange examples/dpsnn-grid.toml --ranks 2 --strategies allgather,p2p,neighbor --repeats 1":
         Scaled("--duration-ms 100"),
     "ranvier run artificial-cells --set cells=2000 --duration-ms 200": Scaled("--duration-ms 100"),
+    # docs/checkpoints.md: a run with checkpoints, resumed past its end, then on 2 ranks further still
+    "ranvier run examples/dpsnn-small.toml --duration-ms 60000 --checkpoint-every 10s --out results/long":
+        Scaled("--duration-ms 300 --checkpoint-every 100ms"),
+    "ranvier run --resume results/long": Scaled("--duration-ms 400"),
+    "mpiexec -n 2 ranvier run --resume results/long --threads 1 --exchange alltoallv": Scaled("--duration-ms 500"),
+    "python bench/checkpoint_cost.py dpsnn dpsnn-stdp microcircuit":
+        Scaled(skip="full-size benchmark (GBs, minutes): run for docs/checkpoints.md; tests/test_checkpoint.py "
+                    "checks resuming on every decomposition"),
+    "python bench/soak.py": Scaled("--duration-s 3 --every-s 1 --check-s 0.5"),
     # docs/devices.md
     "ranvier run dpsnn --neurons 2048 --duration-ms 300 --record-state 0,5,10-12 --record-state-interval-ms 1 "
     "--record-spikes-of 0-99 --out results/recorded": Scaled(),
@@ -336,6 +345,7 @@ PYTHON_SCALED: dict[str, list[tuple[str, str]]] = {
                   ("run(10_500)", "run(300)"), ("stop_ms=10_500", "stop_ms=300"), ("start_ms=500", "start_ms=100"),
                   ("area_size=10000, K=1000", "area_size=400, K=40"), ("sim.run(2000)", "sim.run(100)")],
     "docs/measuring.md": [("sim.run(10_000,", "sim.run(200,")],
+    "docs/checkpoints.md": [("sim.run(5000.0)", "sim.run(200.0)")],
     "docs/plasticity.md": [("sim.run(1000.0)", "sim.run(200.0)"), ("# (20, 21)", "# (20, 5)")],
     "docs/building-networks.md": [("order = 2500", "order = 250")],
     "docs/microcircuit.md": [("500.0, 10500.0", "100.0, 300.0")],

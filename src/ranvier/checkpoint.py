@@ -108,11 +108,16 @@ def synapse_digest(sim) -> int:
     return sim.comm.bcast(total)
 
 
-def save(sim, path, *, keep_spikes: bool = True, extra_files: dict | None = None, cli: dict | None = None) -> Path | None:
+def save(sim, path, *, keep_spikes: bool = True, extra_files: dict | None = None, cli: dict | None = None,
+         spike_segments: bool = False) -> Path | None:
     """Writes a checkpoint of `sim` at its current step to the folder `path` (a collective call;
     rank 0 writes). An existing checkpoint at `path` is replaced; anything else is refused.
     extra_files: {name: bytes} written with it (`ranvier run`: config.toml); cli: `ranvier run`'s
-    settings for --resume (its --out). Returns the path on rank 0, None elsewhere."""
+    settings for --resume (its --out). spike_segments (`ranvier run`, spikes streamed to files):
+    the spikes recorded since the last checkpoint go into a segment file beside the checkpoints
+    (spikes-<first>-<end>.npz), which this and later checkpoints list, instead of every spike so
+    far into each checkpoint: saving costs the same at the end of a long run as at its start.
+    Returns the path on rank 0, None elsewhere."""
     from . import __version__
 
     state = sim._engine.checkpoint_state()
@@ -127,9 +132,13 @@ def save(sim, path, *, keep_spikes: bool = True, extra_files: dict | None = None
     try:
         columns = _merge(parts)
         totals = {k: int(sum(c[k] for c in counters)) + int(sim._counter_offset.get(k, 0)) for k in counters[0]}
+        segments = None
+        if spike_segments and _streamed(sim.recording):
+            segments = _write_segments(sim.recording, path.parent)
         files = {"state.npz": _npz(columns),
                  "network.pickle": pickle.dumps(sim.network, protocol=4),
-                 "recording.npz": _npz(_recording_columns(sim, keep_spikes)), **(extra_files or {})}
+                 "recording.npz": _npz(_recording_columns(sim, keep_spikes and segments is None)),
+                 **(extra_files or {})}
         meta = {
             "format": FORMAT, "format_version": FORMAT_VERSION, "ranvier_version": __version__,
             "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
@@ -145,6 +154,7 @@ def save(sim, path, *, keep_spikes: bool = True, extra_files: dict | None = None
             "files": {name: {"bytes": len(data), "sha256": hashlib.sha256(data).hexdigest()}
                       for name, data in files.items()},
             **({"cli": cli} if cli is not None else {}),
+            **({"spike_segments": segments} if segments is not None else {}),
         }
         _write_folder(path, files, meta)
     except OSError as e:
@@ -221,6 +231,59 @@ def _recording_columns(sim, keep_spikes: bool) -> dict:
     if spikes is not None:
         cols["spike_ids"], cols["spike_steps"] = (np.asarray(a, dtype=np.int64) for a in spikes)
     return cols
+
+
+def _streamed(rec) -> bool:
+    from .recording import FileRecording
+    return isinstance(rec, FileRecording) and rec.error is None and not rec.closed
+
+
+SEGMENT = "spikes-"                 # spike segments of a run: <folder>/spikes-<first>-<end>.npz
+
+
+def _segment_range(path: Path) -> tuple[int, int] | None:
+    try:
+        first, end = path.stem[len(SEGMENT):].split("-")
+        return int(first), int(end)
+    except ValueError:
+        return None
+
+
+def _write_segments(rec, folder: Path) -> list[dict]:
+    """The streamed spikes as a chain of segment files from 0 to those recorded now: the existing
+    ones that fit, and one more for the rest. Segments that do not fit (left by a run resumed
+    from an earlier checkpoint) are removed. Returns the chain, as the checkpoint lists it."""
+    folder.mkdir(parents=True, exist_ok=True)
+    ids_path, steps_path = rec.folder / rec.RAW["ids"], rec.folder / rec.RAW["steps"]
+    for f in rec._raw.values():
+        f.flush()
+    count = ids_path.stat().st_size // 8
+    found = sorted((r, p) for p in folder.glob(f"{SEGMENT}*.npz") if (r := _segment_range(p)) is not None)
+    chain, end = [], 0
+    for (first, last), p in found:
+        if first == end and last <= count:
+            chain.append(p)
+            end = last
+        else:
+            p.unlink(missing_ok=True)
+    if count > end:
+        ids = np.memmap(ids_path, dtype=np.int64, mode="r", offset=end * 8, shape=(count - end,))
+        steps = np.memmap(steps_path, dtype=np.int64, mode="r", offset=end * 8, shape=(count - end,))
+        p = folder / f"{SEGMENT}{end:012d}-{count:012d}.npz"
+        tmp = folder / f".{p.name}.ranvier-tmp"
+        _write_synced(tmp, _npz({"ids": _narrow(np.asarray(ids)), "steps": _narrow(np.asarray(steps))}))
+        del ids, steps
+        os.replace(tmp, p)
+        chain.append(p)
+    return [{"name": p.name, "bytes": p.stat().st_size, "sha256": _sha256(p)} for p in chain]
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as stream:
+        for block in iter(lambda: stream.read(1 << 22), b""):
+            digest.update(block)
+    return digest.hexdigest()
 
 
 def _counts_only(rec) -> bool:
@@ -323,16 +386,21 @@ def read_meta(path: Path) -> dict:
         f = path / name
         if info is None or not f.is_file():
             raise ConfigError(f"{where} is incomplete: {name} is missing")
-        size = f.stat().st_size
-        if size != info["bytes"]:
-            raise ConfigError(f"{where} is truncated or damaged: {name} has {size} bytes, {info['bytes']} were written")
-        digest = hashlib.sha256()
-        with open(f, "rb") as stream:
-            for block in iter(lambda: stream.read(1 << 22), b""):
-                digest.update(block)
-        if digest.hexdigest() != info["sha256"]:
-            raise ConfigError(f"{where} is damaged: {name} does not match the hash written with it")
+        _check_file(where, f, name, info)
+    for info in meta.get("spike_segments", []):      # beside the checkpoint, shared with the run's others
+        f = path.parent / info["name"]
+        if not f.is_file():
+            raise ConfigError(f"{where} is incomplete: its spike segment {f} is missing")
+        _check_file(where, f, info["name"], info)
     return meta
+
+
+def _check_file(where: str, f: Path, name: str, info: dict) -> None:
+    size = f.stat().st_size
+    if size != info["bytes"]:
+        raise ConfigError(f"{where} is truncated or damaged: {name} has {size} bytes, {info['bytes']} were written")
+    if _sha256(f) != info["sha256"]:
+        raise ConfigError(f"{where} is damaged: {name} does not match the hash written with it")
 
 
 def newest(folder) -> Path:
@@ -378,8 +446,23 @@ def prune(folder, keep: int) -> None:
     complete = sorted(p for p in folder.glob(f"{PREFIX}*") if p.is_dir() and (p / META).is_file())
     for old in complete[:-keep]:
         shutil.rmtree(old, ignore_errors=True)
-    for stale in folder.glob(f".{PREFIX}*.ranvier-tmp"):
-        shutil.rmtree(stale, ignore_errors=True)
+    for stale in [*folder.glob(f".{PREFIX}*.ranvier-tmp"), *folder.glob(f".{SEGMENT}*.ranvier-tmp")]:
+        if stale.is_dir():
+            shutil.rmtree(stale, ignore_errors=True)
+        else:
+            stale.unlink(missing_ok=True)
+
+
+def carry_over(finished, running) -> None:
+    """A finished run resumed into its own folder: its checkpoints (DIR/checkpoints) join the
+    resumed run's (DIR.checkpoints), so that replacing DIR at the end does not lose them."""
+    finished, running = Path(finished), Path(running)
+    if not finished.is_dir():
+        return
+    running.mkdir(exist_ok=True)
+    for item in [*finished.glob(f"{PREFIX}*"), *finished.glob(f"{SEGMENT}*.npz")]:
+        if not (running / item.name).exists():
+            os.replace(item, running / item.name)
 
 
 def move_into(folder, destination) -> None:
@@ -443,6 +526,11 @@ def restore(sim, ck: Checkpoint) -> None:
                         "written_by": meta["written_by"]}
     if sim.rank == 0:
         _restore_recording(sim, ck.columns("recording.npz"))
+        if "spike_segments" in meta and sim.recording is not None and not _counts_only(sim.recording):
+            empty = np.zeros((sim.size, 0, len(sim.recording.phases)))
+            for info in meta["spike_segments"]:          # one at a time: memory stays flat
+                with np.load(ck.path.parent / info["name"]) as z:
+                    sim.recording._add(z["ids"].astype(np.int64), z["steps"].astype(np.int64), empty)
 
 
 def _restore_recording(sim, cols: dict) -> None:

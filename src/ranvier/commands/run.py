@@ -106,7 +106,7 @@ def add_parser(commands, exchanges, placements) -> None:
                              help="continue the newest complete checkpoint of a run: its --out folder, its "
                                   "checkpoint folder, or one checkpoint; ranks, --threads, --exchange, "
                                   "--placement may differ, the spikes do not; results go to the run's --out "
-                                  "unless --out is given")
+                                  "unless --out is given, and checkpoints go on as the run saved them")
     run.add_argument("--quiet", action="store_true", help="print nothing but errors")
     run.add_argument("--out", metavar="DIR", help="write config.toml, summary.json, spikes.h5, timers.h5 (and "
                                                 "weights.h5 for plastic networks) here")
@@ -211,6 +211,10 @@ def command(args) -> int:
                          record_weights=recorders)
         if ck is not None:
             checkpoint.restore(sim, ck)
+            if args.out is not None and args.checkpoint_every:
+                comm.barrier()         # every rank has read the checkpoint: its folder may move
+                if comm.rank == 0:     # resumed into the run's own folder: its checkpoints go on beside it
+                    checkpoint.carry_over(out.path / "checkpoints", _checkpoint_folder(out))
             if _remaining_ms(sim, cfg) <= 1e-9:
                 raise ConfigError(f"the checkpoint '{ck.path}' is at t = {sim.requested_steps * sim.resolution_ms:g} ms, "
                                   f"the end of the run's {cfg.simulation['duration_ms']:g} ms: nothing to resume; "
@@ -242,6 +246,10 @@ def _checkpoint_to_resume(args):
     if args.out is None:
         args.out = cli["out"]
         args.force = args.force or Path(cli["out"]).exists()   # its own results: replaced when the resumed run ends
+    if args.checkpoint_every is None and cli.get("checkpoint_every_ms"):
+        args.checkpoint_every = float(cli["checkpoint_every_ms"])      # it goes on saving as it did
+        if args.checkpoint_keep == 2 and cli.get("checkpoint_keep"):
+            args.checkpoint_keep = int(cli["checkpoint_keep"])
     return ck
 
 
@@ -391,13 +399,14 @@ class _CheckpointSaver:
         self.folder = _checkpoint_folder(out) if out is not None else None
         self.folder = sim.comm.bcast(self.folder)
         self.config = dumps_toml(resolved_dict(cfg, network, sim)).encode()
-        self.cli = {"out": str(out.path) if out is not None else None}
+        self.cli = {"out": str(out.path) if out is not None else None, "checkpoint_every_ms": self.every_ms,
+                    "checkpoint_keep": self.keep}
         self.cli = sim.comm.bcast(self.cli)
 
     def save(self) -> None:
         t0 = time.perf_counter()
         path = self.folder / f"{checkpoint.PREFIX}{self.sim.steps_done:012d}"
-        checkpoint.save(self.sim, path, extra_files={"config.toml": self.config}, cli=self.cli)
+        checkpoint.save(self.sim, path, extra_files={"config.toml": self.config}, cli=self.cli, spike_segments=True)
         if self.sim.rank != 0:
             return
         checkpoint.prune(self.folder, self.keep)
