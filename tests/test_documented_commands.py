@@ -78,10 +78,14 @@ SCALED: dict[str, Scaled] = {
         Scaled("--duration-ms 100"),
     "ranvier run artificial-cells --set cells=2000 --duration-ms 200": Scaled("--duration-ms 100"),
     # docs/checkpoints.md: a run with checkpoints, resumed past its end, then on 2 ranks further still
-    "ranvier run examples/dpsnn-small.toml --duration-ms 60000 --checkpoint-every 10s --out results/long":
+    "ranvier run examples/dpsnn-small.toml --duration-ms 60000 --checkpoint-every 10s --out results/long-run":
         Scaled("--duration-ms 300 --checkpoint-every 100ms"),
+    "ranvier run --resume results/long-run": Scaled("--duration-ms 400"),
     "ranvier run --resume results/long": Scaled("--duration-ms 400"),
-    "mpiexec -n 2 ranvier run --resume results/long --threads 1 --exchange alltoallv": Scaled("--duration-ms 500"),
+    # README: the same, for the main workload
+    "ranvier run examples/dpsnn.toml --duration-ms 600000 --checkpoint-every 60s --out results/long":
+        Scaled("--neurons 2048 --duration-ms 300 --checkpoint-every 100ms"),
+    "mpiexec -n 2 ranvier run --resume results/long-run --threads 1 --exchange alltoallv": Scaled("--duration-ms 500"),
     "python bench/checkpoint_cost.py dpsnn dpsnn-stdp microcircuit":
         Scaled(skip="full-size benchmark (GBs, minutes): run for docs/checkpoints.md; tests/test_checkpoint.py "
                     "checks resuming on every decomposition"),
