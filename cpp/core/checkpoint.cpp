@@ -50,8 +50,11 @@ const std::vector<double>& real_column(const StateTables& s, const std::string& 
 // weights, which the run changes.
 uint64_t Engine::network_digest() const {
   const uint64_t N = cfg_.neuron_count();
-  uint64_t sum = 0;
-  for (const auto& ts : threads_) {
+  uint64_t sum = 0;                               // a sum mod 2^64: any order, any split
+  const int T = int(threads_.size());
+#pragma omp parallel for num_threads(T) schedule(static, 1) reduction(+ : sum)
+  for (int t = 0; t < T; ++t) {
+    const auto& ts = threads_[t];
     const auto& st = ts.store;
     for (uint64_t s = 0; s < N; ++s)
       for (uint32_t h = st.row_head[s]; h < st.row_head[s + 1]; ++h)

@@ -102,10 +102,14 @@ def _feed(obj, digest, seen: set) -> None:
 
 
 def synapse_digest(sim) -> int:
-    """The static network's digest: every rank's order-independent sum, added (mod 2^64)."""
-    parts = sim.comm.gather(int(sim._engine.network_digest()))
-    total = sum(parts) % 2**64 if sim.rank == 0 else None
-    return sim.comm.bcast(total)
+    """The static network's digest: every rank's order-independent sum, added (mod 2^64).
+    Computed once per simulation (a pass over every synapse: seconds for 10^8 of them): the
+    static synapses never change after the build; plastic weights are not part of it."""
+    if sim._synapse_digest is None:
+        parts = sim.comm.gather(int(sim._engine.network_digest()))
+        total = sum(parts) % 2**64 if sim.rank == 0 else None
+        sim._synapse_digest = sim.comm.bcast(total)
+    return sim._synapse_digest
 
 
 def save(sim, path, *, keep_spikes: bool = True, extra_files: dict | None = None, cli: dict | None = None,

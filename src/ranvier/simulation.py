@@ -211,6 +211,7 @@ class Simulation:
             if error:
                 raise ConfigError(error)
         self.recording = None            # made on rank 0 at the first run (ranvier.recording)
+        self._synapse_digest = None      # the static synapses' digest, once a checkpoint needs it
         self.closed = False
         self._warn_oversubscription()
         config = self._engine_config(bool(record_spikes))
