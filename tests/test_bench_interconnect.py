@@ -7,10 +7,12 @@ import math
 
 import pytest
 
-from conftest import PNG_MAGIC, assert_bad_input, needs_mpiexec, ranvier_cli, read_csv
+from conftest import ROOT, PNG_MAGIC, assert_bad_input, needs_mpiexec, ranvier_cli, read_csv
 from ranvier import theory
 from ranvier.bench import interconnect, netns
 from ranvier.errors import ConfigError
+
+SMALL = {"neurons": 512, "synapses_per_neuron": 50}
 
 
 def rows_of(latency_s: float, bandwidth: float, primitive: str, sizes=(1, 64, 512, 4096)) -> list[dict]:
@@ -26,7 +28,8 @@ def test_the_fit_recovers_latency_and_bandwidth():
     assert fit["ranks"] == 2
     assert fit["primitives"]["isend_irecv"]["latency_s"] == pytest.approx(30e-6)
     assert fit["primitives"]["isend_irecv"]["bandwidth_bytes_per_s"] == pytest.approx(12.5e6)
-    assert fit["primitives"]["ibarrier"]["bandwidth_bytes_per_s"] is None       # flat: latency only
+    assert fit["primitives"]["ibarrier"]["bandwidth_bytes_per_s"] is None       # sends nothing: latency only
+    assert fit["primitives"]["ibarrier"]["latency_s"] == pytest.approx(15e-6)
     # communicate: allgather (counts) + allgather (records, bytes to one other rank); synchronize:
     # the barrier's latency plus the predicted wait
     model = interconnect.predict(fit, "allgather", 2, bytes_per_cycle=2 * 8000.0, wait_s_per_cycle=5e-6)
@@ -34,6 +37,18 @@ def test_the_fit_recovers_latency_and_bandwidth():
     assert model["communicate_s"] == pytest.approx(theory.exchange_seconds("allgather", 2, 8000.0, fit))
     assert model["synchronize_s"] == pytest.approx(15e-6 + 5e-6)
     assert interconnect.predict(fit, "allgather", 2, 0.0, None)["synchronize_s"] is None
+
+
+def test_the_relative_fit_keeps_the_latency_of_small_messages():
+    """Measured on the rate-limited link (isend_irecv, µs at 8 B .. 32 KiB): plain least squares puts
+    the intercept below zero; on the relative error the latency stays near the small messages' time."""
+    from ranvier.bench.mpi import fit_latency_bandwidth
+
+    sizes, times = [8, 512, 4096, 32768], [20.4e-6, 164.9e-6, 330.7e-6, 3808.0e-6]
+    assert fit_latency_bandwidth(sizes, times)[0] < 0
+    latency, bandwidth = interconnect.fit_relative(sizes, times)
+    assert 15e-6 < latency < 25e-6 and 5e6 < bandwidth < 20e6
+    assert interconnect.fit_relative(sizes, [5e-6] * 4) == (pytest.approx(5e-6), None)
 
 
 def test_the_path_is_read_from_the_transport_record_and_ucx():
@@ -55,12 +70,13 @@ def test_the_path_is_read_from_the_transport_record_and_ucx():
 def test_the_table_has_a_line_per_transport():
     row = {"transport": "tcp", "hosts": 2, "path": "ucx tcp/x", "latency_us": 31.25, "bandwidth_MB_per_s": 11.9,
            "barrier_latency_us": 40.0, "bytes_per_cycle": 1234.0, "communicate_us_per_cycle": 80.0,
-           "communicate_model_us_per_cycle": 75.5, "synchronize_us_per_cycle": 50.0,
+           "communicate_median_us_per_cycle": 60.0, "communicate_model_us_per_cycle": 75.5,
+           "synchronize_us_per_cycle": 50.0, "synchronize_median_us_per_cycle": 20.0,
            "synchronize_model_us_per_cycle": None, "real_time_factor": 3.5}
     lines = interconnect.format_table([row, {**row, "transport": "shm", "bandwidth_MB_per_s": None}]).splitlines()
     assert lines[0].split()[:2] == ["transport", "hosts"]
-    assert lines[1].split() == ["tcp", "2", "ucx", "tcp/x", "31.2", "11.9", "40.0", "1234", "80.0", "75.5", "50.0",
-                                "-", "3.50"]
+    assert lines[1].split() == ["tcp", "2", "ucx", "tcp/x", "31.2", "11.9", "40.0", "1234", "80.0", "60.0", "75.5",
+                                "50.0", "20.0", "-", "3.50"]
     assert lines[2].split()[5] == "-"
 
 
@@ -69,13 +85,13 @@ def test_the_tcp_transports_are_refused_or_left_out_with_the_reason():
         return "creating network namespaces needs root (running as uid 1000)"
     with pytest.raises(ConfigError, match=r"--transports tcp,tcp-limited: ranks on emulated hosts cannot run here: "
                                           r"creating network namespaces needs root \(running as uid 1000\)"):
-        interconnect.plan("dpsnn", ["shm", "tcp", "tcp-limited"], 2, 50.0, (1, 64), {"neurons": 256}, reason=no_root)
-    p = interconnect.plan("dpsnn", None, 2, 50.0, (1, 64), {"neurons": 256}, reason=no_root)
+        interconnect.plan("dpsnn", ["shm", "tcp", "tcp-limited"], 2, 50.0, (1, 64), SMALL, reason=no_root)
+    p = interconnect.plan("dpsnn", None, 2, 50.0, (1, 64), SMALL, reason=no_root)
     assert p["transports"] == ["shm"]
     assert p["left_out"] == ["tcp, tcp-limited left out: creating network namespaces needs root (running as uid 1000)"]
     assert p["primitives"] == ["isend_irecv", "ibarrier", "allgather"]
     asked = []
-    p = interconnect.plan("dpsnn", ["tcp-limited"], 2, 50.0, (1, 64), {"neurons": 256},
+    p = interconnect.plan("dpsnn", ["tcp-limited"], 2, 50.0, (1, 64), SMALL,
                           reason=lambda rate=False: asked.append(rate))
     assert p["transports"] == ["tcp-limited"] and asked == [True]       # tc is checked too
 
@@ -95,7 +111,7 @@ def test_a_short_run_over_the_transports_this_machine_allows(tmp_path):
     """shm always; tcp too where namespaces can be made (else it is left out, with the reason)."""
     out = tmp_path / "ic"
     reason = netns.unavailable_reason()
-    done = ranvier_cli("bench", "interconnect", "dpsnn", "--neurons", "512", "--duration-ms", "100", "--sizes",
+    done = ranvier_cli("bench", "interconnect", ROOT / "examples/dpsnn-small.toml", "--duration-ms", "100", "--sizes",
                        "1,512", "--repeats", "5", "--transports", "shm" if reason else "shm,tcp", "--out", out,
                        timeout=240)
     assert done.returncode == 0, done.stderr[-3000:]
@@ -104,7 +120,7 @@ def test_a_short_run_over_the_transports_this_machine_allows(tmp_path):
     assert rows[0]["hosts"] == "1" and rows[0]["path"] == "shared memory"
     for r in rows:
         for key in ("latency_us", "communicate_us_per_cycle", "communicate_model_us_per_cycle",
-                    "synchronize_us_per_cycle", "synchronize_model_us_per_cycle"):
+                    "communicate_median_us_per_cycle", "synchronize_us_per_cycle", "synchronize_model_us_per_cycle"):
             assert math.isfinite(float(r[key])), (key, r)
         assert float(r["bytes_per_cycle"]) > 0 and int(r["cycles"]) == 100
     if not reason:

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import csv
 import json
-import math
 import os
 import re
 import subprocess
@@ -29,13 +28,14 @@ import sys
 import tempfile
 from pathlib import Path
 
+import numpy as np
+
 from .. import config as cfgmod
-from .. import theory
+from .. import environment, theory
 from ..commands.arguments import assignment, name_list, positive_float, positive_int, positive_int_list
 from ..errors import ConfigError
 from . import common, netns, runner
 from .common import say
-from .mpi import fit_latency_bandwidth
 
 TRANSPORTS = ("shm", "tcp", "tcp-limited")
 DESCRIPTIONS = {"shm": "one host: shared memory", "tcp": "two emulated hosts: TCP over veth",
@@ -48,7 +48,8 @@ BARRIER = "ibarrier"                         # the synchronize phase's call
 CSV_NAME, JSON_NAME, PNG_NAME = "interconnect.csv", "interconnect.json", "interconnect.png"
 COLUMNS = ["transport", "link", "ranks", "hosts", "path", "latency_us", "bandwidth_MB_per_s",
            "barrier_latency_us", "bytes_per_cycle", "cycles", "communicate_us_per_cycle",
-           "communicate_model_us_per_cycle", "synchronize_us_per_cycle", "synchronize_model_us_per_cycle",
+           "communicate_model_us_per_cycle", "communicate_median_us_per_cycle", "synchronize_us_per_cycle",
+           "synchronize_model_us_per_cycle", "synchronize_median_us_per_cycle",
            "wait_model_us_per_cycle", "real_time_factor"]
 UCX_LANE = re.compile(r"\[([^:\]]+):\d+\s*:\d+\].*?(intra|inter)-node cfg#\d+ tag\(([^)]*)\)")
 
@@ -128,16 +129,32 @@ def plan(workload: str, transports: list[str] | None, ranks: int, duration_ms: f
 
 
 # -- the fit and the model --------------------------------------------------------------------
+def fit_relative(message_bytes, seconds) -> tuple[float, float | None]:
+    """t = latency + bytes / bandwidth by least squares on the relative error, so that every size
+    weighs the same: the microseconds of a small message are not lost in the milliseconds of a
+    large one on a slow link (plain least squares, `ranvier bench mpi`'s fit, can then give a
+    negative latency). (latency in s, bandwidth in bytes/s, None where the time does not grow)."""
+    x, y = np.asarray(message_bytes, dtype=float), np.asarray(seconds, dtype=float)
+    design = np.column_stack([np.ones_like(x), x]) / y[:, None]
+    (latency, slope), *_ = np.linalg.lstsq(design, np.ones_like(y), rcond=None)
+    return float(latency), (1.0 / float(slope) if slope * x.max() > 1e-9 * y.max() else None)
+
+
 def fit_rows(rows: list[dict], ranks: int) -> dict:
-    """mpi_fit.json's layout (theory.load_mpi_fit) from time_primitives' rows."""
+    """mpi_fit.json's layout (theory.load_mpi_fit) from time_primitives' rows: per primitive,
+    fit_relative; the barrier sends nothing, so its latency is the median over sizes."""
     fits = {}
     for primitive in dict.fromkeys(row["primitive"] for row in rows):
         mine = [row for row in rows if row["primitive"] == primitive]
-        latency, bandwidth = fit_latency_bandwidth([r["bytes"] for r in mine], [r["median_s"] for r in mine])
-        fits[primitive] = {"latency_s": latency,
-                           "bandwidth_bytes_per_s": bandwidth if math.isfinite(bandwidth) and bandwidth > 0 else None,
-                           "bytes": [r["bytes"] for r in mine], "median_s": [r["median_s"] for r in mine]}
-    return {"ranks": ranks, "primitives": fits}
+        sizes, times = [r["bytes"] for r in mine], [r["median_s"] for r in mine]
+        if primitive == BARRIER:
+            latency, bandwidth = float(np.median(times)), None
+        else:
+            latency, bandwidth = fit_relative(sizes, times)
+        fits[primitive] = {"latency_s": latency, "bandwidth_bytes_per_s": bandwidth, "bytes": sizes, "median_s": times}
+    return {"ranks": ranks, "primitives": fits,
+            "model": "t = latency + bytes / bandwidth, least squares on the relative error over message sizes of "
+                     "the median time (max over ranks); ibarrier: the median over sizes"}
 
 
 def predict(fit: dict, strategy: str, ranks: int, bytes_per_cycle: float, wait_s_per_cycle: float | None) -> dict:
@@ -153,7 +170,7 @@ def predict(fit: dict, strategy: str, ranks: int, bytes_per_cycle: float, wait_s
 
 
 def ucx_lanes(stderr: str) -> dict[str, list[str]]:
-    """The transports UCX chose per host ("inter-node cfg#1 tag(tcp/eth0)"), from UCX_LOG_LEVEL=info."""
+    """The transports UCX chose per host ("inter-node cfg#1 tag(tcp/eth0)"), from its UCX_LOG_LEVEL=info lines."""
     lanes: dict[str, list[str]] = {}
     for host, where, tag in UCX_LANE.findall(stderr):
         entry = f"{where}-node {tag}"
@@ -204,7 +221,7 @@ def run_transport(transport: str, ranks: int, spec: dict, workdir: Path, rate: s
         raise runner.WorkerFailed(f"transport {transport} on {ranks} ranks failed with status {done.returncode}\n"
                                   + "\n".join(tail.splitlines()[-20:]))
     out = json.loads(result_path.read_text())
-    out["ucx_lanes"] = ucx_lanes(done.stderr)
+    out["ucx_lanes"] = ucx_lanes(done.stdout + done.stderr)      # UCX logs to stdout
     return out
 
 
@@ -233,9 +250,11 @@ def interconnect_bench(workload: str, transports: list[str] | None = None, ranks
             details[transport] = detail
             say(f"bench: {transport}: communicate {row['communicate_us_per_cycle']:.1f} µs/cycle, "
                 f"synchronize {row['synchronize_us_per_cycle']:.1f} µs/cycle")
+    load = os.getloadavg() if hasattr(os, "getloadavg") else None
     print(f"{cfg.model}, {network.size:,} neurons, {duration:g} ms simulated, {ranks} ranks x 1 thread, exchange "
-          f"{strategy}; times per cycle, mean over ranks; model: theory.md section 3 (communicate) and "
-          f"barrier latency + k_P sigma (synchronize)")
+          f"{strategy}; {os.cpu_count()} cores" + (f", load average {load[0]:.2f} after the runs" if load else "")
+          + "; times per cycle, mean over ranks and cycles (median: the median cycle); model: theory.md section 3 "
+            "(communicate) and barrier latency + k_P sigma (synchronize)")
     for note in p["left_out"]:
         print(note)
     print(format_table(rows))
@@ -247,6 +266,7 @@ def interconnect_bench(workload: str, transports: list[str] | None = None, ranks
     (out / JSON_NAME).write_text(json.dumps({"workload": workload, "model": cfg.model, "neurons": network.size,
                                              "duration_ms": duration, "ranks": ranks, "exchange": strategy,
                                              "rate": rate, "left_out": p["left_out"], "rows": rows,
+                                             "load_average": load, "cpu_model": environment.cpu_model(),
                                              "transports": details}, indent=2) + "\n")
     written = [out / CSV_NAME, out / JSON_NAME]
     if plt is not None and rows:
@@ -271,8 +291,10 @@ def table_row(transport: str, measured: dict, strategy: str, ranks: int, rate: s
            "bytes_per_cycle": run["bytes_per_cycle"], "cycles": run["cycles"],
            "communicate_us_per_cycle": run["communicate_us_per_cycle"],
            "communicate_model_us_per_cycle": us(model["communicate_s"]),
+           "communicate_median_us_per_cycle": run["communicate_median_us_per_cycle"],
            "synchronize_us_per_cycle": run["synchronize_us_per_cycle"],
            "synchronize_model_us_per_cycle": us(model["synchronize_s"]),
+           "synchronize_median_us_per_cycle": run["synchronize_median_us_per_cycle"],
            "wait_model_us_per_cycle": us(measured["wait_s_per_cycle"]),
            "real_time_factor": run["real_time_factor"]}
     return row, {"fit": fit, "transport": measured["transport"], "ucx_lanes": measured["ucx_lanes"], "run": run}
@@ -285,11 +307,12 @@ def _number(value, fmt: str) -> str:
 def format_table(rows: list[dict]) -> str:
     return common.text_table(
         ["transport", "hosts", "path", "latency µs", "bandwidth MB/s", "barrier µs", "bytes/cycle",
-         "communicate µs", "model µs", "synchronize µs", "model µs ", "RTF"],
+         "communicate µs", "median", "model", "synchronize µs", "median", "model", "RTF"],
         [[r["transport"], str(r["hosts"]), r["path"], _number(r["latency_us"], ".1f"),
           _number(r["bandwidth_MB_per_s"], ".1f"), _number(r["barrier_latency_us"], ".1f"),
           _number(r["bytes_per_cycle"], ".0f"), _number(r["communicate_us_per_cycle"], ".1f"),
-          _number(r["communicate_model_us_per_cycle"], ".1f"), _number(r["synchronize_us_per_cycle"], ".1f"),
+          _number(r["communicate_median_us_per_cycle"], ".1f"), _number(r["communicate_model_us_per_cycle"], ".1f"),
+          _number(r["synchronize_us_per_cycle"], ".1f"), _number(r["synchronize_median_us_per_cycle"], ".1f"),
           _number(r["synchronize_model_us_per_cycle"], ".1f"), _number(r["real_time_factor"], ".2f")]
          for r in rows])
 
@@ -335,8 +358,12 @@ def worker(spec: dict) -> None:
     if comm.rank != 0:
         return
     stats = result.cycle_statistics()
+    from ..simulation import PHASES
+    per_cycle = result.cycle_timers.mean(axis=0)           # [cycle, phase], mean over ranks
+    medians = {f"{phase}_median_us_per_cycle": float(np.median(per_cycle[:, PHASES.index(phase)]) * 1e6)
+               for phase in ("communicate", "synchronize")}
     wait = None if stats is None else stats["predicted"]["sync_conv_s"] / stats["cycles"]
     Path(spec["result"]).write_text(json.dumps({
-        "rows": rows, "run": exchange_measurements(result), "wait_s_per_cycle": wait,
+        "rows": rows, "run": {**exchange_measurements(result), **medians}, "wait_s_per_cycle": wait,
         "measured_wait_s_per_cycle": None if stats is None else stats["measured"]["cycle_wait_s"],
         "transport": parallel.transport(comm), "host": os.uname().nodename}))
