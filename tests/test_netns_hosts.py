@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 from conftest import ROOT, mpiexec_path, restore_cpus, subprocess_env
+from ranvier import report
 from ranvier.bench import netns
 
 REASON = netns.unavailable_reason() if sys.platform.startswith("linux") else "network namespaces need Linux"
@@ -58,6 +59,8 @@ def test_two_hosts_write_the_spikes_of_one_process(tmp_path):
     assert sorted(transport["hosts"]) == ["ranvier-host0", "ranvier-host1"]
     assert transport["within_node"] is None                # one rank per host: nothing shared
     assert transport["between_nodes"].startswith("MPICH ch4 netmod ")
+    assert report._transport(report._flatten(env)).startswith(
+        "2 node(s) (ranvier-host0, ranvier-host1): MPICH ch4 netmod ")               # `ranvier report`'s row
     single = json.loads((tmp_path / "one/environment.json").read_text())["transport"]
     assert single["nodes"] == 1 and single["between_nodes"] is None
 
