@@ -60,11 +60,21 @@ def test_the_path_is_read_from_the_transport_record_and_ucx():
     assert lanes == {"ranvier-host0": ["inter-node tcp/rv1x0v0"], "ranvier-host1": ["inter-node tcp/rv1x0v1"]}
     two_hosts = {"nodes": 2, "hosts": ["a", "b"], "within_node": None,
                  "between_nodes": "MPICH ch4 netmod ucx, tcp (no RDMA device in /sys/class/infiniband)"}
-    assert interconnect.path_of(two_hosts, lanes) == "ucx tcp/rv1x0v0 tcp/rv1x0v1"
+    assert interconnect.path_of(two_hosts, lanes) == "ucx tcp"
     assert interconnect.path_of(two_hosts, {}) == two_hosts["between_nodes"]
     one_host = {"nodes": 1, "hosts": ["a"], "within_node": "shared memory (MPI's intra-node path)",
                 "between_nodes": None}
     assert interconnect.path_of(one_host, {}) == "shared memory"
+
+
+def test_the_table_gives_the_median_of_the_runs():
+    rows = [{key: None for key in interconnect.COLUMNS} for _ in range(3)]
+    for k, (row, communicate) in enumerate(zip(rows, (100.0, 300.0, 200.0))):
+        row.update(transport="tcp", run=k + 1, link="veth", ranks=2, hosts=2, path="ucx tcp",
+                   communicate_us_per_cycle=communicate, latency_us=20.0 + k)
+    line, = interconnect.summarize(rows)
+    assert line["communicate_us_per_cycle"] == 200.0 and line["latency_us"] == 21.0 and line["runs"] == 3
+    assert line["path"] == "ucx tcp" and line["hosts"] == 2 and line["synchronize_us_per_cycle"] is None
 
 
 def test_the_table_has_a_line_per_transport():
@@ -112,7 +122,8 @@ def test_a_short_run_over_the_transports_this_machine_allows(tmp_path):
     out = tmp_path / "ic"
     reason = netns.unavailable_reason()
     done = ranvier_cli("bench", "interconnect", ROOT / "examples/dpsnn-small.toml", "--duration-ms", "100", "--sizes",
-                       "1,512", "--repeats", "5", "--transports", "shm" if reason else "shm,tcp", "--out", out,
+                       "1,512", "--repeats", "5", "--runs", "1", "--transports", "shm" if reason else "shm,tcp",
+                       "--out", out,
                        timeout=240)
     assert done.returncode == 0, done.stderr[-3000:]
     rows = read_csv(out / "interconnect.csv")

@@ -46,7 +46,7 @@ DEFAULT_DURATION_MS = 300.0
 PING_PONG = "isend_irecv"                    # the link's own latency and bandwidth
 BARRIER = "ibarrier"                         # the synchronize phase's call
 CSV_NAME, JSON_NAME, PNG_NAME = "interconnect.csv", "interconnect.json", "interconnect.png"
-COLUMNS = ["transport", "link", "ranks", "hosts", "path", "latency_us", "bandwidth_MB_per_s",
+COLUMNS = ["transport", "run", "load_before", "link", "ranks", "hosts", "path", "latency_us", "bandwidth_MB_per_s",
            "barrier_latency_us", "bytes_per_cycle", "cycles", "communicate_us_per_cycle",
            "communicate_model_us_per_cycle", "communicate_median_us_per_cycle", "synchronize_us_per_cycle",
            "synchronize_model_us_per_cycle", "synchronize_median_us_per_cycle",
@@ -77,6 +77,8 @@ def add_parser(benches, exchanges) -> None:
                    help=f"message sizes of the fit, 64-bit words (default {','.join(map(str, DEFAULT_SIZES))})")
     p.add_argument("--repeats", type=positive_int, default=50, metavar="N",
                    help="timed calls per primitive and size (default 50)")
+    p.add_argument("--runs", type=positive_int, default=3, metavar="N",
+                   help="runs of each transport, interleaved; the table gives medians (default 3)")
     p.add_argument("--set", type=assignment, action="append", default=[], metavar="KEY=VALUE",
                    help="any model parameter, value read as TOML (repeat for several)")
     p.add_argument("--neurons", type=positive_int, metavar="N", help="network size")
@@ -88,7 +90,8 @@ def command(args) -> None:
     if args.neurons is not None:
         parameters["neurons"] = args.neurons
     interconnect_bench(args.workload, transports=args.transports, ranks=args.ranks, duration_ms=args.duration_ms,
-                       rate=args.rate, sizes=args.sizes, repeats=args.repeats, parameters=parameters, out=args.out)
+                       rate=args.rate, sizes=args.sizes, repeats=args.repeats, runs=args.runs, parameters=parameters,
+                       out=args.out)
 
 
 # -- planning ---------------------------------------------------------------------------------
@@ -185,9 +188,11 @@ def path_of(transport: dict, lanes: dict) -> str:
     if transport.get("within_node"):
         parts.append("shared memory")
     if transport.get("between_nodes"):
-        seen = sorted({lane.split(" ", 1)[1] for host in lanes.values() for lane in host if lane.startswith("inter")})
+        # the lanes' transports ("tcp/eth0" -> "tcp"); the devices are in the JSON's ucx_lanes
+        seen = sorted({part.split("/")[0] for host in lanes.values() for lane in host if lane.startswith("inter")
+                       for part in lane.split(" ", 1)[1].split()})
         module = transport["between_nodes"].split(",")[0].replace("MPICH ch4 netmod ", "")
-        parts.append(f"{module} {' '.join(seen)}".strip() if seen else transport["between_nodes"])
+        parts.append(f"{module} {' '.join(seen)}" if seen else transport["between_nodes"])
     return " + ".join(parts) or "none"
 
 
@@ -227,7 +232,7 @@ def run_transport(transport: str, ranks: int, spec: dict, workdir: Path, rate: s
 
 def interconnect_bench(workload: str, transports: list[str] | None = None, ranks: int = 2,
                        duration_ms: float | None = None, rate: str = DEFAULT_RATE, sizes=DEFAULT_SIZES,
-                       repeats: int = 50, parameters: dict | None = None, out=None) -> Path:
+                       repeats: int = 50, runs: int = 3, parameters: dict | None = None, out=None) -> Path:
     p = plan(workload, transports, ranks, duration_ms, sizes, parameters)
     cfg, network, strategy = p["cfg"], p["network"], p["strategy"]
     out = common.output_folder(out, "interconnect", CSV_NAME)
@@ -242,22 +247,29 @@ def interconnect_bench(workload: str, transports: list[str] | None = None, ranks
         f"{strategy}; transports {', '.join(p['transports'])}" + "".join(f"; {n}" for n in p["left_out"]))
     rows, details = [], {}
     with tempfile.TemporaryDirectory(prefix="ranvier-bench-") as tmp:
-        for transport in p["transports"]:
-            say(f"bench: {transport} ({DESCRIPTIONS[transport].format(rate=rate)}) ...")
-            measured = run_transport(transport, ranks, spec, Path(tmp), rate)
-            row, detail = table_row(transport, measured, strategy, ranks, rate)
-            rows.append(row)
-            details[transport] = detail
-            say(f"bench: {transport}: communicate {row['communicate_us_per_cycle']:.1f} µs/cycle, "
-                f"synchronize {row['synchronize_us_per_cycle']:.1f} µs/cycle")
-    load = os.getloadavg() if hasattr(os, "getloadavg") else None
+        # Runs are the outer loop, so that a change in the machine's load spreads over all transports.
+        for run in range(1, runs + 1):
+            for transport in p["transports"]:
+                label = f"{transport} ({DESCRIPTIONS[transport].format(rate=rate)}), run {run}/{runs}"
+                load = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
+                measured = run_transport(transport, ranks, spec, Path(tmp), rate)
+                row, detail = table_row(transport, measured, strategy, ranks, rate)
+                row.update(run=run, load_before=load)
+                rows.append(row)
+                details.setdefault(transport, []).append(detail)
+                say(f"bench: {label}: communicate {row['communicate_us_per_cycle']:.1f} µs/cycle, "
+                    f"synchronize {row['synchronize_us_per_cycle']:.1f} µs/cycle")
+    table = summarize(rows)
+    loads = [row["load_before"] for row in rows if row["load_before"] is not None]
     print(f"{cfg.model}, {network.size:,} neurons, {duration:g} ms simulated, {ranks} ranks x 1 thread, exchange "
-          f"{strategy}; {os.cpu_count()} cores" + (f", load average {load[0]:.2f} after the runs" if load else "")
-          + "; times per cycle, mean over ranks and cycles (median: the median cycle); model: theory.md section 3 "
-            "(communicate) and barrier latency + k_P sigma (synchronize)")
+          f"{strategy}; {os.cpu_count()} cores" + (f", load average {min(loads):.2f} to {max(loads):.2f} before the "
+                                                   f"runs" if loads else "")
+          + f"; medians over {runs} run(s) of each transport; times per cycle, mean over ranks and cycles (median: "
+            "the median cycle); model: theory.md section 3 (communicate) and barrier latency + k_P sigma "
+            "(synchronize)")
     for note in p["left_out"]:
         print(note)
-    print(format_table(rows))
+    print(format_table(table))
     out.mkdir(parents=True, exist_ok=True)
     with open(out / CSV_NAME, "w", newline="") as f:
         writer = csv.DictWriter(f, fieldnames=COLUMNS)
@@ -265,15 +277,33 @@ def interconnect_bench(workload: str, transports: list[str] | None = None, ranks
         writer.writerows(rows)
     (out / JSON_NAME).write_text(json.dumps({"workload": workload, "model": cfg.model, "neurons": network.size,
                                              "duration_ms": duration, "ranks": ranks, "exchange": strategy,
-                                             "rate": rate, "left_out": p["left_out"], "rows": rows,
-                                             "load_average": load, "cpu_model": environment.cpu_model(),
+                                             "rate": rate, "runs": runs, "left_out": p["left_out"],
+                                             "cpu_model": environment.cpu_model(), "table": table, "rows": rows,
                                              "transports": details}, indent=2) + "\n")
     written = [out / CSV_NAME, out / JSON_NAME]
-    if plt is not None and rows:
-        plot(plt, rows, out / PNG_NAME, f"{cfg.model}, {network.size:,} neurons, {ranks} ranks")
+    if plt is not None and table:
+        plot(plt, table, out / PNG_NAME, f"{cfg.model}, {network.size:,} neurons, {ranks} ranks")
         written.append(out / PNG_NAME)
     print(f"\nresults written to {', '.join(map(str, written))}")
     return out
+
+
+def summarize(rows: list[dict]) -> list[dict]:
+    """One line per transport: the median over its runs of every number, its words as they are."""
+    table = []
+    for transport in dict.fromkeys(row["transport"] for row in rows):
+        mine = [row for row in rows if row["transport"] == transport]
+        line = {}
+        for key in COLUMNS:
+            values = [row[key] for row in mine]
+            numbers = [v for v in values if isinstance(v, (int, float)) and v is not None]
+            if key in ("transport", "link", "path", "ranks", "hosts") or not numbers:
+                line[key] = values[0] if key != "path" else " / ".join(dict.fromkeys(values))
+            else:
+                line[key] = float(np.median(numbers))
+        line["runs"] = len(mine)
+        table.append(line)
+    return table
 
 
 def table_row(transport: str, measured: dict, strategy: str, ranks: int, rate: str) -> tuple[dict, dict]:
