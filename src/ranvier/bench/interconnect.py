@@ -339,7 +339,7 @@ def format_table(rows: list[dict]) -> str:
         ["transport", "hosts", "path", "latency µs", "bandwidth MB/s", "barrier µs", "bytes/cycle",
          "communicate µs", "median", "model", "synchronize µs", "median", "model", "RTF"],
         [[r["transport"], str(r["hosts"]), r["path"], _number(r["latency_us"], ".1f"),
-          _number(r["bandwidth_MB_per_s"], ".1f"), _number(r["barrier_latency_us"], ".1f"),
+          _number(r["bandwidth_MB_per_s"], ".4g"), _number(r["barrier_latency_us"], ".1f"),
           _number(r["bytes_per_cycle"], ".0f"), _number(r["communicate_us_per_cycle"], ".1f"),
           _number(r["communicate_median_us_per_cycle"], ".1f"), _number(r["communicate_model_us_per_cycle"], ".1f"),
           _number(r["synchronize_us_per_cycle"], ".1f"), _number(r["synchronize_median_us_per_cycle"], ".1f"),
@@ -351,22 +351,24 @@ def plot(plt, rows: list[dict], path: Path, title: str) -> None:
     """Measured and model time per cycle, communicate and synchronize, one group of bars per transport."""
     import numpy as np
 
-    fig, ax = plt.subplots(figsize=(7, 4.5))
+    fig, ax = plt.subplots(figsize=(8, 4.5))
     x = np.arange(len(rows))
-    series = [("communicate_us_per_cycle", "communicate, measured", "C0", None),
-              ("communicate_model_us_per_cycle", "communicate, model", "C0", "//"),
-              ("synchronize_us_per_cycle", "synchronize, measured", "C1", None),
-              ("synchronize_model_us_per_cycle", "synchronize, model", "C1", "//")]
-    width = 0.2
-    for j, (key, label, color, hatch) in enumerate(series):
-        values = [np.nan if r[key] is None else r[key] for r in rows]
-        ax.bar(x + (j - 1.5) * width, values, width, color=color, hatch=hatch, alpha=0.6 if hatch else 1.0,
-               label=label)
+    series = [("communicate_us_per_cycle", "communicate, mean cycle", "C0", None, 1.0),
+              ("communicate_median_us_per_cycle", "communicate, median cycle", "C0", None, 0.55),
+              ("communicate_model_us_per_cycle", "communicate, model", "C0", "//", 0.3),
+              ("synchronize_us_per_cycle", "synchronize, mean cycle", "C1", None, 1.0),
+              ("synchronize_median_us_per_cycle", "synchronize, median cycle", "C1", None, 0.55),
+              ("synchronize_model_us_per_cycle", "synchronize, model", "C1", "//", 0.3)]
+    width = 0.13
+    for j, (key, label, color, hatch, alpha) in enumerate(series):
+        values = [np.nan if r[key] is None or r[key] <= 0 else r[key] for r in rows]
+        ax.bar(x + (j - 2.5) * width, values, width, color=color, hatch=hatch, alpha=alpha, label=label)
     ax.set_xticks(x, [r["transport"] for r in rows])
     ax.set_yscale("log")
+    ax.set_ylim(top=ax.get_ylim()[1] * 6)                  # room for the legend above the bars
     ax.set_ylabel("µs per cycle (mean over ranks)")
     ax.set_title(title)
-    ax.legend(fontsize="small")
+    ax.legend(fontsize="x-small", ncol=2)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
