@@ -70,7 +70,7 @@ def add_parser(benches, exchanges) -> None:
     p.add_argument("--ranks", type=positive_int, default=2, metavar="R",
                    help="ranks (default 2; on two hosts, half on each)")
     p.add_argument("--duration-ms", type=positive_float, metavar="T",
-                   help=f"simulated time per run (default {DEFAULT_DURATION_MS:g} ms)")
+                   help=f"simulated time per run (default: the config's, or {DEFAULT_DURATION_MS:g} ms for a model name)")
     p.add_argument("--rate", default=DEFAULT_RATE, metavar="RATE",
                    help=f"the tc tbf rate of tcp-limited (default {DEFAULT_RATE})")
     p.add_argument("--sizes", type=positive_int_list, default=list(DEFAULT_SIZES), metavar="W1,W2,...",
@@ -82,7 +82,8 @@ def add_parser(benches, exchanges) -> None:
     p.add_argument("--set", type=assignment, action="append", default=[], metavar="KEY=VALUE",
                    help="any model parameter, value read as TOML (repeat for several)")
     p.add_argument("--neurons", type=positive_int, metavar="N", help="network size")
-    p.add_argument("--out", metavar="DIR", help="folder for the results (default: bench-results/interconnect-<timestamp>)")
+    p.add_argument("--out", metavar="DIR",
+                   help="folder for the results (default: bench-results/interconnect-<timestamp>)")
 
 
 def command(args) -> None:

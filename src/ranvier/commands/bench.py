@@ -8,7 +8,8 @@ from ..bench import areas, exchange, imbalance, interconnect, mpi, scaling, stru
 from ..bench.runner import WorkerFailed
 from .arguments import UsageError
 
-MODULES = (exchange, mpi, scaling, areas, structure_aware, imbalance, interconnect)  # in the order of `ranvier bench --help`
+# in the order of `ranvier bench --help`
+MODULES = (exchange, mpi, scaling, areas, structure_aware, imbalance, interconnect)
 BENCHMARKS = {"exchange": exchange, "mpi": mpi, "strong-scaling": scaling, "weak-scaling": areas,
               "heterogeneity": areas, "cycle-times": areas, "structure-aware": structure_aware,
               "imbalance": imbalance, "interconnect": interconnect}
