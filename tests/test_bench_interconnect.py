@@ -110,6 +110,7 @@ def test_the_tcp_transports_are_refused_or_left_out_with_the_reason():
     (["--transports", "infiniband"], "unknown transport 'infiniband'"),
     (["--ranks", "1"], "--ranks 1: an interconnect needs at least 2 ranks"),
     (["--sizes", "8"], "--sizes needs at least two different sizes"),
+    (["--rate", "fast"], "--rate 'fast': not a tc rate"),
 ])
 def test_bad_input_is_refused_in_one_line(argv, word, tmp_path, capsys):
     out = tmp_path / "out"

@@ -96,8 +96,11 @@ def command(args) -> None:
 
 
 # -- planning ---------------------------------------------------------------------------------
+RATE = re.compile(r"^\d+(\.\d+)?([kmgt]?(bit|bps))$", re.IGNORECASE)
+
+
 def plan(workload: str, transports: list[str] | None, ranks: int, duration_ms: float | None, sizes,
-         parameters: dict | None, reason=netns.unavailable_reason) -> dict:
+         parameters: dict | None, reason=netns.unavailable_reason, rate: str = DEFAULT_RATE) -> dict:
     """Every check that needs no process: the workload, the transports that can run here (those
     that cannot, with the reason: left_out), the primitives to time."""
     from .. import models
@@ -106,6 +109,9 @@ def plan(workload: str, transports: list[str] | None, ranks: int, duration_ms: f
     transports = common.check_names("--transports", "transport", transports or TRANSPORTS, TRANSPORTS)
     if ranks < 2:
         raise ConfigError(f"--ranks {ranks}: an interconnect needs at least 2 ranks")
+    if "tcp-limited" in transports and not RATE.match(rate):
+        raise ConfigError(f"--rate {rate!r}: not a tc rate; give a number and a unit, for example 100mbit, 1mbit "
+                          f"or 500kbit (bit, kbit, mbit, gbit; bps, kbps, ... for bytes per second)")
     sizes = sorted(set(sizes))
     if len(sizes) < 2:
         raise ConfigError(f"--sizes needs at least two different sizes to fit latency and bandwidth, got {sizes}")
@@ -234,7 +240,7 @@ def run_transport(transport: str, ranks: int, spec: dict, workdir: Path, rate: s
 def interconnect_bench(workload: str, transports: list[str] | None = None, ranks: int = 2,
                        duration_ms: float | None = None, rate: str = DEFAULT_RATE, sizes=DEFAULT_SIZES,
                        repeats: int = 50, runs: int = 3, parameters: dict | None = None, out=None) -> Path:
-    p = plan(workload, transports, ranks, duration_ms, sizes, parameters)
+    p = plan(workload, transports, ranks, duration_ms, sizes, parameters, rate=rate)
     cfg, network, strategy = p["cfg"], p["network"], p["strategy"]
     out = common.output_folder(out, "interconnect", CSV_NAME)
     plt = common.pyplot()
