@@ -90,6 +90,14 @@ SCALED: dict[str, Scaled] = {
         Scaled(skip="full-size benchmark (GBs, minutes): run for docs/checkpoints.md; tests/test_checkpoint.py "
                     "checks resuming on every decomposition"),
     "python bench/soak.py": Scaled("--duration-s 3 --every-s 1 --check-s 0.5"),
+    # docs/interconnect.md: where namespaces cannot be made, the TCP transports are left out with the reason
+    "ranvier bench interconnect examples/dpsnn-small.toml --duration-ms 1000 --runs 5":
+        Scaled("--duration-ms 100 --runs 1 --repeats 5 --sizes 1,512"),
+    "ranvier bench interconnect examples/dpsnn-small.toml --duration-ms 1000 --runs 3 --rate 1mbit --sizes 1,64,512":
+        Scaled("--duration-ms 100 --runs 1 --repeats 3 --sizes 1,64"),
+    "python bench/netns_hosts.py -n 2 -- python -m ranvier run examples/dpsnn-small.toml --out results/two-hosts":
+        Scaled(skip="needs root and network namespaces: tests/test_netns_hosts.py runs this script where they can "
+                    "be made (and compares its spikes with one process's), and skips with the reason elsewhere"),
     # docs/devices.md
     "ranvier run dpsnn --neurons 2048 --duration-ms 300 --record-state 0,5,10-12 --record-state-interval-ms 1 "
     "--record-spikes-of 0-99 --out results/recorded": Scaled(),

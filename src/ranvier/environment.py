@@ -62,8 +62,10 @@ def _omp() -> dict:
     return omp
 
 
-def collect(ranks: int = 1, ranks_per_node: int = 1, threads: int = 1, argv: list[str] | None = None) -> dict:
-    """The environment of this run, as plain JSON data."""
+def collect(ranks: int = 1, ranks_per_node: int = 1, threads: int = 1, argv: list[str] | None = None,
+            transport: dict | None = None) -> dict:
+    """The environment of this run, as plain JSON data. transport: parallel.transport(comm), how
+    the ranks reached each other (nodes, host names, shared memory or the network module)."""
     from . import __version__, _engine
 
     info = _engine.build_info()
@@ -78,9 +80,11 @@ def collect(ranks: int = 1, ranks_per_node: int = 1, threads: int = 1, argv: lis
         "cores_physical": _physical_cores(),
         "cores_available": _cores_available(),
         "memory_bytes": _memory_bytes(),
-        "ranks": ranks, "ranks_per_node": ranks_per_node, "nodes": max(1, ranks // max(1, ranks_per_node)),
+        "ranks": ranks, "ranks_per_node": ranks_per_node,
+        "nodes": transport["nodes"] if transport else max(1, ranks // max(1, ranks_per_node)),
         "threads_per_rank": threads,
         "mpi": _mpi(),
+        "transport": transport,
         "ranvier": {"version": __version__, "engine_version": info.get("version"),
                     "git_commit": info.get("git_commit"), "compiler": info.get("compiler"),
                     "build_type": info.get("build_type"), "native": info.get("native"), "simd": info.get("simd"),

@@ -18,6 +18,7 @@ sees what would end the interpreter. The `ranvier` command does the same in its 
 from __future__ import annotations
 
 import os
+import socket
 import sys
 import time
 
@@ -92,6 +93,8 @@ class MPIComm:
         self.ranks_on_node = node.Get_size()
         self.node_rank = node.Get_rank()
         node.Free()
+        # where every rank runs: its host name and its node (the ranks MPI lets share memory)
+        self.rank_hosts = comm.allgather((socket.gethostname(), self.node_rank, self.ranks_on_node))
         if self.size > 1:
             _install_abort_hook()
 
@@ -107,6 +110,52 @@ class MPIComm:
 
     def barrier(self):
         self.comm.Barrier()
+
+
+def transport(comm) -> dict:
+    """How the ranks of comm (SerialComm or MPIComm) reach each other, for the environment
+    record: the nodes (groups of ranks that MPI lets share memory, MPI_COMM_TYPE_SHARED) and
+    their host names; within a node, shared memory; between nodes, the network module of the
+    MPI library (MPICH: MPIR_CVAR_CH4_NETMOD, else the first of its build, with UCX_TLS or
+    FI_PROVIDER where set; TCP unless the machine has an RDMA device)."""
+    if comm.size == 1 or not hasattr(comm, "rank_hosts"):
+        return {"ranks": 1, "nodes": 1, "hosts": [socket.gethostname()], "within_node": None, "between_nodes": None}
+    hosts = [host for host, node_rank, _ in comm.rank_hosts if node_rank == 0]
+    shared = max(on_node for _, _, on_node in comm.rank_hosts) > 1
+    return {"ranks": comm.size, "nodes": len(hosts), "hosts": hosts,
+            "within_node": "shared memory (MPI's intra-node path)" if shared else None,
+            "between_nodes": network_module() if len(hosts) > 1 else None}
+
+
+def network_module() -> str:
+    """The MPI library's path between nodes, as far as this process can tell without MPI_T."""
+    library = " ".join((mpi_library_version_full() or "").split())
+    if "Open MPI" in library:
+        return "Open MPI (its pml/btl selection)"
+    netmods = []
+    if "MPICH Device: ch4:" in library:
+        netmods = library.split("MPICH Device: ch4:", 1)[1].split(" MPICH ", 1)[0].replace(",", " ").split()
+    chosen = os.environ.get("MPIR_CVAR_CH4_NETMOD") or (netmods[0] if netmods else None)
+    if chosen is None:
+        return library.split(" MPICH Release")[0] or "unknown"
+    detail = []
+    if chosen == "ucx" and os.environ.get("UCX_TLS"):
+        detail.append(f"UCX_TLS={os.environ['UCX_TLS']}")
+    if chosen == "ofi" and os.environ.get("FI_PROVIDER"):
+        detail.append(f"FI_PROVIDER={os.environ['FI_PROVIDER']}")
+    try:
+        rdma = sorted(os.listdir("/sys/class/infiniband"))
+    except OSError:
+        rdma = []
+    detail.append(f"RDMA devices {', '.join(rdma)}" if rdma else "tcp (no RDMA device in /sys/class/infiniband)")
+    return f"MPICH ch4 netmod {chosen}, {'; '.join(detail)}"
+
+
+def mpi_library_version_full() -> str | None:
+    try:
+        return import_mpi().Get_library_version()
+    except ImportError:
+        return None
 
 
 # One line, naming the fix: a ranvier built without MPI (RANVIER_WITH_MPI=OFF, a platform with

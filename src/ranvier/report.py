@@ -339,6 +339,16 @@ def _mpi(env: dict) -> str:
     return _mpi_library(library) + (f" (MPI {standard})" if standard else "")
 
 
+def _transport(env: dict) -> str:
+    """How the ranks reached each other (environment.json's "transport", parallel.transport)."""
+    nodes, hosts = env.get("transport.nodes"), env.get("transport.hosts") or []
+    if env.get("transport.ranks") == 1:
+        return "one process"
+    paths = [env[k] for k in ("transport.within_node", "transport.between_nodes") if env.get(k)]
+    where = f"{nodes} node(s) ({', '.join(map(str, hosts))})" if nodes is not None else DASH
+    return f"{where}: {'; '.join(map(str, paths))}" if paths else where
+
+
 # What environment.json says about the machine and the build, under plain names (keys flattened:
 # "ranvier.version"); each row is shown when the file has one of its keys. The hardware rows
 # identify a machine: runs that agree on them ran on one machine, whatever else differs.
@@ -351,6 +361,8 @@ ENV_FIELDS = (
     ("OS", ("os",), _joined("os")),
     ("MPI", ("mpi", "mpi.library", "mpi.standard", "mpi_library", "mpi_version"), _mpi),
     ("engine MPI backend", ("ranvier.mpi_backend",), _joined("ranvier.mpi_backend")),
+    ("transport", ("transport", "transport.ranks", "transport.nodes", "transport.hosts", "transport.within_node",
+                   "transport.between_nodes"), _transport),
     ("compiler", ("ranvier.compiler", "compiler"), _joined("ranvier.compiler", "compiler")),
     ("build", ("ranvier.build_type", "ranvier.simd"), _joined("ranvier.build_type", "ranvier.simd")),
     ("ranvier version", ("ranvier.version", "ranvier_version", "version"),

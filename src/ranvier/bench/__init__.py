@@ -9,6 +9,9 @@ one module per benchmark, each registering its own subcommand (add_parser, comma
                                                 models: conventional against structure-aware
     structure_aware.py  ranvier bench structure-aware: one multi-area network, placements x
                                                 schemes, the load per area and per rank
+    interconnect.py  ranvier bench interconnect: one workload over shared memory, TCP between
+                                                emulated hosts and a rate-limited link (netns.py)
+    netns.py      emulated hosts: network, UTS, IPC and mount namespaces joined by a veth pair
     common.py     workloads, output folders, name checks, tables, matplotlib
     runner.py     launching jobs under mpiexec (CPU mask, OpenMP settings), WorkerFailed
     worker.py     the worker process: python -m ranvier.bench worker SPEC.json

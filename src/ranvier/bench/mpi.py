@@ -144,20 +144,29 @@ def plot_mpi(plt, fits: dict, path: Path, title: str) -> None:
 
 
 def worker(spec: dict) -> None:
-    from .. import _engine
     from ..parallel import make_comm
 
     comm = make_comm()
+    rows = time_primitives(comm, spec["primitives"], spec["sizes"], spec["repeats"])
+    if comm.rank == 0:
+        Path(spec["result"]).write_text(json.dumps({"rows": rows}))
+
+
+def time_primitives(comm, primitives, sizes, repeats: int) -> list[dict] | None:
+    """Times each primitive at each size (64-bit words) on comm, through the engine's
+    communicator layer; collective. Rank 0 gets one row per primitive and size (the slowest
+    rank's median and minimum), the others None."""
+    from .. import _engine
+
     use_mpi = comm.handle is not None
     rows = []
-    for primitive in spec["primitives"]:
-        for words in spec["sizes"]:
-            seconds = np.asarray(_engine.mpi_bench(use_mpi, comm.handle or 0, primitive, words, spec["repeats"]))
+    for primitive in primitives:
+        for words in sizes:
+            seconds = np.asarray(_engine.mpi_bench(use_mpi, comm.handle or 0, primitive, words, repeats))
             per_rank = comm.gather((float(np.median(seconds)), float(seconds.min())))
             if comm.rank == 0:
                 # a call is over only when the slowest rank is done
                 rows.append({"primitive": primitive, "words": words, "bytes": words * WORD_BYTES,
                              "median_s": max(median for median, _ in per_rank),
                              "min_s": max(fastest for _, fastest in per_rank)})
-    if comm.rank == 0:
-        Path(spec["result"]).write_text(json.dumps({"rows": rows}))
+    return rows if comm.rank == 0 else None

@@ -10,9 +10,10 @@ import traceback
 from pathlib import Path
 
 from ..errors import ConfigError
-from . import areas, exchange, mpi
+from . import areas, exchange, interconnect, mpi
 
-WORKERS = {"exchange": exchange.worker, "mpi": mpi.worker, "areas": areas.worker}
+WORKERS = {"exchange": exchange.worker, "mpi": mpi.worker, "areas": areas.worker,
+           "interconnect": interconnect.worker}
 
 
 def main(argv: list[str]) -> int:

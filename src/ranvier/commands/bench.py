@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import sys
 
-from ..bench import areas, exchange, imbalance, mpi, scaling, structure_aware
+from ..bench import areas, exchange, imbalance, interconnect, mpi, scaling, structure_aware
 from ..bench.runner import WorkerFailed
 from .arguments import UsageError
 
-MODULES = (exchange, mpi, scaling, areas, structure_aware, imbalance)         # in the order of `ranvier bench --help`
+# in the order of `ranvier bench --help`
+MODULES = (exchange, mpi, scaling, areas, structure_aware, imbalance, interconnect)
 BENCHMARKS = {"exchange": exchange, "mpi": mpi, "strong-scaling": scaling, "weak-scaling": areas,
               "heterogeneity": areas, "cycle-times": areas, "structure-aware": structure_aware,
-              "imbalance": imbalance}
+              "imbalance": imbalance, "interconnect": interconnect}
 
 
 def add_parser(commands, exchanges) -> None:
@@ -30,7 +31,8 @@ def command(args) -> int:
     module = BENCHMARKS.get(args.bench_command)
     if module is None:
         raise UsageError("a benchmark is required: 'exchange', 'mpi', 'strong-scaling', 'weak-scaling', "
-                         "'heterogeneity', 'cycle-times', 'structure-aware' or 'imbalance' (see 'ranvier bench --help')")
+                         "'heterogeneity', 'cycle-times', 'structure-aware', 'imbalance' or 'interconnect' "
+                         "(see 'ranvier bench --help')")
     try:
         module.command(args)
     except WorkerFailed as e:           # not bad input: the run itself failed

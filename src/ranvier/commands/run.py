@@ -13,7 +13,7 @@ from pathlib import Path
 
 from .. import checkpoint
 from .. import config as cfgmod
-from .. import deadlines, energy, environment, imbalance, theory, updown
+from .. import deadlines, energy, environment, imbalance, parallel, theory, updown
 from .. import weights as weights_io
 from ..errors import ConfigError
 from ..output import dumps_toml
@@ -350,7 +350,7 @@ def _simulate(args, cfg, network, sim, meter, fit, out, rank) -> int:
             sonata.write_report(out.staging / "state.h5", result.state, network, sonata.native_info(network), sim.seed)
         if gathered is not None:       # weights.h5: SONATA edges, and the recorders' samples
             weights_io.write_weights(out.staging / "weights.h5", sim, gathered, result.weight_traces)
-        env = environment.collect(sim.size, sim.comm.ranks_on_node, sim.threads)
+        env = environment.collect(sim.size, sim.comm.ranks_on_node, sim.threads, transport=parallel.transport(sim.comm))
         written = out.publish(resolved_dict(cfg, network, sim), summary, env)
         rec.moved_to(out.path)
         if args.checkpoint_every:      # the run's checkpoints join its results
