@@ -48,6 +48,13 @@ const std::vector<double>& real_column(const StateTables& s, const std::string& 
 // The static network as an order-independent sum of one hash per synapse: the same for any
 // decomposition (the caller adds the ranks' sums). Plastic synapses count without their
 // weights, which the run changes.
+bool Engine::has_plastic_store(uint32_t projection) const {
+  for (const auto& ts : threads_)
+    for (const auto& ps : ts.plastic)
+      if (ps.projection == projection) return true;
+  return false;
+}
+
 uint64_t Engine::network_digest() const {
   const uint64_t N = cfg_.neuron_count();
   uint64_t sum = 0;                               // a sum mod 2^64: any order, any split
@@ -144,10 +151,7 @@ StateTables Engine::checkpoint_state() const {
   const uint64_t N = cfg_.neuron_count();
   for (uint32_t j = 0; j < cfg_.projections.size(); ++j) {
     const std::string p = "plastic" + std::to_string(j) + ".";
-    bool any = false;
-    for (const auto& ts : threads_)
-      for (const auto& ps : ts.plastic) any |= ps.projection == j;
-    if (!any) continue;
+    if (!has_plastic_store(j)) continue;
     auto& src = I[p + "source"];
     auto& tgt = I[p + "target"];
     auto& delay = I[p + "delay"];
@@ -328,10 +332,7 @@ void Engine::restore_state(const StateTables& s, int64_t boundary_step) {
   // store's segments come in that order already.
   for (uint32_t j = 0; j < cfg_.projections.size(); ++j) {
     const std::string p = "plastic" + std::to_string(j) + ".";
-    bool here = false;
-    for (const auto& ts : threads_)
-      for (const auto& ps : ts.plastic) here |= ps.projection == j;
-    if (!here) continue;
+    if (!has_plastic_store(j)) continue;
     const auto& src = column(s, p + "source");
     const auto& tgt = column(s, p + "target");
     const auto& delay = column(s, p + "delay");

@@ -211,6 +211,7 @@ class Engine {
   StateTables checkpoint_state() const;
   void restore_state(const StateTables& state, int64_t boundary_step);
   uint64_t network_digest() const;
+  bool has_plastic_store(uint32_t projection) const;   // on this rank, any thread
   // V and c of the recorded neurons on this rank: ids, and row-major [id][step] arrays.
   void state_trace(std::vector<uint64_t>& ids, std::vector<double>& V, std::vector<double>& c,
                    std::vector<double>& c_in) const;
