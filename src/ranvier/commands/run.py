@@ -366,7 +366,7 @@ def _simulate(args, cfg, network, sim, meter, fit, out, rank) -> int:
 
 def _checkpoint_folder(out) -> Path:
     """Where a run's checkpoints go while it runs: beside its --out folder, which exists only at the end."""
-    return Path(str(out.path) + ".checkpoints")
+    return out.checkpoints
 
 
 def _run(sim, duration_ms, bar, saver):
