@@ -272,9 +272,14 @@ def _write_segments(rec, folder: Path) -> list[dict]:
         steps = np.memmap(steps_path, dtype=np.int64, mode="r", offset=end * 8, shape=(count - end,))
         p = folder / f"{SEGMENT}{end:012d}-{count:012d}.npz"
         tmp = folder / f".{p.name}.ranvier-tmp"
-        _write_synced(tmp, _npz({"ids": _narrow(np.asarray(ids)), "steps": _narrow(np.asarray(steps))}))
-        del ids, steps
-        os.replace(tmp, p)
+        try:
+            _write_synced(tmp, _npz({"ids": _narrow(np.asarray(ids)), "steps": _narrow(np.asarray(steps))}))
+            os.replace(tmp, p)
+        except BaseException:          # a full disk: no half-written segment stays
+            tmp.unlink(missing_ok=True)
+            raise
+        finally:
+            del ids, steps
         chain.append(p)
     return [{"name": p.name, "bytes": p.stat().st_size, "sha256": _sha256(p)} for p in chain]
 

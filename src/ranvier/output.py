@@ -308,6 +308,17 @@ def write_failure(path, error: OSError, needed_bytes: int) -> str:
             f"folder is unchanged")
 
 
+def write_checkpoint_failure(path, time_ms: float, error: OSError) -> str:
+    """One line: a checkpoint that could not be written (the earlier ones are intact: each is
+    written whole into a hidden folder, then renamed)."""
+    full = error.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG) or "No space left" in str(error)
+    folder = _existing_ancestor(Path(os.path.abspath(path)).parent)
+    why = (f"{describe_disk(folder)} is full ({_bytes(shutil.disk_usage(folder).free)} free)" if full
+           else f"{error.strerror or error}")
+    return (f"could not write the checkpoint at t = {time_ms / 1000:g} s to '{Path(path).parent}': {why}; the run "
+            f"stopped, its earlier checkpoints are intact (resume with --resume once there is room)")
+
+
 # -- the files -----------------------------------------------------------------------------
 def _json_default(x):
     if isinstance(x, np.integer):

@@ -210,6 +210,9 @@ def describe_failure(exc: BaseException) -> str:
         return "terminated (SIGTERM)"
     if isinstance(exc, KeyboardInterrupt):
         return "interrupted"
+    from .output import OutputError
+    if isinstance(exc, OutputError):             # its message is the whole line (a full disk)
+        return " ".join(str(exc).split())
     name = type(exc).__name__
     try:
         text = " ".join(str(exc).split())        # one line, whatever the message holds
