@@ -86,6 +86,13 @@ SCALED: dict[str, Scaled] = {
         Scaled(skip="full-size benchmark (GBs, minutes): run for docs/checkpoints.md; tests/test_checkpoint.py "
                     "checks resuming on every decomposition"),
     "python bench/soak.py": Scaled("--duration-s 3 --every-s 1 --check-s 0.5"),
+    # docs/faults.md: a run stopped by SIGTERM (status 143), then resumed
+    "timeout --preserve-status -s TERM 10 ranvier run examples/dpsnn-small.toml --duration-ms 60000 "
+    "--checkpoint-every 1s --out results/faulty": Scaled("--checkpoint-every 200ms", exit_codes=(143,), needs="timeout"),
+    "ls -a results/": Scaled(),
+    "ranvier run --resume results/faulty": Scaled(skip="resumes to the run's end, 60 s simulated, from wherever the "
+                                                       "run above was stopped; tests/test_job_faults.py resumes runs "
+                                                       "stopped by every fault and compares the spikes"),
     # docs/devices.md
     "ranvier run dpsnn --neurons 2048 --duration-ms 300 --record-state 0,5,10-12 --record-state-interval-ms 1 "
     "--record-spikes-of 0-99 --out results/recorded": Scaled(),
