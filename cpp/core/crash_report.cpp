@@ -56,7 +56,8 @@ void on_crash(int sig, siginfo_t*, void*) {
 }
 
 void format_line(int i, const std::string& prefix, const std::string& suffix) {
-  std::string line = prefix + "crashed (" + kSignals[i].name + ", " + kSignals[i].what + ")" + suffix + "\n";
+  // A newline first: another rank's line (or the progress bar) may have stopped mid-line.
+  std::string line = "\n" + prefix + "crashed (" + kSignals[i].name + ", " + kSignals[i].what + ")" + suffix + "\n";
   if (line.size() >= kLine) line = line.substr(0, kLine - 2) + "\n";
   std::memcpy(g_lines[i], line.data(), line.size());
   g_lengths[i] = line.size();

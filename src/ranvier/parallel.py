@@ -253,8 +253,9 @@ def stop_every_rank(exc: BaseException) -> None:
     the failure came before it (the others wait in MPI_Init for this rank). Returns only where
     there is no MPI job to stop (one process, or no mpi4py)."""
     rank, size = world_rank_size()
-    try:       # one write, newline included: the launcher interleaves the ranks' writes
-        sys.stderr.write(failure_line(exc, rank, size) + "\n")
+    try:       # one write, newlines included: the launcher interleaves the ranks' writes, and
+        # another rank's line (or rank 0's progress bar) may have stopped mid-line
+        sys.stderr.write("\n" + failure_line(exc, rank, size) + "\n")
         sys.stderr.flush()
     except Exception:                            # stderr gone: stopping the job matters more
         pass
