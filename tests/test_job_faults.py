@@ -49,12 +49,12 @@ def launch():
         job.kill()
 
 
-def start_run(launch, tmp_path, ranks=3, checkpoints=True):
-    """The run, waited for until its second checkpoint (it is simulating); with the job's processes."""
+def start_run(launch, tmp_path, ranks=3, checkpoints=True, until="1 s"):
+    """The run, waited for until its checkpoint at t = `until` (it is simulating); with the job's processes."""
     prefix = [mpiexec_path(), "-n", str(ranks)] if ranks > 1 else []
     job = launch([*prefix, *python_m_ranvier("run", *TINY, *LONG, *(EVERY if checkpoints else []), "--out", "out")],
                  cwd=tmp_path)
-    job.wait_for("checkpoint at t = 1 s" if checkpoints else "ranvier: built", timeout=120)
+    job.wait_for(f"checkpoint at t = {until}" if checkpoints else "ranvier: built", timeout=120)
     procs = [psutil.Process(job.proc.pid), *psutil.Process(job.proc.pid).children(recursive=True)]
     watchers = [p for p in procs if "--watch" in p.cmdline()]
     assert len(watchers) == 1, [p.cmdline() for p in procs]
@@ -77,11 +77,11 @@ def nothing_half_written(tmp_path: Path) -> None:
     assert not hidden, hidden
 
 
-def newest_checkpoint(tmp_path: Path) -> Path:
+def newest_checkpoint(tmp_path: Path, at_least_ms: float = 500.0) -> Path:
     """The newest checkpoint, complete (every file with its size and hash) and before RESUME_TO_MS."""
     newest = checkpoint.newest(tmp_path / "out.checkpoints")
     meta = checkpoint.read_meta(newest)
-    assert 1000.0 <= meta["time_ms"] < RESUME_TO_MS, meta["time_ms"]
+    assert at_least_ms <= meta["time_ms"] < RESUME_TO_MS, meta["time_ms"]
     return newest
 
 
@@ -124,8 +124,9 @@ def test_sigkill_of_one_rank_ends_the_job_and_keeps_the_checkpoints(launch, tmp_
     assert "BAD TERMINATION" in job.stdout and "Killed (signal 9)" in job.stdout, job.stdout
     assert "Traceback" not in job.stderr and not error_lines(job.stderr), job.stderr
     nothing_half_written(tmp_path)
-    newest_checkpoint(tmp_path)
-    resumes_to_the_uninterrupted_spikes(tmp_path, whole)
+    newest_checkpoint(tmp_path, 1000.0)
+    if rank == 0:                # the watcher cleared up after rank 0: the checkpoints resume
+        resumes_to_the_uninterrupted_spikes(tmp_path, whole)
     print(f"all gone {elapsed:.2f} s after SIGKILL of rank {rank}")
 
 
@@ -135,7 +136,7 @@ def test_sigkill_of_one_rank_ends_the_job_and_keeps_the_checkpoints(launch, tmp_
 def test_a_crash_of_one_rank_is_one_line_naming_it(launch, tmp_path, sig, rank):
     """The engine's signal handler writes one line naming the rank and the signal, then the signal
     ends the process (so the launcher still sees a crash: exit status 128 + signal)."""
-    job, procs = start_run(launch, tmp_path)
+    job, procs = start_run(launch, tmp_path, until="0.5 s")
     target = job.ranks(3)[rank]
     t0 = time.monotonic()
     target.send_signal(getattr(signal, sig))
@@ -196,7 +197,7 @@ def test_sigterm_stops_the_job_like_ctrl_c(launch, tmp_path, whole, to):
     """SLURM sends SIGTERM to every process of the job step at its time limit (then SIGKILL after
     KillWait); `kill PID` sends it to one. Status 143, the staging folder removed, the complete
     checkpoints kept."""
-    job, procs = start_run(launch, tmp_path)
+    job, procs = start_run(launch, tmp_path, until="1 s" if to == "every-process" else "0.5 s")
     ranks = job.ranks(3)
     t0 = time.monotonic()
     if to == "rank-1":
@@ -215,12 +216,13 @@ def test_sigterm_stops_the_job_like_ctrl_c(launch, tmp_path, whole, to):
     nothing_half_written(tmp_path)
     newest_checkpoint(tmp_path)
     if to == "every-process":
+        newest_checkpoint(tmp_path, 1000.0)
         resumes_to_the_uninterrupted_spikes(tmp_path, whole)
     print(f"all gone {elapsed:.2f} s after SIGTERM to {to}")
 
 
 def test_sigterm_in_one_process_is_exit_143(launch, tmp_path):
-    job, procs = start_run(launch, tmp_path, ranks=1)
+    job, procs = start_run(launch, tmp_path, ranks=1, until="0.5 s")
     t0 = time.monotonic()
     job.proc.send_signal(signal.SIGTERM)
     all_gone(job, procs, t0)
@@ -237,7 +239,7 @@ def test_sigterm_in_one_process_is_exit_143(launch, tmp_path):
 def test_ctrl_c_stops_every_rank(launch, tmp_path, to):
     """SIGINT to mpiexec (hydra forwards it to every rank) or to the whole process group (what a
     terminal's Ctrl-C does): status 130, whole lines saying 'interrupted', nothing half-written."""
-    job, procs = start_run(launch, tmp_path)
+    job, procs = start_run(launch, tmp_path, until="0.5 s")
     t0 = time.monotonic()
     if to == "mpiexec":
         job.proc.send_signal(signal.SIGINT)
