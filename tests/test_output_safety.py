@@ -327,3 +327,44 @@ def test_a_full_disk_while_checkpointing_is_one_line_and_keeps_the_earlier_check
     newest = checkpoint.newest(folder)
     checkpoint.read_meta(newest)                       # every file whole
     assert checkpoint.read_meta(newest)["time_ms"] >= 200.0
+
+
+def test_recover_puts_back_a_held_result_and_clears_the_rest(tmp_path):
+    """ranvier.leftovers.recover, as the next claim runs it: an earlier result held aside by a run
+    that died between its two renames goes back; with a new result in place it is removed; a
+    half-written checkpoint goes, one held aside while being replaced comes back."""
+    from ranvier import leftovers
+    held = tmp_path / ".res.replaced.abc.ranvier-tmp" / "result"
+    held.mkdir(parents=True)
+    (held / MARKER).write_text("earlier")
+    (tmp_path / ".res.xyz.ranvier-tmp").mkdir()                      # a staging folder
+    (tmp_path / ".other.xyz.ranvier-tmp").mkdir()                    # another destination's: kept
+    leftovers.recover(tmp_path, "res")
+    assert (tmp_path / "res" / MARKER).read_text() == "earlier"
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".other.xyz.ranvier-tmp", "res"]
+    held.mkdir(parents=True)                                         # again, now with a result in place
+    (held / MARKER).write_text("older")
+    leftovers.recover(tmp_path, "res")
+    assert (tmp_path / "res" / MARKER).read_text() == "earlier"
+    assert not (tmp_path / ".res.replaced.abc.ranvier-tmp").exists()
+    ck = tmp_path / "run.checkpoints"
+    (ck / ".step-000000001000.old.q.ranvier-tmp" / "checkpoint").mkdir(parents=True)
+    (ck / ".step-000000002000.w.ranvier-tmp").mkdir()
+    (ck / ".spikes-000000000000-000000000010.npz.ranvier-tmp").write_bytes(b"half")
+    leftovers.recover_checkpoints(ck)
+    assert sorted(p.name for p in ck.iterdir()) == ["step-000000001000"]
+
+
+def test_the_crash_line_is_formatted_when_installed():
+    from ranvier import _engine, parallel
+    was = _engine.crash_report_installed()
+    try:
+        parallel.install_crash_report(2, 4)
+        assert _engine.crash_report_line(signal.SIGSEGV) == (
+            "\nranvier: error: rank 2 of 4: crashed (SIGSEGV, an invalid memory access); stopping every rank\n")
+        parallel.install_crash_report(0, 1)
+        assert _engine.crash_report_line(signal.SIGABRT) == "\nranvier: error: crashed (SIGABRT, aborted)\n"
+        assert _engine.crash_report_line(signal.SIGTERM) == ""           # not a crash
+    finally:
+        if not was:
+            _engine.uninstall_crash_report()
