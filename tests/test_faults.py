@@ -89,6 +89,8 @@ class Launched:
             for child in psutil.Process(self.proc.pid).children(recursive=True):
                 try:
                     rank = child.environ().get("PMI_RANK")
+                    if "--watch" in child.cmdline():       # rank 0's output watcher (ranvier.leftovers)
+                        continue
                 except psutil.Error:
                     continue
                 if rank is not None:

@@ -155,20 +155,34 @@ def test_a_second_run_on_the_same_folder_is_refused_while_the_first_writes(tmp_p
     no_staging_left(tmp_path)
 
 
-def test_a_killed_run_leaves_no_folder_and_its_leftovers_are_cleaned(tmp_path):
+@pytest.mark.parametrize("watcher", ["watcher", "watcher-killed-too"])
+def test_a_killed_run_leaves_no_folder_and_its_leftovers_are_cleaned(tmp_path, watcher):
+    """SIGKILL runs none of the run's own clean-up: its watcher process (ranvier.leftovers) removes
+    the staging folder and the lock; where the watcher died too, the next claim does."""
+    import psutil
     out = tmp_path / "killed"
     proc = start(SMALL, "--neurons", "2000", "--duration-ms", "60000", "--threads", "1", "--out", out, cwd=tmp_path)
     deadline = time.time() + 60
     while not list(tmp_path.glob(f"*{STAGING_SUFFIX}")) and time.time() < deadline:
         time.sleep(0.05)
+    watchers = []
+    while not watchers and time.time() < deadline:
+        watchers = [p for p in psutil.Process(proc.pid).children() if "--watch" in p.cmdline()]
+    assert len(watchers) == 1
     time.sleep(1.0)
+    if watcher == "watcher-killed-too":
+        watchers[0].kill()
     proc.kill()
     proc.communicate(timeout=30)
+    psutil.wait_procs(watchers, timeout=10)
     assert not out.exists()
-    assert list(tmp_path.glob(f".killed.*{STAGING_SUFFIX}"))           # hidden, never the result folder
-    done = run(SMALL, *QUICK, "--out", out, cwd=tmp_path)               # the next claim removes them
-    assert done.returncode == 0, done.stderr
-    no_staging_left(tmp_path)
+    if watcher == "watcher":
+        no_staging_left(tmp_path)
+    else:
+        assert list(tmp_path.glob(f".killed.*{STAGING_SUFFIX}"))        # hidden, never the result folder
+        done = run(SMALL, *QUICK, "--out", out, cwd=tmp_path)           # the next claim removes them
+        assert done.returncode == 0, done.stderr
+        no_staging_left(tmp_path)
 
 
 def test_an_interrupt_leaves_the_earlier_result_intact(tmp_path):
@@ -219,3 +233,138 @@ def test_a_full_disk_prints_the_summary_then_one_line_and_keeps_the_earlier_fold
     assert "nothing was written" in line
     assert snapshot(out) == before
     no_staging_left(small_disk)
+
+
+# -- --force killed mid-replacement ---------------------------------------------------------------
+FORCE_KILLED = """\
+import os, signal, sys
+from pathlib import Path
+from ranvier import leftovers, output
+
+dest, mode = Path(sys.argv[1]), sys.argv[2]
+out = output.OutputFolder(dest, force=True)
+(out.staging / "spikes.h5").write_bytes(b"the new run's spikes")
+if mode == "no-watcher":                  # the watcher killed too: the next claim must recover
+    os.kill(out.watcher_pid, signal.SIGKILL)
+    out._watcher.proc.wait()
+print(out.watcher_pid, flush=True)
+if mode == "exchange":                    # killed after the one exchange, before the old folder is removed
+    leftovers.shutil.rmtree = lambda *a, **k: os.kill(os.getpid(), signal.SIGKILL)
+else:                                     # killed between the two renames: the earlier result held aside
+    leftovers._exchange = lambda a, b: False
+    rename = os.replace
+
+    def replace(src, dst):
+        rename(src, dst)
+        if Path(src) == dest:
+            os.kill(os.getpid(), signal.SIGKILL)
+
+    os.replace = replace
+out.publish({"model": "dpsnn"}, {"seed": 9})
+"""
+
+
+@pytest.mark.parametrize("mode", ["exchange", "two-renames", "no-watcher"])
+def test_force_killed_mid_replacement_never_loses_the_earlier_result(tmp_path, mode):
+    """--force puts the new folder in place of the old one with no moment where neither is there
+    (one rename exchange), or, where the file system cannot exchange names, holds the old one
+    aside where the watcher, or the next claim, puts it back."""
+    from ranvier import leftovers
+    probe_a, probe_b = tmp_path / "a", tmp_path / "b"
+    probe_a.mkdir(), probe_b.mkdir()
+    if mode == "exchange" and not leftovers._exchange(probe_a, probe_b):
+        pytest.skip("this file system cannot exchange two names in one step")
+    probe_a.rmdir(), probe_b.rmdir()
+    out = tmp_path / "res"
+    assert run(SMALL, *QUICK, "--out", out, cwd=tmp_path).returncode == 0
+    before = snapshot(out)
+    script = tmp_path / "force_killed.py"
+    script.write_text(FORCE_KILLED)
+    killed = subprocess.run([sys.executable, script, out, mode], env=subprocess_env(), capture_output=True, text=True,
+                            timeout=60, cwd=tmp_path)
+    assert killed.returncode == -signal.SIGKILL, killed.stderr
+    watcher = int(killed.stdout.split()[0])
+    if mode != "no-watcher":
+        import psutil
+        try:
+            psutil.Process(watcher).wait(timeout=10)
+        except psutil.NoSuchProcess:
+            pass
+    if mode == "exchange":                # the new result is in place, the earlier one removed
+        assert json.loads((out / "summary.json").read_text()) == {"seed": 9}
+        assert (out / "spikes.h5").read_bytes() == b"the new run's spikes"
+    elif mode == "two-renames":           # the watcher put the earlier result back
+        assert snapshot(out) == before
+    else:                                 # nobody did yet: the next run puts it back, and refuses without --force
+        assert not out.exists()
+        again = run(SMALL, *QUICK, "--out", out, cwd=tmp_path)
+        assert again.returncode == 2, again.stderr
+        one_error_line(again, "--force")
+        assert snapshot(out) == before
+    no_staging_left(tmp_path)
+
+
+def test_a_full_disk_while_checkpointing_is_one_line_and_keeps_the_earlier_checkpoints(small_disk, tmp_path):
+    """The checkpoints of a run on a 1 MiB disk fill it: one line naming the checkpoint and the
+    disk, status 1; the complete checkpoints before it are intact and resumable, an earlier
+    result folder is untouched, nothing half-written stays."""
+    from ranvier import checkpoint
+    out = small_disk / "res"
+    first = run(SMALL, "--neurons", "200", "--set", "synapses_per_neuron=100", "--duration-ms", "50", "--threads", "1",
+                "--quiet", "--out", out, cwd=tmp_path)
+    assert first.returncode == 0, first.stderr
+    before = snapshot(out)
+    done = run(SMALL, "--neurons", "1000", "--set", "synapses_per_neuron=100", "--duration-ms", "10000",
+               "--threads", "1", "--energy", "none", "--checkpoint-every", "200ms", "--checkpoint-keep", "100", "--quiet",
+               "--out", out, "--force", cwd=tmp_path, timeout=300)
+    assert done.returncode == 1, done.stderr
+    line = one_error_line(done, "could not write the checkpoint", f"mounted at {small_disk}", "full",
+                          "earlier checkpoints are intact")
+    assert snapshot(out) == before
+    no_staging_left(small_disk)
+    folder = small_disk / "res.checkpoints"
+    assert not [p.name for p in folder.iterdir() if p.name.startswith(".")], line
+    newest = checkpoint.newest(folder)
+    checkpoint.read_meta(newest)                       # every file whole
+    assert checkpoint.read_meta(newest)["time_ms"] >= 200.0
+
+
+def test_recover_puts_back_a_held_result_and_clears_the_rest(tmp_path):
+    """ranvier.leftovers.recover, as the next claim runs it: an earlier result held aside by a run
+    that died between its two renames goes back; with a new result in place it is removed; a
+    half-written checkpoint goes, one held aside while being replaced comes back."""
+    from ranvier import leftovers
+    held = tmp_path / ".res.replaced.abc.ranvier-tmp" / "result"
+    held.mkdir(parents=True)
+    (held / MARKER).write_text("earlier")
+    (tmp_path / ".res.xyz.ranvier-tmp").mkdir()                      # a staging folder
+    (tmp_path / ".other.xyz.ranvier-tmp").mkdir()                    # another destination's: kept
+    leftovers.recover(tmp_path, "res")
+    assert (tmp_path / "res" / MARKER).read_text() == "earlier"
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".other.xyz.ranvier-tmp", "res"]
+    held.mkdir(parents=True)                                         # again, now with a result in place
+    (held / MARKER).write_text("older")
+    leftovers.recover(tmp_path, "res")
+    assert (tmp_path / "res" / MARKER).read_text() == "earlier"
+    assert not (tmp_path / ".res.replaced.abc.ranvier-tmp").exists()
+    ck = tmp_path / "run.checkpoints"
+    (ck / ".step-000000001000.old.q.ranvier-tmp" / "checkpoint").mkdir(parents=True)
+    (ck / ".step-000000002000.w.ranvier-tmp").mkdir()
+    (ck / ".spikes-000000000000-000000000010.npz.ranvier-tmp").write_bytes(b"half")
+    leftovers.recover_checkpoints(ck)
+    assert sorted(p.name for p in ck.iterdir()) == ["step-000000001000"]
+
+
+def test_the_crash_line_is_formatted_when_installed():
+    from ranvier import _engine, parallel
+    was = _engine.crash_report_installed()
+    try:
+        parallel.install_crash_report(2, 4)
+        assert _engine.crash_report_line(signal.SIGSEGV) == (
+            "\nranvier: error: rank 2 of 4: crashed (SIGSEGV, an invalid memory access); stopping every rank\n")
+        parallel.install_crash_report(0, 1)
+        assert _engine.crash_report_line(signal.SIGABRT) == "\nranvier: error: crashed (SIGABRT, aborted)\n"
+        assert _engine.crash_report_line(signal.SIGTERM) == ""           # not a crash
+    finally:
+        if not was:
+            _engine.uninstall_crash_report()

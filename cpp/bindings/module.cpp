@@ -3,6 +3,7 @@
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
 #include <nanobind/stl/map.h>
+#include <nanobind/stl/pair.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 #include <omp.h>
@@ -14,6 +15,7 @@
 
 #include "bench/calibration.hpp"
 #include "comm/primitive_bench.hpp"
+#include "core/crash_report.hpp"
 #include "core/distributions.hpp"
 #include "core/engine.hpp"
 #include "core/philox.hpp"
@@ -117,6 +119,13 @@ NB_MODULE(_engine, m) {
     const SimdLevel l = neuron_simd_level();
     return l == SimdLevel::avx512 ? "avx512" : l == SimdLevel::avx2 ? "avx2" : "scalar";
   }, "The kernels the neuron models run (RANVIER_SIMD=avx2 or scalar chooses lower ones).");
+  m.def("install_crash_report", &install_crash_report, "prefix"_a, "suffix"_a,
+        "One line on stderr when the process crashes (SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT), then "
+        "the signal ends it as before (core/crash_report.hpp)");
+  m.def("crash_report_line", &crash_report_line, "sig"_a, "The line written for signal sig ('' if none)");
+  m.def("uninstall_crash_report", &uninstall_crash_report);
+  m.def("crash_report_signals", &crash_report_signals);
+  m.def("crash_report_installed", &crash_report_installed);
   m.def("build_info", []() {
     nb::dict d;
     d["version"] = RANVIER_VERSION;

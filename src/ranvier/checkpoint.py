@@ -42,6 +42,7 @@ from pathlib import Path
 import numpy as np
 
 from .errors import ConfigError
+from .leftovers import recover_checkpoints, replace_folder
 
 FORMAT = "ranvier-checkpoint"
 FORMAT_VERSION = 1
@@ -275,9 +276,14 @@ def _write_segments(rec, folder: Path) -> list[dict]:
         steps = np.memmap(steps_path, dtype=np.int64, mode="r", offset=end * 8, shape=(count - end,))
         p = folder / f"{SEGMENT}{end:012d}-{count:012d}.npz"
         tmp = folder / f".{p.name}.ranvier-tmp"
-        _write_synced(tmp, _npz({"ids": _narrow(np.asarray(ids)), "steps": _narrow(np.asarray(steps))}))
-        del ids, steps
-        os.replace(tmp, p)
+        try:
+            _write_synced(tmp, _npz({"ids": _narrow(np.asarray(ids)), "steps": _narrow(np.asarray(steps))}))
+            os.replace(tmp, p)
+        except BaseException:          # a full disk: no half-written segment stays
+            tmp.unlink(missing_ok=True)
+            raise
+        finally:
+            del ids, steps
         chain.append(p)
     return [{"name": p.name, "bytes": p.stat().st_size, "sha256": _sha256(p)} for p in chain]
 
@@ -312,13 +318,8 @@ def _write_folder(path: Path, files: dict, meta: dict) -> None:
             _write_synced(tmp / name, data)
         _write_synced(tmp / META, (json.dumps(meta, indent=1) + "\n").encode())
         os.chmod(tmp, 0o755)
-        if path.exists():
-            old = Path(tempfile.mkdtemp(prefix=f".{path.name}.old.", suffix=".ranvier-tmp", dir=path.parent))
-            os.replace(path, old / "checkpoint")
-            os.replace(tmp, path)
-            shutil.rmtree(old, ignore_errors=True)
-        else:
-            os.replace(tmp, path)
+        # an existing checkpoint at path: never a moment with neither (leftovers.replace_folder)
+        replace_folder(tmp, path, holder_prefix=f".{path.name}.old.")
         _sync_dir(path.parent)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -450,11 +451,7 @@ def prune(folder, keep: int) -> None:
     complete = sorted(p for p in folder.glob(f"{PREFIX}*") if p.is_dir() and (p / META).is_file())
     for old in complete[:-keep]:
         shutil.rmtree(old, ignore_errors=True)
-    for stale in [*folder.glob(f".{PREFIX}*.ranvier-tmp"), *folder.glob(f".{SEGMENT}*.ranvier-tmp")]:
-        if stale.is_dir():
-            shutil.rmtree(stale, ignore_errors=True)
-        else:
-            stale.unlink(missing_ok=True)
+    recover_checkpoints(folder)
 
 
 def carry_over(finished, running) -> None:

@@ -10,13 +10,16 @@ its parser (add_parser) and runs (command(args) -> exit status); the argument ty
     ranvier bench mpi --ranks 2 [--primitives allgather,alltoallv] [--sizes 1,64,4096]
 
 Bad input exits with status 2 and one line `ranvier: error: ...` on stderr, before
-anything is built or written. Under mpiexec only rank 0 prints and writes. A failure or an
-interrupt is one line too (status 1 or 130), and under mpiexec it stops every rank: see main().
+anything is built or written. Under mpiexec only rank 0 prints and writes. A failure, an
+interrupt or SIGTERM is one line too (status 1, 130 or 143), and under mpiexec it stops every
+rank: see main() and docs/faults.md.
 """
 from __future__ import annotations
 
 import os
+import signal
 import sys
+import threading
 
 from . import config as cfgmod
 from . import report
@@ -24,7 +27,7 @@ from .commands import bench, energy, info, run
 from .commands.arguments import (  # noqa: F401 -- the shared argument types, importable from here too
     Parser, UsageError, assignment, name_list, non_negative_float, positive_float, positive_int,
     positive_int_list, seed)
-from .errors import ConfigError
+from .errors import ConfigError, Terminated
 
 EXIT_BAD_INPUT = 2
 
@@ -144,11 +147,39 @@ def _failed(exc: BaseException) -> int:
     # What the failed call still holds (a MemoryError's partial allocations, in its frames) is
     # released with the traceback before anything is printed.
     exc.__traceback__ = exc.__context__ = exc.__cause__ = None
-    if isinstance(exc, KeyboardInterrupt):
+    if isinstance(exc, Terminated):
+        _say("\nranvier: terminated (SIGTERM)")
+    elif isinstance(exc, KeyboardInterrupt):
         _say("\nranvier: interrupted")
     else:
         _say(f"ranvier: error: {describe_failure(exc)}")
     return exit_code(exc)
+
+
+def _on_sigterm(signum, frame):
+    """SIGTERM (a batch system's wall-time limit, `kill`): stop as after Ctrl-C. A second SIGTERM
+    ends the process at once (the watcher of the output folder clears what is left)."""
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    raise Terminated()
+
+
+def _install_handlers():
+    """SIGTERM raises Terminated; a crash writes one line (the engine's crash report). Returns
+    what puts back the handlers found (main() may run inside another program: tests)."""
+    undo = []
+    if threading.current_thread() is threading.main_thread():
+        if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
+            signal.signal(signal.SIGTERM, _on_sigterm)
+            undo.append(lambda: signal.signal(signal.SIGTERM, signal.SIG_DFL))
+        try:
+            from . import _engine
+            from .parallel import install_crash_report, launcher_rank, launcher_size
+        except ImportError:
+            _engine = None
+        if _engine is not None and not _engine.crash_report_installed():
+            install_crash_report(launcher_rank(), launcher_size())
+            undo.append(_engine.uninstall_crash_report)
+    return lambda: [u() for u in reversed(undo)]
 
 
 def _traceback_wanted() -> bool:
@@ -160,13 +191,17 @@ def main(argv=None) -> int:
 
     - Bad input (UsageError, ConfigError, raised on every rank before anything is built):
       one line `ranvier: error: ...` (from rank 0 under mpiexec), status 2.
-    - Ctrl-C: `ranvier: interrupted`, status 130.
+    - Ctrl-C: `ranvier: interrupted`, status 130; SIGTERM: `ranvier: terminated (SIGTERM)`,
+      status 143. Either way the output folder being written is removed (an earlier one stays)
+      and complete checkpoints are kept.
+    - A crash (SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT): `ranvier: error: crashed (SIGSEGV, ...)`
+      from the engine's signal handler, then the signal ends the process.
     - Any other failure (RuntimeError, MemoryError, OSError, ...): one line
       `ranvier: error: TYPE: message`, status 1, no traceback.
     - Under mpiexec with several ranks, an interrupt or a failure on one rank prints one line
       naming that rank, `ranvier: error: rank 2 of 4: interrupted; stopping every rank`, and
-      ends every rank with MPI_Abort (status 130 after an interrupt, 1 otherwise): no rank is
-      left waiting for it.
+      ends every rank with MPI_Abort (status 130 after an interrupt, 143 after SIGTERM, 1
+      otherwise): no rank is left waiting for it.
     - Output cut short by a closed pipe (`ranvier info | head -n 2`) is normal use: the rest
       of the output is dropped, the command still finishes, nothing is printed on stderr.
 
@@ -175,6 +210,7 @@ def main(argv=None) -> int:
     printed before the one line and the abort.
     """
     rank = _launcher_rank()
+    restore_handlers = _install_handlers()
     stdout = sys.stdout
     if stdout is not None and not isinstance(stdout, _ClosedPipeTolerant):
         sys.stdout = _ClosedPipeTolerant(stdout)
@@ -190,6 +226,7 @@ def main(argv=None) -> int:
             raise
         return _failed(e)
     finally:
+        restore_handlers()
         if isinstance(sys.stdout, _ClosedPipeTolerant):
             sys.stdout.flush()                       # a pipe closed early shows here, not at exit
             if sys.stdout._stream is stdout:

@@ -10,12 +10,16 @@ Rules that keep users' files safe:
 - Everything is written into a hidden sibling folder (spikes and timers streamed there during
   the run) that becomes the result folder by one rename at the end. A crash, an interrupt or
   a full disk leaves the earlier folder as it was and no half-written one.
+- --force puts the new folder in place of the earlier one without a moment where neither is
+  there (leftovers.replace_folder: one atomic exchange where the file system offers it).
+- A process killed outright runs none of this: a watcher process started with the claim
+  removes the staging folder when the run's process is gone, and puts back an earlier result
+  caught mid-replacement (leftovers.Watcher); the next claim clears whatever is still left.
 """
 from __future__ import annotations
 
 import errno
 import fcntl
-import glob
 import json
 import math
 import os
@@ -26,10 +30,11 @@ from pathlib import Path
 
 import numpy as np
 
+from . import leftovers
 from .errors import ConfigError
+from .leftovers import STAGING_SUFFIX      # hidden sibling folders being written
 
 MARKER = ".ranvier-result"           # in every folder Ranvier wrote: what --force may replace
-STAGING_SUFFIX = ".ranvier-tmp"      # hidden sibling folders being written
 
 
 class OutputError(Exception):
@@ -104,12 +109,18 @@ class OutputFolder:
             self._remove_parents()
             raise ConfigError(f"--out '{path}': cannot create the folder '{p}': {e.strerror}") from None
         self._lock_file = None
+        self._watcher = None
         self.staging = None
         try:
             self._lock()
             self._remove_stale_staging()
+            check_target(self.shown, force)         # again, under the lock: a folder put back counts
             self.staging = Path(tempfile.mkdtemp(prefix=f".{absolute.name}.", suffix=STAGING_SUFFIX, dir=self.parent))
+            self._watcher = leftovers.Watcher(self.staging, self.lock_path, self.checkpoints, self._made_parents)
         except BaseException:
+            if self.staging is not None:
+                shutil.rmtree(self.staging, ignore_errors=True)
+                self.staging = None
             self._release()
             self._remove_parents()
             raise
@@ -118,6 +129,15 @@ class OutputFolder:
     @property
     def lock_path(self) -> Path:
         return self.parent / f".{self.path.name}.ranvier-lock"
+
+    @property
+    def checkpoints(self) -> Path:
+        """Where `ranvier run --checkpoint-every` writes checkpoints while the run goes: DIR.checkpoints."""
+        return Path(str(self.path) + ".checkpoints")
+
+    @property
+    def watcher_pid(self) -> int | None:
+        return self._watcher.pid if self._watcher is not None else None
 
     def _lock(self) -> None:
         """An exclusive flock on a sibling lock file: released by the kernel if the process dies."""
@@ -145,12 +165,16 @@ class OutputFolder:
         self._lock_file = fd
 
     def _remove_stale_staging(self) -> None:
-        """Staging folders of this destination left by a killed run (we hold the lock: nobody writes them)."""
-        for stale in self.parent.glob(f".{glob.escape(self.path.name)}.*{STAGING_SUFFIX}"):
-            if stale.is_dir() and not stale.is_symlink():
-                shutil.rmtree(stale, ignore_errors=True)
+        """What a killed run left for this destination (we hold the lock: nobody writes it): an
+        earlier result caught mid-replacement goes back, staging folders and half-written
+        checkpoints go."""
+        leftovers.recover(self.parent, self.path.name)
+        leftovers.recover_checkpoints(self.checkpoints)
 
     def _release(self) -> None:
+        if self._watcher is not None:             # ended as it should: the watcher has nothing to do
+            self._watcher.dismiss()
+            self._watcher = None
         if self._lock_file is not None:
             try:
                 os.unlink(self.lock_path)
@@ -197,21 +221,18 @@ class OutputFolder:
         return self.shown
 
     def _replace_destination(self) -> None:
-        old = None
         if self.path.exists():
             # Checked again: the destination may have changed since the claim.
             if any(self.path.iterdir()) and not (self.force and is_result_folder(self.path)):
-                kept = self.staging
+                kept, self.staging = self.staging, None      # kept: abandon() must not remove it
                 self._release()
                 raise OutputError(f"'{self.shown}' was filled by something else during the run and was left as it "
                                   f"is; the results are in '{kept}'")
-            old = Path(tempfile.mkdtemp(prefix=f".{self.path.name}.replaced.", suffix=STAGING_SUFFIX,
-                                        dir=self.parent))
-            os.replace(self.path, old / "result")
-        os.replace(self.staging, self.path)
+        # No moment without a result folder: one exchange of names, or the earlier folder held
+        # aside where recover() puts it back (leftovers.replace_folder).
+        leftovers.replace_folder(self.staging, self.path)
         self.staging = None
-        if old is not None:
-            shutil.rmtree(old, ignore_errors=True)
+        _sync_folder(self.parent)
 
     def abandon(self) -> None:
         """Removes the staging folder and whatever it holds; the destination stays as it was."""
@@ -231,6 +252,20 @@ def _sync(folder: Path) -> None:
                 os.fsync(fd)
             finally:
                 os.close(fd)
+
+
+def _sync_folder(folder: Path) -> None:
+    """Flushes a folder's entries (a rename in it) to the disk."""
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
 
 
 def _bytes(n: float) -> str:
@@ -271,6 +306,17 @@ def write_failure(path, error: OSError, needed_bytes: int) -> str:
         why = f"{error.strerror or error}"
     return (f"could not write the results to '{path}': {why}; nothing was written there and any earlier "
             f"folder is unchanged")
+
+
+def write_checkpoint_failure(path, time_ms: float, error: OSError) -> str:
+    """One line: a checkpoint that could not be written (the earlier ones are intact: each is
+    written whole into a hidden folder, then renamed)."""
+    full = error.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG) or "No space left" in str(error)
+    folder = _existing_ancestor(Path(os.path.abspath(path)).parent)
+    why = (f"{describe_disk(folder)} is full ({_bytes(shutil.disk_usage(folder).free)} free)" if full
+           else f"{error.strerror or error}")
+    return (f"could not write the checkpoint at t = {time_ms / 1000:g} s to '{Path(path).parent}': {why}; the run "
+            f"stopped, its earlier checkpoints are intact (resume with --resume once there is room)")
 
 
 # -- the files -----------------------------------------------------------------------------

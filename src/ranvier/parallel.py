@@ -14,6 +14,13 @@ and calls MPI_Abort on MPI.COMM_WORLD (exit status 130 after Ctrl-C, 1 otherwise
 every rank within seconds. A script that catches its own exceptions keeps them: the hook only
 sees what would end the interpreter. The `ranvier` command does the same in its main()
 (`stop_every_rank`), without the traceback.
+
+A rank that crashes (SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT) runs no Python: the engine's
+crash report (cpp/core/crash_report.cpp, installed here with the communicator and by the
+`ranvier` command) writes `ranvier: error: rank 1 of 4: crashed (SIGSEGV, ...); stopping every
+rank` from the signal handler, and the signal then ends the process; the launcher ends the
+others. A rank killed outright (SIGKILL, the out-of-memory killer) says nothing itself: the
+launcher's report names it (docs/faults.md).
 """
 from __future__ import annotations
 
@@ -22,11 +29,12 @@ import socket
 import sys
 import time
 
-from .errors import ConfigError
+from .errors import ConfigError, Terminated
 
 _LAUNCHER_SIZE_VARS = ("PMI_SIZE", "OMPI_COMM_WORLD_SIZE", "MPI_LOCALNRANKS", "PMIX_SIZE")
 _LAUNCHER_RANK_VARS = ("PMI_RANK", "OMPI_COMM_WORLD_RANK", "PMIX_RANK")
 EXIT_INTERRUPTED = 130
+EXIT_TERMINATED = 143              # 128 + SIGTERM, as a shell reports it
 
 
 def launched_with_mpi() -> bool:
@@ -97,6 +105,7 @@ class MPIComm:
         self.rank_hosts = comm.allgather((socket.gethostname(), self.node_rank, self.ranks_on_node))
         if self.size > 1:
             _install_abort_hook()
+            install_crash_report(self.rank, self.size)
 
     def gather(self, obj):
         return self.comm.gather(obj, root=0)
@@ -244,9 +253,15 @@ def abort_world(code: int = 1) -> None:
 
 # -- one rank's failure ends every rank ------------------------------------------------------
 def describe_failure(exc: BaseException) -> str:
-    """One line for an exception: 'interrupted' for Ctrl-C, else its type and message."""
+    """One line for an exception: 'interrupted' for Ctrl-C, 'terminated (SIGTERM)', else its type
+    and message."""
+    if isinstance(exc, Terminated):
+        return "terminated (SIGTERM)"
     if isinstance(exc, KeyboardInterrupt):
         return "interrupted"
+    from .output import OutputError
+    if isinstance(exc, OutputError):             # its message is the whole line (a full disk)
+        return " ".join(str(exc).split())
     name = type(exc).__name__
     try:
         text = " ".join(str(exc).split())        # one line, whatever the message holds
@@ -258,7 +273,10 @@ def describe_failure(exc: BaseException) -> str:
 
 
 def exit_code(exc: BaseException) -> int:
-    """The job's exit status after exc: 130 for an interrupt (as a shell reports SIGINT), else 1."""
+    """The job's exit status after exc: 130 for an interrupt, 143 after SIGTERM (as a shell reports
+    SIGINT and SIGTERM), else 1."""
+    if isinstance(exc, Terminated):
+        return EXIT_TERMINATED
     return EXIT_INTERRUPTED if isinstance(exc, KeyboardInterrupt) else 1
 
 
@@ -284,8 +302,10 @@ def stop_every_rank(exc: BaseException) -> None:
     the failure came before it (the others wait in MPI_Init for this rank). Returns only where
     there is no MPI job to stop (one process, or no mpi4py)."""
     rank, size = world_rank_size()
-    try:
-        print(failure_line(exc, rank, size), file=sys.stderr, flush=True)
+    try:       # one write, newlines included: the launcher interleaves the ranks' writes, and
+        # another rank's line (or rank 0's progress bar) may have stopped mid-line
+        sys.stderr.write("\n" + failure_line(exc, rank, size) + "\n")
+        sys.stderr.flush()
     except Exception:                            # stderr gone: stopping the job matters more
         pass
     if size <= 1:
@@ -298,6 +318,20 @@ def stop_every_rank(exc: BaseException) -> None:
     # line (and a traceback printed just before) a moment to get out.
     time.sleep(ABORT_GRACE_S)
     MPI.COMM_WORLD.Abort(exit_code(exc))
+
+
+def install_crash_report(rank: int, size: int) -> bool:
+    """The engine's one-line crash report (see the module's doc), naming the rank when there are
+    several. False where there is no engine to install it."""
+    try:
+        from . import _engine
+    except ImportError:
+        return False
+    if size > 1:
+        _engine.install_crash_report(f"ranvier: error: rank {rank} of {size}: ", "; stopping every rank")
+    else:
+        _engine.install_crash_report("ranvier: error: ", "")
+    return True
 
 
 ABORT_GRACE_S = 0.3

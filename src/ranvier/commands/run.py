@@ -366,7 +366,7 @@ def _simulate(args, cfg, network, sim, meter, fit, out, rank) -> int:
 
 def _checkpoint_folder(out) -> Path:
     """Where a run's checkpoints go while it runs: beside its --out folder, which exists only at the end."""
-    return Path(str(out.path) + ".checkpoints")
+    return out.checkpoints
 
 
 def _run(sim, duration_ms, bar, saver):
@@ -404,9 +404,14 @@ class _CheckpointSaver:
         self.cli = sim.comm.bcast(self.cli)
 
     def save(self) -> None:
+        from ..output import OutputError, write_checkpoint_failure
         t0 = time.perf_counter()
         path = self.folder / f"{checkpoint.PREFIX}{self.sim.steps_done:012d}"
-        checkpoint.save(self.sim, path, extra_files={"config.toml": self.config}, cli=self.cli, spike_segments=True)
+        try:
+            checkpoint.save(self.sim, path, extra_files={"config.toml": self.config}, cli=self.cli,
+                            spike_segments=True)
+        except OSError as e:           # rank 0 (a full disk): one line; the earlier checkpoints stay
+            raise OutputError(write_checkpoint_failure(path, self.sim.steps_done * self.sim.resolution_ms, e)) from None
         if self.sim.rank != 0:
             return
         checkpoint.prune(self.folder, self.keep)
