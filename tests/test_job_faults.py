@@ -2,7 +2,7 @@
 --checkpoint-every T`, killed mid-run in every way a job dies.
 
 For each fault: every process of the job (the launcher's proxy, the three ranks, rank 0's output
-watcher) is gone within STOP_S of the signal, mpiexec's exit status is non-zero, the user sees
+watcher, the node's death watch) is gone within STOP_S of the signal, mpiexec's exit status is non-zero, the user sees
 what the fault was (and, where Ranvier can say it, one line naming the rank), no DIR and no
 hidden staging folder or lock file is left, and the checkpoints written so far are complete (a
 resume from them gives the spikes of an uninterrupted run).
@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -56,8 +57,11 @@ def start_run(launch, tmp_path, ranks=3, checkpoints=True, until="1 s"):
                  cwd=tmp_path)
     job.wait_for(f"checkpoint at t = {until}" if checkpoints else "ranvier: built", timeout=120)
     procs = [psutil.Process(job.proc.pid), *psutil.Process(job.proc.pid).children(recursive=True)]
-    watchers = [p for p in procs if "--watch" in p.cmdline()]
-    assert len(watchers) == 1, [p.cmdline() for p in procs]
+    def watching(p, script):
+        return "--watch" in p.cmdline() and any(a.endswith(script) for a in p.cmdline())
+    assert len([p for p in procs if watching(p, "leftovers.py")]) == 1, [p.cmdline() for p in procs]
+    assert len([p for p in procs if watching(p, "deathwatch.py")]) == (1 if ranks > 1 else 0), \
+        [p.cmdline() for p in procs]
     return job, procs
 
 
@@ -113,8 +117,9 @@ def resumes_to_the_uninterrupted_spikes(tmp_path: Path, whole: Path) -> None:
 @pytest.mark.parametrize("rank", [1, 0], ids=["rank-1", "rank-0"])
 def test_sigkill_of_one_rank_ends_the_job_and_keeps_the_checkpoints(launch, tmp_path, whole, rank):
     """Nothing runs in a SIGKILLed process: the launcher ends the others and reports the job's end
-    (MPICH's block of '=' lines on stdout, 'Killed (signal 9)'); rank 0's watcher removes the
-    staging folder and the lock even when rank 0 itself was killed."""
+    (MPICH's block of '=' lines on stdout, 'Killed (signal 9)', with a process id that is not
+    always the killed one's); the node's death watch names the rank in one line; rank 0's
+    output watcher removes the staging folder and the lock even when rank 0 itself was killed."""
     job, procs = start_run(launch, tmp_path)
     target = job.ranks(3)[rank]
     t0 = time.monotonic()
@@ -122,7 +127,11 @@ def test_sigkill_of_one_rank_ends_the_job_and_keeps_the_checkpoints(launch, tmp_
     elapsed = all_gone(job, procs, t0)
     assert job.proc.returncode != 0
     assert "BAD TERMINATION" in job.stdout and "Killed (signal 9)" in job.stdout, job.stdout
-    assert "Traceback" not in job.stderr and not error_lines(job.stderr), job.stderr
+    assert "Traceback" not in job.stderr
+    assert error_lines(job.stderr) == [
+        f"ranvier: error: rank {rank} of 3 (pid {target.pid} on {socket.gethostname()}) ended without a word: "
+        "killed by a signal no process can catch (SIGKILL: the out-of-memory killer, kill -9, a batch system); "
+        "the launcher stops every rank"], job.stderr
     nothing_half_written(tmp_path)
     newest_checkpoint(tmp_path, 1000.0)
     if rank == 0:                # the watcher cleared up after rank 0: the checkpoints resume
@@ -253,3 +262,20 @@ def test_ctrl_c_stops_every_rank(launch, tmp_path, to):
     nothing_half_written(tmp_path)
     newest_checkpoint(tmp_path)       # complete: every file with the size and hash written with it
     print(f"all gone {elapsed:.2f} s after SIGINT to {to}")
+
+
+# -- 5. the death watch of a job that ends well ----------------------------------------------------
+@needs_mpiexec
+def test_a_job_that_ends_well_leaves_no_death_watch_and_no_line(launch, tmp_path):
+    """Every rank says 'done' at its exit: the watch says nothing and is gone with the ranks."""
+    job = launch([mpiexec_path(), "-n", "3", *python_m_ranvier("run", *TINY, "--duration-ms", "50", "--energy", "none",
+                                                               "--out", "out")], cwd=tmp_path)
+    job.wait_for("ranvier: built", timeout=120)
+    procs = [psutil.Process(job.proc.pid), *psutil.Process(job.proc.pid).children(recursive=True)]
+    assert any("deathwatch.py" in " ".join(p.cmdline()) for p in procs), [p.cmdline() for p in procs]
+    job.wait(timeout=120)
+    assert job.proc.returncode == 0, job.stderr
+    gone, alive = psutil.wait_procs(procs, timeout=STOP_S)
+    assert not alive, [p.cmdline() for p in alive]
+    assert not error_lines(job.stderr), job.stderr
+    assert (tmp_path / "out" / "spikes.h5").is_file()

@@ -126,6 +126,8 @@ NB_MODULE(_engine, m) {
   m.def("uninstall_crash_report", &uninstall_crash_report);
   m.def("crash_report_signals", &crash_report_signals);
   m.def("crash_report_installed", &crash_report_installed);
+  m.def("set_crash_notify_fd", &set_crash_notify_fd, "fd"_a,
+        "A socket told 'failing' before the crash line (-1: none; ranvier.deathwatch)");
   m.def("build_info", []() {
     nb::dict d;
     d["version"] = RANVIER_VERSION;

@@ -34,6 +34,7 @@ struct sigaction g_previous[kCount];
 bool g_installed = false;
 std::atomic<int> g_reported{0};
 std::atomic<int> g_busy{0};   // a line is being re-worded (a crash then writes nothing)
+std::atomic<int> g_notify_fd{-1};   // the job's death watch (ranvier.deathwatch): told before the line
 // An alternate stack for the thread that installs the handlers (Python's main thread), so that
 // a stack overflow there still gets its line.
 alignas(16) char g_alt_stack[1 << 16];
@@ -43,9 +44,17 @@ void on_crash(int sig, siginfo_t*, void*) {
   while (i < kCount && kSignals[i].number != sig) ++i;
   if (i == kCount) return;
   // One line per process, even when several threads crash at once.
-  if (g_reported.exchange(1) == 0 && g_busy.load() == 0) {
-    ssize_t ignored = write(STDERR_FILENO, g_lines[i], g_lengths[i]);
-    (void)ignored;
+  if (g_reported.exchange(1) == 0) {
+    const int notify = g_notify_fd.load();
+    if (notify >= 0) {
+      static const char failing[] = "failing\n";
+      ssize_t ignored = write(notify, failing, sizeof(failing) - 1);
+      (void)ignored;
+    }
+    if (g_busy.load() == 0) {
+      ssize_t ignored = write(STDERR_FILENO, g_lines[i], g_lengths[i]);
+      (void)ignored;
+    }
   }
   struct sigaction previous = g_previous[i];
   if (previous.sa_handler == SIG_IGN) previous.sa_handler = SIG_DFL;   // a crash is never ignored
@@ -99,6 +108,8 @@ std::vector<std::pair<int, std::string>> crash_report_signals() {
 }
 
 bool crash_report_installed() { return g_installed; }
+
+void set_crash_notify_fd(int fd) { g_notify_fd.store(fd); }
 
 std::string crash_report_line(int sig) {
   for (int i = 0; i < kCount; ++i)

@@ -30,6 +30,10 @@ void uninstall_crash_report();
 std::vector<std::pair<int, std::string>> crash_report_signals();
 bool crash_report_installed();
 
+// A socket to which the handler writes "failing\n" before its line (-1: none): the job's death
+// watch (ranvier.deathwatch) then knows the rank's end was reported and says nothing more.
+void set_crash_notify_fd(int fd);
+
 // The line the handler writes for signal `sig` (tests), "" for a signal it does not handle.
 std::string crash_report_line(int sig);
 

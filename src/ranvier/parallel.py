@@ -100,12 +100,13 @@ class MPIComm:
         node = comm.Split_type(MPI.COMM_TYPE_SHARED)
         self.ranks_on_node = node.Get_size()
         self.node_rank = node.Get_rank()
-        node.Free()
         # where every rank runs: its host name and its node (the ranks MPI lets share memory)
         self.rank_hosts = comm.allgather((socket.gethostname(), self.node_rank, self.ranks_on_node))
         if self.size > 1:
             _install_abort_hook()
             install_crash_report(self.rank, self.size)
+            _watch_deaths(comm, node, sum(1 for _, node_rank, _ in self.rank_hosts if node_rank == 0))
+        node.Free()
 
     def gather(self, obj):
         return self.comm.gather(obj, root=0)
@@ -302,6 +303,8 @@ def stop_every_rank(exc: BaseException) -> None:
     the failure came before it (the others wait in MPI_Init for this rank). Returns only where
     there is no MPI job to stop (one process, or no mpi4py)."""
     rank, size = world_rank_size()
+    if _death_watch is not None:        # this rank's end is reported here: the watch says nothing
+        _death_watch.failing()
     try:       # one write, newlines included: the launcher interleaves the ranks' writes, and
         # another rank's line (or rank 0's progress bar) may have stopped mid-line
         sys.stderr.write("\n" + failure_line(exc, rank, size) + "\n")
@@ -336,6 +339,27 @@ def install_crash_report(rank: int, size: int) -> bool:
 
 ABORT_GRACE_S = 0.3
 _abort_hook_installed = False
+_death_watch = None              # this process's connection to its node's death watch, once
+
+
+def _watch_deaths(comm, node, nodes: int) -> None:
+    """Once per process, on the world's communicator (collective over it): every rank joins its
+    node's death watch (ranvier.deathwatch), so that a rank killed without a word is named."""
+    global _death_watch
+    from mpi4py import MPI
+    if _death_watch is not None or MPI.Comm.Compare(comm, MPI.COMM_WORLD) not in (MPI.IDENT, MPI.CONGRUENT):
+        return
+    from . import deathwatch
+    address = deathwatch.start(comm.Get_size(), node.Get_size(), nodes) if node.Get_rank() == 0 else None
+    address = node.bcast(address, root=0)
+    _death_watch = deathwatch.connect(address, comm.Get_rank())
+    if _death_watch is None:
+        return
+    try:
+        from . import _engine
+        _engine.set_crash_notify_fd(_death_watch.fileno())
+    except (ImportError, AttributeError):
+        pass
 
 
 def _install_abort_hook() -> None:
