@@ -1,0 +1,92 @@
+"""The death watch (ranvier.deathwatch): which ends of a rank it reports, on its own, without MPI.
+
+Under mpiexec the launcher tears the job down within milliseconds of a death, so whether the
+watch's line gets out there is a race the job tests (test_job_faults.py) see only from the
+outside; here the protocol is checked directly: ranks are processes that connect, say what
+they say, and end."""
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+import pytest
+
+from ranvier import deathwatch
+
+psutil = pytest.importorskip("psutil")
+
+RANK = """\
+import os, signal, sys, time
+from ranvier import deathwatch
+conn = deathwatch.connect(sys.argv[1].replace("@", "\\0", 1), int(sys.argv[2]))   # argv holds no NUL
+how = sys.argv[3]
+print("connected", flush=True)
+if how == "exit":                      # a normal end: 'done' at exit
+    sys.exit(0)
+if how == "failing":                   # a failure this rank reports itself
+    conn.failing()
+    os._exit(1)
+if how in ("crash", "crash-unannounced"):
+    from ranvier import _engine
+    _engine.install_crash_report("ranvier: error: rank 1 of 2: ", "; stopping every rank")
+    if how == "crash":
+        _engine.set_crash_notify_fd(conn.fileno())
+    os.kill(os.getpid(), signal.SIGSEGV)
+time.sleep(60)                         # 'sigkill': killed from outside
+"""
+
+
+def watch_processes():
+    return [p for p in psutil.Process().children() if "deathwatch.py" in " ".join(p.cmdline())]
+
+
+def run_job(how_rank1: str, capfd) -> tuple[str, int]:
+    """A node of 2 ranks: rank 0 ends normally, rank 1 as `how_rank1`. The watch's stderr line
+    (or ''), and rank 1's pid."""
+    address = deathwatch.start(world_size=2, ranks_on_node=2, nodes=1)
+    assert address is not None
+    watch = watch_processes()
+    assert len(watch) == 1
+    ranks = [subprocess.Popen([sys.executable, "-c", RANK, address.replace("\0", "@", 1), str(r), how], stdout=subprocess.PIPE,
+                              stderr=subprocess.DEVNULL, text=True)
+             for r, how in ((0, "exit"), (1, how_rank1))]
+    for r in ranks:
+        assert r.stdout.readline().strip() == "connected"
+    if how_rank1 == "sigkill":
+        ranks[1].send_signal(signal.SIGKILL)
+    for r in ranks:
+        r.wait(timeout=30)
+    gone, alive = psutil.wait_procs(watch, timeout=10)
+    assert not alive, "the watch outlived the ranks"
+    lines = [line for line in capfd.readouterr().err.splitlines() if line.startswith("ranvier: error:")]
+    assert len(lines) <= 1, lines
+    return (lines[0] if lines else ""), ranks[1].pid
+
+
+def test_a_rank_killed_without_a_word_is_named(capfd):
+    line, pid = run_job("sigkill", capfd)
+    assert line == deathwatch.death_line("1", 2, str(pid), socket.gethostname(), nodes=1), line
+    assert line.startswith(f"ranvier: error: rank 1 of 2 (pid {pid} on ")
+
+
+@pytest.mark.parametrize("how", ["exit", "failing", "crash"])
+def test_ends_the_rank_reports_itself_get_no_line(capfd, how):
+    line, _ = run_job(how, capfd)
+    assert line == ""
+
+
+def test_a_crash_the_handler_does_not_announce_is_reported(capfd):
+    """The engine's crash handler tells the watch ('crash' above); without that, the watch
+    would name the rank as dead without a word, a second line after the crash line."""
+    line, pid = run_job("crash-unannounced", capfd)
+    assert line.startswith(f"ranvier: error: rank 1 of 2 (pid {pid} on "), line
+
+
+def test_several_nodes_say_the_launcher_may_have_stopped_it():
+    line = deathwatch.death_line("3", 8, "123", "node7", nodes=2)
+    assert "or stopped by the launcher after a failure on another node" in line
+
