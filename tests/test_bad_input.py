@@ -367,3 +367,53 @@ def test_every_malformed_input_is_one_line_exit_2(outcome, tmp_path):
         except AssertionError as e:
             failures.append(f"{name}: {e}")
     assert not failures, "\n".join(failures)
+
+
+# -- found by tests/test_fuzz_cli.py ---------------------------------------------------------------------
+# case -> (arguments after `ranvier run`, words the one line must hold); run in a folder that holds
+# only a regular file 'afile', which must be all it holds afterwards.
+FUZZ_FOUND = {
+    # steps counted in a float that overflowed: was OverflowError, exit 1
+    "duration of 1e308 ms": ([*SMALL, "--duration-ms", "1e308", "--out", "out"],
+                             ["'duration_ms' = 1e+308 is 1e+308 cycles", "2^32 - 1 cycles"]),
+    "resolution of 5e-324 ms": ([*SMALL, "--resolution-ms", "5e-324", "--out", "out"],
+                                ["'delay_min_ms' = 1.0 ms", "more than 1e308 steps", "coarser resolution_ms"]),
+    # an empty name meant "not given": was a run of the default model (dpsnn, 20480 neurons, 10 s)
+    "empty --model": ([*SMALL, "--model", "", "--out", "out"], ["unknown model ''", "available"]),
+    "empty model or config": (["", *SMALL, "--out", "out"], ["'' is neither a model name", "nor a config file"]),
+    # the folder's name with ranvier's additions beyond NAME_MAX: was OSError File name too long, exit 1
+    "--out name too long": ([*SMALL, "--out", "o" * 300], ["has 300 bytes", "allows 224", "shorter name"]),
+    "--out with a long folder on the way": ([*SMALL, "--out", "a/" + "b" * 300 + "/c"],
+                                            ["has 300 bytes", "allows 255"]),
+    # a regular file on the way: was NotADirectoryError (the lock file), exit 1
+    "--out under a regular file": ([*SMALL, "--out", "afile/out"], ["'afile/out'", "is a file, not a folder"]),
+    "--out deeper under a regular file": ([*SMALL, "--out", "afile/x/out"], ["is a file, not a folder"]),
+    # every id listed before any check: filled the memory, then MemoryError, exit 1
+    "--record-state of 10^12 ids": ([*SMALL, "--record-state", "0-999999999999", "--out", "out"],
+                                    ["--record-state", "1,000,000,000,000 neuron ids", "1,000,000"]),
+    # n_areas^2 projections built in Python: MemoryError at 2^40 areas, minutes at 2000
+    "2^40 areas": ([*MAM, "--set", "n_areas=1099511627776", "--out", "out"], ["'n_areas' = 1099511627776",
+                                                                              "at most 1024 areas"]),
+    "2000 areas": ([*MAM, "--set", "n_areas=2000", "--out", "out"], ["4e+06 area-to-area projections"]),
+    # was the Python API's "it needs record_spikes = true"
+    "--record-spikes-of without --out": ([*SMALL, "--record-spikes-of", "0-9"],
+                                         ["--record-spikes-of", "give --out DIR"]),
+}
+
+
+@pytest.mark.parametrize("case", FUZZ_FOUND, ids=list(FUZZ_FOUND))
+def test_fuzz_found_refused_in_one_line(case, tmp_path, monkeypatch, capsys):
+    from ranvier import cli
+    args, words = FUZZ_FOUND[case]
+    (tmp_path / "afile").write_text("mine\n")
+    monkeypatch.chdir(tmp_path)
+    t0 = time.perf_counter()
+    assert cli.main(["run", *args]) == 2
+    captured = capsys.readouterr()
+    lines = captured.err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("ranvier: error: "), captured.err
+    for word in words:
+        assert word in lines[0], lines[0]
+    assert captured.out == ""
+    assert [p.name for p in tmp_path.iterdir()] == ["afile"]
+    assert time.perf_counter() - t0 < REFUSAL_SECONDS

@@ -29,6 +29,9 @@ def whole_steps(where: str, name: str, value, origin: dict, resolution_ms: float
     The error names the model parameter the user set where `origin` says which one it was."""
     label = f"'{origin[name]}'" if name in origin else f"{where}: '{name}'"
     n = value / resolution_ms
+    if not math.isfinite(n):                  # a resolution so fine that the steps overflow a float
+        raise ConfigError(f"{label} = {value} ms is more than 1e308 steps of resolution {resolution_ms} ms; "
+                          f"choose a coarser resolution_ms")
     if abs(n - round(n)) > 1e-9 * max(1.0, abs(n)):
         raise ConfigError(f"{label} = {value} ms is not a multiple of the resolution "
                           f"{resolution_ms} ms; choose a multiple or a finer resolution_ms")

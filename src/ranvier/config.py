@@ -208,7 +208,7 @@ def override(cfg: RunConfig, model: str | None = None, parameters: dict | None =
     """cfg with command-line values on top (None values mean: not given)."""
     simulation = {k: v for k, v in (simulation or {}).items() if v is not None}
     _unknown("simulation settings", simulation, SIMULATION_DEFAULTS)
-    return RunConfig(model=model or cfg.model, parameters={**cfg.parameters, **(parameters or {})},
+    return RunConfig(model=cfg.model if model is None else model, parameters={**cfg.parameters, **(parameters or {})},
                      simulation={**cfg.simulation, **simulation})
 
 
@@ -273,22 +273,30 @@ def check_simulation(cfg: RunConfig, network) -> None:
     duration = _number("duration_ms", s["duration_ms"])
     if duration <= 0:
         raise ConfigError(f"[simulation] 'duration_ms' must be positive, got {s['duration_ms']!r}")
+    cycle_ms = cycle_steps * resolution
     n = duration / resolution
+    if not math.isfinite(n):                      # more steps than a float counts: far beyond 2^32 cycles
+        raise _too_long(s["duration_ms"], duration, cycle_ms, interval)
     if abs(n - round(n)) > 1e-9 * max(1.0, n):
         nearest = " or ".join(f"{k * resolution:g}" for k in (math.floor(n), math.ceil(n)) if k > 0)
         raise ConfigError(f"[simulation] 'duration_ms' = {s['duration_ms']} is not a multiple of the resolution "
                           f"{resolution:g} ms; use for example {nearest}")
     # The engine counts cycles in 32 bits (Engine::run_cycles): at most 2^32 - 1 per simulation.
     # A duration that is not a whole number of cycles runs to the end of its last cycle.
-    cycle_ms = cycle_steps * resolution
     if whole_cycles(duration, cycle_ms, resolution) > MAX_CYCLES:
-        longest = MAX_CYCLES * cycle_ms
-        raise ConfigError(f"[simulation] 'duration_ms' = {s['duration_ms']} is {duration / cycle_ms:.3g} cycles of "
-                          f"{cycle_ms:g} ms (one per {interval}); the engine runs at most 2^32 - 1 cycles, "
-                          f"{longest:.10g} ms here ({longest / 8.64e7:.3g} days): choose a shorter duration_ms")
+        raise _too_long(s["duration_ms"], duration, cycle_ms, interval)
     if not isinstance(s["barrier"], bool):
         raise ConfigError(f"[simulation] 'barrier' must be true or false, got {s['barrier']!r}")
     check_weight_settings(s)
+
+
+def _too_long(given, duration: float, cycle_ms: float, interval: str) -> ConfigError:
+    longest = MAX_CYCLES * cycle_ms
+    cycles = duration / cycle_ms
+    many = f"{cycles:.3g}" if math.isfinite(cycles) else "more than 1e308"
+    return ConfigError(f"[simulation] 'duration_ms' = {given} is {many} cycles of {cycle_ms:g} ms (one per "
+                       f"{interval}); the engine runs at most 2^32 - 1 cycles, {longest:.10g} ms here "
+                       f"({longest / 8.64e7:.3g} days): choose a shorter duration_ms")
 
 
 def check_weight_settings(s: dict) -> None:

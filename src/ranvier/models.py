@@ -271,6 +271,17 @@ MAM_BENCHMARK_DEFAULTS = {
 }
 
 
+MAX_AREAS = 1024      # n_areas^2 area-to-area projections: 1024 areas take minutes to build
+
+
+def _check_areas(model: str, n_areas: int) -> None:
+    if n_areas < 1:
+        raise ConfigError(f"{model}: 'n_areas' must be at least 1, got {n_areas!r}")
+    if n_areas > MAX_AREAS:
+        raise ConfigError(f"{model}: 'n_areas' = {n_areas} would make {n_areas**2:.3g} area-to-area projections; "
+                          f"at most {MAX_AREAS} areas ({MAX_AREAS**2:,} projections) are built: use fewer areas")
+
+
 def _spread(mean: float, sd: float, n: int, rng) -> list[float]:
     """n values ~ N(mean, sd), clipped at 10 % of the mean and rescaled to the exact mean."""
     if sd <= 0 or n == 1:
@@ -301,8 +312,7 @@ def mam_benchmark(**overrides) -> Network:
 
     p = _check_overrides("mam-benchmark", MAM_BENCHMARK_DEFAULTS, overrides)
     A, n, K = p["n_areas"], p["area_size"], p["K"]
-    if A < 1:
-        raise ConfigError(f"mam-benchmark: 'n_areas' must be at least 1, got {A!r}")
+    _check_areas("mam-benchmark", A)
     if n < 2:
         raise ConfigError(f"mam-benchmark: 'area_size' must be at least 2, got {n!r}")
     if K < 0:
@@ -423,8 +433,7 @@ def mam_benchmark_study(**overrides) -> Network:
     [threshold_delay, max_delay] = [1, 2] ms, so D = 10."""
     p = _check_overrides("mam-benchmark-study", MAM_STUDY_DEFAULTS, overrides)
     A = p["n_areas"]
-    if A < 1:
-        raise ConfigError(f"mam-benchmark-study: 'n_areas' must be at least 1, got {A!r}")
+    _check_areas("mam-benchmark-study", A)
     for key in ("scale", "rate_hz", "d_min_ms", "intra_delay_mean_ms", "inter_delay_mean_ms", "weight_mV"):
         if not p[key] > 0:
             raise ConfigError(f"mam-benchmark-study: '{key}' must be positive, got {p[key]!r}")

@@ -59,6 +59,10 @@ def check_target(path, force: bool = False) -> Path:
                 else "the current folder" if absolute == cwd else "a folder that holds the current one")
         raise ConfigError(f"--out '{path}' is {what}; results go into a folder of their own: choose a new name "
                           f"such as --out results/run1")
+    parent = _existing_ancestor(absolute.parent)
+    if not parent.is_dir():
+        raise ConfigError(f"--out '{path}': '{parent}' is a file, not a folder; choose another path")
+    _check_name_lengths(path, absolute, parent)
     if path.is_symlink():
         raise ConfigError(f"--out '{path}' is a symbolic link; give the real folder or a new name")
     if path.exists() and not path.is_dir():
@@ -70,14 +74,36 @@ def check_target(path, force: bool = False) -> Path:
         if not is_result_folder(path):
             raise ConfigError(f"--out '{path}' holds files that ranvier did not write (no {MARKER} marker); "
                               f"--force replaces only earlier ranvier results: choose another folder")
-    parent = _existing_ancestor(absolute.parent)
     if not os.access(parent, os.W_OK):
         raise ConfigError(f"--out '{path}': the folder '{parent}' is not writable; choose another path")
     return path
 
 
+# The longest addition to the folder's name: its hidden sibling `.NAME.replaced.XXXXXXXX.ranvier-tmp`.
+NAME_EXTRA = len(".") + len(".replaced.") + 8 + len(STAGING_SUFFIX)
+
+
+def _check_name_lengths(path, absolute: Path, parent: Path) -> None:
+    """The folder's name, with the hidden siblings' additions, and every folder still to be made
+    must fit the file system's limits: refused now, not as an OSError at the end of the run."""
+    try:
+        name_max, path_max = os.pathconf(parent, "PC_NAME_MAX"), os.pathconf(parent, "PC_PATH_MAX")
+    except (OSError, ValueError):
+        name_max, path_max = 255, 4096
+    made = absolute.relative_to(parent).parts           # the names ranvier will create
+    for name in made:
+        extra = NAME_EXTRA if name == made[-1] else 0
+        if len(os.fsencode(name)) + extra > name_max:
+            raise ConfigError(f"--out '{path}': the name '{name[:40]}...' has {len(os.fsencode(name))} bytes; "
+                              f"this file system allows {name_max - extra} for it (ranvier adds up to "
+                              f"{NAME_EXTRA} for its hidden work folders); choose a shorter name")
+    if len(os.fsencode(str(absolute))) + NAME_EXTRA >= path_max:
+        raise ConfigError(f"--out '{path}': the path is longer than this file system allows "
+                          f"({path_max} bytes); choose a shorter one")
+
+
 def _existing_ancestor(path: Path) -> Path:
-    while not path.exists():
+    while not os.path.exists(path):         # False, not an error, for a name too long or under a file
         path = path.parent
     return path
 

@@ -110,9 +110,13 @@ def assignment(text: str):
         raise argparse.ArgumentTypeError(str(e)) from None
 
 
+MAX_LISTED_IDS = 10**6      # neurons one --record-state or --record-spikes-of lists (each costs memory)
+
+
 def id_list(text: str) -> list[int]:
-    """'0,5,10-19' -> [0, 5, 10, ..., 19]: global neuron ids, ranges inclusive, each once, sorted."""
-    ids = set()
+    """'0,5,10-19' -> [0, 5, 10, ..., 19]: global neuron ids, ranges inclusive, each once, sorted;
+    at most MAX_LISTED_IDS of them, counted before any is listed (0-999999999999 would fill the memory)."""
+    ranges = []
     for item in text.split(","):
         first, dash, last = item.strip().partition("-")
         try:
@@ -122,5 +126,9 @@ def id_list(text: str) -> list[int]:
             raise argparse.ArgumentTypeError(f"must be neuron ids and ranges such as 0,5,10-19, got {text!r}") from None
         if lo < 0 or hi < lo:
             raise argparse.ArgumentTypeError(f"must be neuron ids >= 0 and ranges low-high, got {item.strip()!r}")
-        ids.update(range(lo, hi + 1))
-    return sorted(ids)
+        ranges.append((lo, hi))
+    count = sum(hi - lo + 1 for lo, hi in ranges)
+    if count > MAX_LISTED_IDS:
+        raise argparse.ArgumentTypeError(f"lists {count:,} neuron ids, more than the {MAX_LISTED_IDS:,} a run "
+                                         f"records by id; give fewer, got {text!r:.60}")
+    return sorted({g for lo, hi in ranges for g in range(lo, hi + 1)})

@@ -115,7 +115,7 @@ def add_parser(commands, exchanges, placements) -> None:
 
 def resolve_config(args) -> cfgmod.RunConfig:
     from .. import models
-    base = cfgmod.from_model_or_file(args.config) if args.config else cfgmod.RunConfig()
+    base = cfgmod.from_model_or_file(args.config) if args.config is not None else cfgmod.RunConfig()
     if args.config and args.model and args.config in _model_names() and args.model != args.config:
         raise ConfigError(f"two models named: '{args.config}' and --model {args.model}; give one")
     parameters = dict(args.set)
@@ -179,6 +179,9 @@ def command(args) -> int:
     if args.checkpoint_every is not None and args.out is None:
         raise ConfigError("--checkpoint-every writes checkpoints beside the results: give --out DIR too")
     cfg = resolve_config(args)
+    if cfg.simulation.get("record_spikes_of") is not None and args.out is None:
+        raise ConfigError("--record-spikes-of (record_spikes_of) chooses the neurons whose spikes spikes.h5 keeps: "
+                          "give --out DIR too (without it a run keeps only spike counts)")
     fit = theory.load_mpi_fit(args.mpi_fit) if args.mpi_fit else None
     if args.out is not None:
         check_target(args.out, args.force)      # on every rank: the same answer, before anything is made
