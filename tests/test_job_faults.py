@@ -26,7 +26,7 @@ from ranvier import checkpoint
 from ranvier.bench import restore_cpus
 from ranvier.output import MARKER, STAGING_SUFFIX
 from test_checkpoint import same_spike_files
-from test_faults import TINY, Launched, error_lines, python_m_ranvier
+from test_faults import TINY, error_lines, launch, python_m_ranvier  # noqa: F401 (launch: a fixture)
 
 psutil = pytest.importorskip("psutil")
 pytest.importorskip("mpi4py")
@@ -35,19 +35,6 @@ STOP_S = 10                      # every process of the job gone within this aft
 LONG = ["--duration-ms", "120000", "--energy", "none"]
 EVERY = ["--checkpoint-every", "500ms"]
 RESUME_TO_MS = 4000              # the resumed run's end: later than any checkpoint taken here
-
-
-@pytest.fixture
-def launch():
-    started = []
-
-    def start(argv, cwd=None):
-        started.append(Launched([str(a) for a in argv], cwd=cwd))
-        return started[-1]
-
-    yield start
-    for job in started:
-        job.kill()
 
 
 def start_run(launch, tmp_path, ranks=3, checkpoints=True, until="1 s"):

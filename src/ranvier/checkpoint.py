@@ -42,7 +42,8 @@ from pathlib import Path
 import numpy as np
 
 from .errors import ConfigError
-from .leftovers import recover_checkpoints, replace_folder
+from .leftovers import STAGING_SUFFIX, recover_checkpoints, replace_folder
+from .output import sync_folder
 
 FORMAT = "ranvier-checkpoint"
 FORMAT_VERSION = 1
@@ -275,7 +276,7 @@ def _write_segments(rec, folder: Path) -> list[dict]:
         ids = np.memmap(ids_path, dtype=np.int64, mode="r", offset=end * 8, shape=(count - end,))
         steps = np.memmap(steps_path, dtype=np.int64, mode="r", offset=end * 8, shape=(count - end,))
         p = folder / f"{SEGMENT}{end:012d}-{count:012d}.npz"
-        tmp = folder / f".{p.name}.ranvier-tmp"
+        tmp = folder / f".{p.name}{STAGING_SUFFIX}"
         try:
             _write_synced(tmp, _npz({"ids": _narrow(np.asarray(ids)), "steps": _narrow(np.asarray(steps))}))
             os.replace(tmp, p)
@@ -312,7 +313,7 @@ def _write_folder(path: Path, files: dict, meta: dict) -> None:
     if path.exists() and not (path.is_dir() and (path / META).is_file()):
         raise OSError(f"'{path}' exists and is not a checkpoint")
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".ranvier-tmp", dir=path.parent))
+    tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=STAGING_SUFFIX, dir=path.parent))
     try:
         for name, data in files.items():
             _write_synced(tmp / name, data)
@@ -320,7 +321,7 @@ def _write_folder(path: Path, files: dict, meta: dict) -> None:
         os.chmod(tmp, 0o755)
         # an existing checkpoint at path: never a moment with neither (leftovers.replace_folder)
         replace_folder(tmp, path, holder_prefix=f".{path.name}.old.")
-        _sync_dir(path.parent)
+        sync_folder(path.parent)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
@@ -331,19 +332,6 @@ def _write_synced(path: Path, data: bytes) -> None:
         f.write(data)
         f.flush()
         os.fsync(f.fileno())
-
-
-def _sync_dir(folder: Path) -> None:
-    try:
-        fd = os.open(folder, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
 
 
 # -- reading ----------------------------------------------------------------------------------

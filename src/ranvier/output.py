@@ -258,7 +258,7 @@ class OutputFolder:
         # aside where recover() puts it back (leftovers.replace_folder).
         leftovers.replace_folder(self.staging, self.path)
         self.staging = None
-        _sync_folder(self.parent)
+        sync_folder(self.parent)
 
     def abandon(self) -> None:
         """Removes the staging folder and whatever it holds; the destination stays as it was."""
@@ -280,7 +280,7 @@ def _sync(folder: Path) -> None:
                 os.close(fd)
 
 
-def _sync_folder(folder: Path) -> None:
+def sync_folder(folder: Path) -> None:
     """Flushes a folder's entries (a rename in it) to the disk."""
     try:
         fd = os.open(folder, os.O_RDONLY)

@@ -237,11 +237,9 @@ def make_comm(comm=None):
 
 
 def mpi_library_version() -> str | None:
-    try:
-        MPI = import_mpi()
-    except ImportError:
-        return None
-    return MPI.Get_library_version().splitlines()[0].strip()
+    """The first line of the MPI library's version string."""
+    full = mpi_library_version_full()
+    return full.splitlines()[0].strip() if full is not None else None
 
 
 def abort_world(code: int = 1) -> None:
