@@ -68,14 +68,18 @@ def test_every_strategy_gives_the_reference_spikes(workloads, workload, ranks):
     assert not failures, "; ".join(failures)
 
 
-@pytest.mark.parametrize("ranks", (2, 3))
-def test_every_strategy_with_block_placement_and_two_threads(workloads, ranks):
-    """The other axes of the decomposition: block placement and 2 threads per rank."""
+@pytest.mark.parametrize("ranks,placement", [(2, "random"), (3, "block")])
+def test_every_strategy_with_other_placements_and_two_threads(workloads, ranks, placement):
+    """The other axes of the decomposition: block and random placement (a keyed permutation:
+    every rank holds targets of every other), 2 threads per rank, every strategy with and
+    without overlap; test_invariance.py crosses placements with ranks and threads in full for
+    allgather and alltoallv."""
     reference = sweep(workloads, 1, "dpsnn")[("allgather", False)]
-    runs = workloads.sweep(ranks, EXCHANGES, (False, True), threads=2, placement="block",
+    runs = workloads.sweep(ranks, EXCHANGES, (False, True), threads=2, placement=placement,
                            ranks_per_node=ranks_per_node(ranks), **WORKLOADS["dpsnn"])
+    assert len(runs) == 2 * len(EXCHANGES)
     for (exchange, overlap), run in runs.items():
-        where = f"{exchange} overlap={overlap}"
+        where = f"{exchange} overlap={overlap} placement={placement}"
         assert run["ranks"] == ranks, where
         assert run["digest"] == reference["digest"], where
         assert np.array_equal(run["ids"], reference["ids"]) and np.array_equal(run["steps"], reference["steps"]), where
