@@ -127,6 +127,9 @@ SCALED: dict[str, Scaled] = {
     "ranvier bench structure-aware multi-area --ranks 2 --set data=../shared/data/multi-area-model --set scale=0.01 "
     "--set k_scale=0.1 --set inter_area_delay_min_ms=1.0 --duration-ms 2000 --repeats 3 --out results/structure-aware":
         Scaled(skip="needs ../shared/data (tests/test_multi_area.py runs this bench on the model, scaled down)"),
+    "ranvier report results/structure-aware":
+        Scaled(skip="reads the folder of the bench above, which needs ../shared/data; tests/test_multi_area.py writes "
+                    "the report of that bench run scaled down"),
     "python bench/multi_area_nest.py --data ../shared/data/multi-area-model --scale 0.01 --k-scale 0.1 "
     "--duration-ms 5000 --seeds 1,2 --out results/multi-area-nest.json":
         Scaled(skip="needs ../shared/data and the nest extra (run for docs/multi-area.md)"),

@@ -188,6 +188,20 @@ def test_structure_aware_bench_compares_placements_and_schemes(tmp_path, capsys)
     assert (out / structure_aware.CSV_NAME).is_file()
     printed = capsys.readouterr().out
     assert "load per area" in printed and "V2" in printed and "1/sqrt(D)" in printed
+    # ranvier report draws the study from the bench's folder: its tables and the three panels
+    from ranvier import report
+    written = report.write_report([tmp_path], tmp_path / "report")
+    md = written.markdown.read_text()
+    assert "## Structure-aware study: multi-area on 2 rank(s) (sa)" in md
+    for config in configs:
+        assert f"| {config} |" in md, config
+    assert "| V2 |" in md and "| two-tier/by-area | 0 |" in md            # area load and rank load rows
+    ratio = {c["config"]: c["sync_ratio"] for c in result["comparison"]}["two-tier/balanced"]
+    assert f"{ratio:.3f}" in md
+    if report._matplotlib_figure() is not None:
+        assert [f.name for f in written.figures] == ["structure_aware_1.png"]
+        assert written.figures[0].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+        assert "data:image/png;base64," in written.html.read_text()
 
 
 def test_structure_aware_bench_refuses_the_models_own_short_delays():

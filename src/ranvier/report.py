@@ -119,8 +119,28 @@ def _natural(path: Path) -> list:
     return [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", str(path))]
 
 
-def find_runs(paths) -> list[Path]:
-    """Run folders (holding summary.json): each path is one, or a folder searched recursively."""
+def find_structure_aware(paths) -> list[Path]:
+    """Folders written by `ranvier bench structure-aware` (holding structure_aware.json): each
+    path is one, or a folder searched recursively; hidden folders are skipped."""
+    if isinstance(paths, (str, os.PathLike)):
+        paths = [paths]
+    found: dict[Path, Path] = {}
+    for path in map(Path, paths):
+        if path.is_file() and path.name == STRUCTURE_AWARE_JSON:
+            path = path.parent
+        if not path.is_dir():
+            continue
+        hits = [path] if (path / STRUCTURE_AWARE_JSON).is_file() else sorted(
+            (p.parent for p in path.rglob(STRUCTURE_AWARE_JSON)
+             if not any(part.startswith(".") for part in p.relative_to(path).parts)), key=_natural)
+        for hit in hits:
+            found.setdefault(hit.resolve(), hit)
+    return list(found.values())
+
+
+def find_runs(paths, required: bool = True) -> list[Path]:
+    """Run folders (holding summary.json): each path is one, or a folder searched recursively.
+    required=False: a folder without runs gives none instead of an error (it holds bench results)."""
     if isinstance(paths, (str, os.PathLike)):
         paths = [paths]
     found: dict[Path, Path] = {}          # resolved -> as given: a run named twice is one run
@@ -138,9 +158,10 @@ def find_runs(paths) -> list[Path]:
         # hidden folders are the temporary ones of runs still being written
         runs = sorted((p.parent for p in path.rglob("summary.json")
                        if not any(part.startswith(".") for part in p.relative_to(path).parts)), key=_natural)
-        if not runs:
+        if not runs and required:
             raise ConfigError(f"report: no run archive (a folder with summary.json, written by 'ranvier run "
-                              f"--out DIR') in '{path}'")
+                              f"--out DIR') or bench result (structure_aware.json, written by 'ranvier bench "
+                              f"structure-aware') in '{path}'")
         for run in runs:
             found.setdefault(run.resolve(), run)
     return list(found.values())
@@ -1155,6 +1176,43 @@ def section_theory(ctx) -> Section:
     return sec
 
 
+# -- bench results: the structure-aware study (ranvier bench structure-aware) ------------------
+STRUCTURE_AWARE_JSON = "structure_aware.json"
+
+
+def section_structure_aware(folder: Path, name: str, index: int) -> Section:
+    from .bench import areas, structure_aware as sa
+    data = _read_json(folder / STRUCTURE_AWARE_JSON)
+    missing = [key for key in ("workload", "ranks", "D", "runs", "summary", "comparison", "area_load")
+               if key not in data]
+    if missing:
+        raise ConfigError(f"report: '{folder / STRUCTURE_AWARE_JSON}' lacks {', '.join(missing)}; is it written by "
+                          f"'ranvier bench structure-aware'?")
+    summary, comparison, load = data["summary"], data["comparison"], data["area_load"]
+    runs = data["runs"]
+    threads = runs[0].get("threads", "?") if runs else "?"
+    repeats = max((r.get("repeat", 1) for r in runs), default=0)
+    duration = runs[0].get("duration_ms") if runs else None
+    sec = Section(f"Structure-aware study: {data['workload']} on {data['ranks']} rank(s) ({name})",
+                  f"ranvier bench structure-aware: the same network under each placement and scheme, "
+                  f"{repeats} repeat(s) each{'' if duration is None else f' of {duration:g} ms'}, "
+                  f"{threads} thread(s) per rank, global exchange every D = {data['D']} cycles for two-tier; "
+                  f"medians over repeats; synchronisation predicted by theory.md 1.")
+    for caption, (header, rows) in (
+            ("Real-time factor and phases, µs per cycle (mean over ranks)", areas.phase_table(summary, "config")),
+            ("Cycle times (deliver + update + collocate), lumped by D", areas.cycle_table(summary, "config")),
+            ("Against the conventional scheme (round-robin): synchronisation per cycle, measured and predicted",
+             sa.comparison_table(comparison)),
+            ("Load per rank (the slowest rank sets every cycle)", sa.rank_table(summary)),
+            ("Load per area (spikes of the conventional run; rate / mean shows the hotspot)", sa.area_table(load))):
+        sec.blocks += [caption, Table(header, rows)]
+    sec.blocks.append(figure(f"structure_aware_{index}.png",
+                             "Load per area, phases per configuration, compute per rank",
+                             lambda fig: sa.draw(fig, summary, load, f"{data['workload']}: {data['ranks']} rank(s), "
+                                                                     f"D = {data['D']}"), size=(17.0, 5.0)))
+    return sec
+
+
 SECTIONS = (section_parameters, section_rates, section_profiling, section_scaling, section_phases,
             section_cycle_times, section_energy, section_literature, section_theory)
 
@@ -1166,6 +1224,7 @@ class Context:
     configs: list[Config]
     raster_run: Run
     root: Path
+    benches: list = field(default_factory=list)     # folders of structure-aware bench results
     energy: dict = field(default_factory=dict)      # configuration label -> config_energy
     notes: dict = field(default_factory=dict)       # note text -> its number, unique on the page
 
@@ -1187,27 +1246,39 @@ class Context:
 
 
 def build(paths, raster: Path | None = None) -> tuple[Context, list[Section]]:
-    runs = [load_run(p) for p in find_runs(paths)]
+    """The sections of run archives (when there are any), then one per structure-aware bench
+    result among the paths."""
+    benches = find_structure_aware(paths)
+    runs = [load_run(p) for p in find_runs(paths, required=not benches)]
     configs = group(runs)
-    resolved = [r.path.resolve() for r in runs]
-    root = Path(os.path.commonpath(resolved)) if len(runs) > 1 else resolved[0].parent
-    raster_run = configs[0].median_run
+    resolved = [r.path.resolve() for r in runs] + [b.resolve() for b in benches]
+    root = Path(os.path.commonpath(resolved)) if len(resolved) > 1 else resolved[0].parent
+    raster_run = configs[0].median_run if configs else None
     if raster is not None:
         matches = [r for r in runs if r.path.resolve() == Path(raster).resolve()]
         if not matches:
             raise ConfigError(f"report: --raster '{raster}' is not one of the runs of the report")
         raster_run = matches[0]
-    ctx = Context(runs, configs, raster_run, root)
+    ctx = Context(runs, configs, raster_run, root, benches=benches)
     ctx.energy = {c.label: config_energy(c) for c in configs}
-    return ctx, [make(ctx) for make in SECTIONS]
+    sections = [make(ctx) for make in SECTIONS] if runs else []
+    for i, folder in enumerate(benches, 1):
+        rel = os.path.relpath(folder.resolve(), root)
+        sections.append(section_structure_aware(folder, folder.name if rel == "." else rel, i))
+    return ctx, sections
 
 
 def default_title(ctx: Context) -> str:
     models = ", ".join(dict.fromkeys(f"{c.summary['model']} ({c.summary['neurons']:,} neurons)" for c in ctx.configs))
+    if not ctx.runs:
+        return f"Ranvier report: structure-aware study ({_plural(len(ctx.benches), 'bench result')})"
     return f"Ranvier report: {models}"
 
 
 def _intro(ctx: Context) -> str:
+    if not ctx.runs:
+        return (f"{_plural(len(ctx.benches), 'structure-aware bench result')} under {ctx.root}; generated "
+                f"{time.strftime('%Y-%m-%d %H:%M:%S %z')}. Real-time factor = wall seconds per simulated second.")
     return (f"{_plural(len(ctx.runs), 'run')} in {_plural(len(ctx.configs), 'configuration')} under {ctx.root}; "
             f"generated {time.strftime('%Y-%m-%d %H:%M:%S %z')}. Real-time factor = wall seconds per simulated "
             f"second (below 1: faster than real time).")
@@ -1308,7 +1379,8 @@ def write_report(paths, out, title: str | None = None, raster: Path | None = Non
             folder.mkdir(exist_ok=True)
         for fig in figures:
             (folder / fig.name).write_bytes(fig.png)
-        for name in set(FIGURE_NAMES) - {fig.name for fig in figures}:    # left by an earlier report
+        stale = set(FIGURE_NAMES) | {p.name for p in folder.glob("structure_aware_*.png")}
+        for name in stale - {fig.name for fig in figures}:    # left by an earlier report
             (folder / name).unlink(missing_ok=True)
         if folder.is_dir() and not any(folder.iterdir()):
             folder.rmdir()
@@ -1323,12 +1395,16 @@ def write_report(paths, out, title: str | None = None, raster: Path | None = Non
 def add_parser(commands) -> argparse.ArgumentParser:
     """`ranvier report DIR [DIR ...] [--out OUT] [--title TEXT] [--raster RUN]` on a subparsers object."""
     parser = commands.add_parser(
-        "report", allow_abbrev=False, help="HTML and Markdown report of run archives (ranvier run --out)",
+        "report", allow_abbrev=False,
+        help="HTML and Markdown report of run archives (ranvier run --out) and structure-aware bench results",
         description="Write report.html (self-contained, plots inline) and report.md (plots in figures/) from run "
                     "archives: parameters, rates and raster, profiling, strong scaling, phases per rank, cycle "
-                    "times, energy to solution and J per synaptic event next to the literature, theory.")
+                    "times, energy to solution and J per synaptic event next to the literature, theory; and from "
+                    "'ranvier bench structure-aware' results: phases, synchronisation against theory, load per "
+                    "rank and per area.")
     parser.add_argument("dirs", nargs="+", metavar="DIR",
-                        help="a run folder (ranvier run --out DIR) or a folder searched for run folders")
+                        help="a run folder (ranvier run --out DIR), a folder of 'ranvier bench structure-aware', or a "
+                             "folder searched for them")
     parser.add_argument("--out", metavar="OUT",
                         help="folder for the report (default: DIR/report for one DIR, else report-<timestamp>)")
     parser.add_argument("--title", metavar="TEXT", help="the report's title")

@@ -375,23 +375,31 @@ def _label(value) -> str:
 
 def format_phase_table(summary: list[dict], key: str = "ranks", label: str | None = None) -> str:
     """Real-time factor and time per cycle of each phase (µs), per configuration."""
+    return common.text_table(*phase_table(summary, key, label))
+
+
+def phase_table(summary: list[dict], key: str = "ranks", label: str | None = None) -> tuple[list, list]:
     header = [label or key, "scheme", "RTF min", "RTF median", "deliver", "update", "collocate", "communicate",
               "synchronize", "comm+sync", "deliver ns/event"]
     rows = [[_label(s[key]), s["scheme"], f"{s['rtf_min']:.3f}", f"{s['rtf_median']:.3f}",
              *(_fmt(s[column], ".2f") for column in PHASE_COLUMNS), _fmt(s["exchange_us_per_cycle"], ".2f"),
              _fmt(s["delivery_ns_per_event"], ".2f")] for s in summary]
-    return common.text_table(header, rows)
+    return header, rows
 
 
 def format_cycle_table(summary: list[dict], key: str = "ranks", label: str | None = None) -> str:
     """Exchanges per rank and the statistics of the cycle times (deliver + update + collocate)."""
+    return common.text_table(*cycle_table(summary, key, label))
+
+
+def cycle_table(summary: list[dict], key: str = "ranks", label: str | None = None) -> tuple[list, list]:
     header = [label or key, "scheme", "D", "global exch.", "local exch.", "cycle mean µs", "CV",
               "lumped CV", "CV ratio", "acf lag 1", "wait µs/cycle"]
     rows = [[_label(s[key]), s["scheme"], f"{s['D']}", _fmt(s["exchanges_global"], ".0f"),
              _fmt(s["exchanges_local"], ".0f"), _fmt(s["cycle_mean_us"], ".2f"), _fmt(s["cycle_cv"], ".3f"),
              _fmt(s["lumped_cv"], ".3f"), _fmt(s["cv_ratio"], ".3f"), _fmt(s["autocorrelation_lag1"], "+.3f"),
              _fmt(s["cycle_wait_us"], ".2f")] for s in summary]
-    return common.text_table(header, rows)
+    return header, rows
 
 
 def format_comparison_table(comparison: list[dict], key: str = "ranks", label: str | None = None) -> str:

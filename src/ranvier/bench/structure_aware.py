@@ -107,38 +107,60 @@ def summarize(runs: list[dict]) -> list[dict]:
     return summary
 
 
-def format_rank_table(summary: list[dict]) -> str:
+def rank_table(summary: list[dict]) -> tuple[list, list]:
     header = ["config", "rank", "compute µs/cycle", "spikes", "recurrent events"]
     rows = []
     for s in summary:
         for i, (c, k, e) in enumerate(zip(s["rank_compute_us"], s["rank_spikes"], s["rank_events"])):
             rows.append([s["config"], str(i), f"{c:.2f}", f"{k:.0f}", f"{e:.0f}"])
-    return common.text_table(header, rows)
+    return header, rows
 
 
-def format_area_table(load: list[dict]) -> str:
+def area_table(load: list[dict]) -> tuple[list, list]:
     header = ["area", "neurons", "synapses in", "spikes", "share", "rate / mean"]
     rows = [[r["area"], f"{r['neurons']}", f"{r['synapses']:.0f}", f"{r['spikes']}", f"{r['spike_share']:.3f}",
              common_fmt(r["rate_vs_mean"], ".2f")] for r in load]
-    return common.text_table(header, rows)
+    return header, rows
+
+
+def format_rank_table(summary: list[dict]) -> str:
+    return common.text_table(*rank_table(summary))
+
+
+def format_area_table(load: list[dict]) -> str:
+    return common.text_table(*area_table(load))
 
 
 def common_fmt(value, spec):
     return "-" if value is None else format(value, spec)
 
 
-def format_comparison(comparison: list[dict]) -> str:
+def comparison_table(comparison: list[dict]) -> tuple[list, list]:
     header = ["config", "D", "sync µs", "conv sync µs", "sync ratio", "1/sqrt(D)", "with acf", "comm+sync ratio",
               "RTF conv / RTF"]
     rows = [[c["config"], str(c["D"]), common_fmt(c["sync_us"], ".2f"), common_fmt(c["sync_ref_us"], ".2f"),
              common_fmt(c["sync_ratio"], ".3f"), common_fmt(c["sync_ratio_predicted"], ".3f"),
              common_fmt(c["sync_ratio_predicted_correlated"], ".3f"), common_fmt(c["exchange_ratio"], ".3f"),
              common_fmt(c["speedup"], ".3f")] for c in comparison]
-    return common.text_table(header, rows)
+    return header, rows
+
+
+def format_comparison(comparison: list[dict]) -> str:
+    return common.text_table(*comparison_table(comparison))
 
 
 def plot(plt, summary: list[dict], load: list[dict], path: Path, title: str) -> None:
-    fig, axes = plt.subplots(1, 3, figsize=(17, 5))
+    fig = plt.figure(figsize=(17, 5))
+    draw(fig, summary, load, title)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def draw(fig, summary: list[dict], load: list[dict], title: str) -> None:
+    """The three panels on a matplotlib figure: load per area (the hotspot), phases per
+    configuration, compute per rank; the bench's PNG and `ranvier report` draw the same."""
+    axes = fig.subplots(1, 3)
     ax = axes[0]
     names = [r["area"] for r in load]
     x = range(len(names))
@@ -172,9 +194,6 @@ def plot(plt, summary: list[dict], load: list[dict], path: Path, title: str) -> 
     ax.set_title("load per rank")
     ax.legend(fontsize=7)
     fig.suptitle(title)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
 
 
 def structure_aware_bench(workload: str, ranks: int = 2, threads: int | None = None, duration_ms=None,
