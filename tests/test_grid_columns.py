@@ -47,6 +47,63 @@ def test_synapses_follow_the_lateral_law(law, length):
     assert np.all(per_target == per_target[0])
 
 
+# The DPSNN release of Pastorelli et al. 2019 (APE-group/201903LargeScaleSimScaling, config/*/connectivity.txt):
+# the connection probability of an excitatory pair at module offset (dx, dy), for dx, dy = 0 ... 4 (lambda 0.6)
+# and 0 ... 3 (lambda 0.4); sum over the plane 0.9, i.e. 0.9 x 1250 = 1125 synapses per neuron.
+RELEASE_KERNELS = {
+    0.6: [[0.344037, 0.0650229, 0.0123853, 0.00240826, 0.000344037],
+          [0.0650229, 0.0326835, 0.00825688, 0.00172018, 0.000344037],
+          [0.0123853, 0.00825688, 0.00309633, 0.000688073, 0.000344037],
+          [0.00240826, 0.00172018, 0.000688073, 0.000344037, 0],
+          [0.000344037, 0.000344037, 0.000344037, 0, 0]],
+    0.4: [[0.595238, 0.0488095, 0.00416667, 0.000595238],
+          [0.0488095, 0.0172619, 0.00238095, 0],
+          [0.00416667, 0.00238095, 0.000595238, 0],
+          [0.000595238, 0, 0, 0]],
+}
+
+
+@pytest.mark.parametrize("length", sorted(RELEASE_KERNELS))
+def test_the_rounded_kernel_is_the_dpsnn_releases(length):
+    """decimals=3 is DPSNN's exponential kernel rounded at the third decimal: the share of each
+    offset times the release's 0.9 is its connection probability, offset for offset, and the
+    rounding alone sets the reach (the cutoff of 5 spacings is never the limit)."""
+    dx, dy, share = rv.ColumnGrid(24, 24, law="exponential", length=length, cutoff=5.0, decimals=3).offsets()
+    table = np.array(RELEASE_KERNELS[length])
+    for x, y, q in zip(dx, dy, share):
+        assert abs(x) < table.shape[0] and abs(y) < table.shape[1], (x, y)
+        assert 0.9 * q == pytest.approx(table[abs(x), abs(y)], rel=6e-6), (x, y)     # 6 digits printed
+    expected = sum((4 if a and b else 2 if a or b else 1) * (table[a, b] > 0)
+                   for a in range(table.shape[0]) for b in range(table.shape[1]))
+    assert dx.size == expected                      # every offset with a probability, and no other
+    # without rounding the same cutoff keeps more offsets at other shares
+    exact = rv.ColumnGrid(24, 24, law="exponential", length=length, cutoff=5.0).offsets()
+    assert exact[0].size > dx.size
+    with pytest.raises(rv.ConfigError, match="'decimals'"):
+        rv.ColumnGrid(24, 24, length=length, decimals=-1).validate("test")
+
+
+def test_local_inhibition_and_fs_own_external_efficacy():
+    """lateral_inhibitory="local": inhibitory neurons reach only their own module (the release's
+    inhibitory row: probability 0.9 at offset (0, 0), 0 elsewhere); excitatory sources keep the
+    law. external_weight_F_mV sets F's external efficacy alone (the release's SW: 0.832761 mV)."""
+    net = rv.models.dpsnn(neurons=8 * 8 * 20, synapses_per_neuron=200, columns_x=8, columns_y=8,
+                          lateral_length=0.6, lateral_cutoff=5.0, lateral_decimals=3, lateral_inhibitory="local",
+                          external_weight_F_mV=0.832761)
+    c = rv.Simulation(net, threads=1).connections()
+    inh = net.population("I")
+    from_i = (c.source >= inh.first_id)
+    d = net.column_grid.distance(_columns(net, c.source), _columns(net, c.target))
+    assert from_i.any() and np.all(d[from_i] == 0)
+    assert np.mean(d[~from_i] > 0) > 0.5                              # excitatory: 38 % local at lambda 0.6
+    assert [round(dr.weight, 6) for dr in net.drives] == [0.832761, 0.858516, 1.12047]
+    assert [dr.weight for dr in rv.models.dpsnn(neurons=2048).drives] == [0.858516, 0.858516, 1.12047]
+    with pytest.raises(rv.ConfigError, match="'lateral_inhibitory'"):
+        rv.models.dpsnn(neurons=5120, columns_x=16, columns_y=16, lateral_inhibitory="near")
+    with pytest.raises(rv.ConfigError, match="'external_weight_F_mV'"):
+        rv.models.dpsnn(neurons=2048, external_weight_F_mV="strong")
+
+
 def test_open_boundaries_drop_draws_off_the_edge():
     kw = dict(neurons=8 * 8 * 20, synapses_per_neuron=200, columns_x=8, columns_y=8, lateral_length=1.5,
               lateral_cutoff=3.0)

@@ -13,7 +13,10 @@ target's (multapses and autapses allowed, as for indegree=):
 
 (the two laws of Pastorelli et al., "Gaussian and exponential lateral connectivity on
 distributed spiking neural network simulation", PDP 2018). The own column is offset (0, 0),
-weight w(0) = 1, so the share of local synapses is 1 / sum of the kernel. With boundary
+weight w(0) = 1, so the share of local synapses is 1 / sum of the kernel. `decimals` rounds
+each w(d) to that many decimals first, offsets rounded to 0 dropped: the DPSNN release's
+kernel ("exponential3": "an exponential kernel ... with a rounding at the third decimal digit",
+APE-group/201903LargeScaleSimScaling, NEST/README.md), which then sets the reach itself. With boundary
 "periodic" the grid is a torus; with "open", draws that fall outside the grid are dropped, so
 targets near an edge get fewer synapses.
 
@@ -41,6 +44,7 @@ class ColumnGrid:
     length: float = 1.0          # decay length (exponential) or standard deviation (gaussian), column spacings
     cutoff: float = 3.0          # no synapse from columns farther than this, column spacings
     boundary: str = "periodic"
+    decimals: int | None = None  # round the kernel to this many decimals (DPSNN's rule: 3); None: exact
 
     @property
     def columns(self) -> int:
@@ -59,6 +63,10 @@ class ColumnGrid:
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v <= 0:
                 raise ConfigError(f"{where}: grid '{name}' must be a positive number of column spacings, got {v!r}")
+        d = self.decimals
+        if d is not None and (isinstance(d, bool) or not isinstance(d, int) or not 0 <= d <= 12):
+            raise ConfigError(f"{where}: grid 'decimals' must be an integer from 0 to 12 (the DPSNN release rounds its "
+                              f"kernel to 3), or None for the exact kernel; got {d!r}")
 
     def offsets(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(dx, dy, probability) of every column offset within the cutoff (on a periodic grid, each
@@ -77,8 +85,14 @@ class ColumnGrid:
                     unique[i] = True
             keep &= unique
         dx, dy, d = dx[keep], dy[keep], d[keep]
-        w = np.exp(-d / self.length) if self.law == "exponential" else np.exp(-d * d / (2 * self.length ** 2))
+        w = self._kernel(d)
+        nonzero = w > 0                    # a rounded kernel ends where its weights round to 0
+        dx, dy, w = dx[nonzero], dy[nonzero], w[nonzero]
         return dx.astype(np.int32), dy.astype(np.int32), w / w.sum()
+
+    def _kernel(self, d: np.ndarray) -> np.ndarray:
+        w = np.exp(-d / self.length) if self.law == "exponential" else np.exp(-d * d / (2 * self.length ** 2))
+        return w if self.decimals is None else np.round(w, self.decimals)
 
     def thresholds(self, probability: np.ndarray) -> np.ndarray:
         """Cumulative thresholds on 32-bit words: offset o for a word u with t[o-1] <= u < t[o]."""

@@ -5,6 +5,7 @@ their defaults) is a keyword argument; unknown keywords are refused with the lis
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 
 from . import multi_area
@@ -36,6 +37,9 @@ DPSNN_DEFAULTS = {
     "external_rate_exc_hz": 3.16676, "external_rate_inh_hz": 3.0,
     "external_weight_exc_mV": 0.858516, "external_weight_inh_mV": 1.12047,
     "external_weight_relative_sd": 0.25,
+    # F's own external efficacy where it differs from B's (the DPSNN release's slow-wave
+    # configurations: 0.832761 mV); None: external_weight_exc_mV, as in the awake state
+    "external_weight_F_mV": None,
     "initial": "reset",            # "reset" (V = H, c = 0, as the original) or "uniform" (V ~ U[H, theta))
     # Brain state (docs/dpsnn.md): "aw", the asynchronous awake state of the benchmark (the values
     # above), or "swa", slow-wave activity: DPSNN_SWA's values replace these defaults (any of them
@@ -50,6 +54,8 @@ DPSNN_DEFAULTS = {
     "lateral_length": 1.0,         # decay length (exponential) or sd (gaussian), in column spacings
     "lateral_cutoff": 3.0,         # no synapse from columns farther than this, in column spacings
     "lateral_boundary": "periodic",  # or "open"
+    "lateral_decimals": None,      # round the kernel to this many decimals (the DPSNN release: 3); None: exact
+    "lateral_inhibitory": "law",   # "law": inhibitory sources by the lateral law too; "local": own column only (the release)
     # Plasticity (docs/workloads/dpsnn.md, "Plasticity"): "none" (or None) keeps every synapse static;
     # "stdp" makes the four excitatory-to-excitatory projections (F, B -> F, B) plastic with NEST's
     # stdp_synapse rule (rv.STDP); the stdp_* parameters are read only then.
@@ -115,6 +121,14 @@ def dpsnn(**overrides) -> Network:
         raise ConfigError(f"dpsnn: 'synapses_per_neuron' = {k!r} must lie in [0, neurons = {n}): for a network "
                           f"this small set it too (--set synapses_per_neuron={max(1, n // 10)}, or "
                           f"dpsnn(synapses_per_neuron=...)); the rates then differ from the benchmark's")
+    w_f = p["external_weight_F_mV"]
+    if w_f is not None and (isinstance(w_f, bool) or not isinstance(w_f, (int, float)) or not math.isfinite(w_f)):
+        raise ConfigError(f"dpsnn: 'external_weight_F_mV' must be a number (mV), or left out to use "
+                          f"'external_weight_exc_mV'; got {w_f!r}")
+    if p["lateral_inhibitory"] not in ("law", "local"):
+        raise ConfigError(f"dpsnn: 'lateral_inhibitory' must be \"law\" (inhibitory sources drawn by the lateral law "
+                          f"too) or \"local\" (from the target's own column only, as the DPSNN release), got "
+                          f"{p['lateral_inhibitory']!r}")
     if p["initial"] not in ("reset", "uniform"):
         raise ConfigError(f"dpsnn: 'initial' must be 'reset' or 'uniform', got {p['initial']!r}")
     for key in ("delay_max_exc_ms", "delay_max_inh_ms"):
@@ -138,6 +152,9 @@ def dpsnn(**overrides) -> Network:
                                       origin={"tau_arp_ms": f"tau_arp_{kind}_ms"}, **extra))
     prob = k / n   # the spec's p = K / N
     grid = _dpsnn_grid(p, (n_f, n_b, n_i))
+    # the release connects inhibitory neurons inside their own module only
+    grid_of = {"F": grid, "B": grid, "I": grid if grid is None or p["lateral_inhibitory"] == "law" else
+               dataclasses.replace(grid, cutoff=0.5)}
     sizes = {"F": n_f, "B": n_b, "I": n_i}
     for src in ("F", "B", "I"):
         dmax_key = "delay_max_inh_ms" if src == "I" else "delay_max_exc_ms"
@@ -145,7 +162,7 @@ def dpsnn(**overrides) -> Network:
         for tgt in ("F", "B", "I"):
             j = p[f"J_{src}{tgt}"]
             synapse = stdp(j) if stdp is not None and (src, tgt) in DPSNN_PLASTIC else None
-            rule = {"probability": prob} if grid is None else {"indegree": round(k * sizes[src] / n), "grid": grid}
+            rule = {"probability": prob} if grid is None else {"indegree": round(k * sizes[src] / n), "grid": grid_of[src]}
             net.connect(Projection(source=src, target=tgt, **rule, weight=j,
                                    weight_sd=p["weight_relative_sd"] * abs(j), delay_offset_ms=p["delay_min_ms"],
                                    delay_scale_ms=dmax / math.log(20.0), delay_cut_ms=dmax, delay_step_ms=1.0,
@@ -153,11 +170,13 @@ def dpsnn(**overrides) -> Network:
                                    origin={"delay_offset_ms": "delay_min_ms", "delay_cut_ms": dmax_key,
                                            "delay_scale_ms": f"{dmax_key} / ln 20"}))
     for tgt, kind in (("F", "exc"), ("B", "exc"), ("I", "inh")):
-        w = p[f"external_weight_{kind}_mV"]
+        weight_key = "external_weight_F_mV" if tgt == "F" and p["external_weight_F_mV"] is not None else \
+            f"external_weight_{kind}_mV"
+        w = p[weight_key]
         net.drive(PoissonDrive(tgt, p["external_synapses"], p[f"external_rate_{kind}_hz"], weight=w,
                                weight_sd=p["external_weight_relative_sd"] * abs(w),
                                origin={"n_synapses": "external_synapses", "rate_hz": f"external_rate_{kind}_hz",
-                                       "weight": f"external_weight_{kind}_mV"}))
+                                       "weight": weight_key}))
     return net
 
 
@@ -176,7 +195,7 @@ def _dpsnn_grid(p: dict, sizes):
                           f"{cx * cy}: set 'neurons' to a multiple of {20 * cx * cy} (columns of 20 x m neurons: "
                           f"4 m F, 12 m B, 4 m I)")
     grid = ColumnGrid(cx, cy, law=p["lateral_law"], length=p["lateral_length"], cutoff=p["lateral_cutoff"],
-                      boundary=p["lateral_boundary"])
+                      boundary=p["lateral_boundary"], decimals=p["lateral_decimals"])
     grid.validate("dpsnn (the lateral_* parameters)")
     return grid
 
