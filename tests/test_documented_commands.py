@@ -44,6 +44,9 @@ SMALL_MAM = "--set area_size=400 --set K=40 --duration-ms 100"
 VALIDATION = "--scale 0.02 --set k_scale=0.05 --seeds 1 --duration-ms 200 --transient-ms 100"
 NEST_SMALL = "--scale 0.02 --k-scale 0.05 --duration-ms 200 --transient-ms 100"
 NEST_DPSNN_SMALL = "--neurons 500 --synapses-per-neuron 50 --threads 1"
+GRID_2X2 = "--neurons 5000 --set columns_x=2 --set columns_y=2 --duration-ms 600"
+GRID_SEARCH = "--neurons 5000 --columns 2x2 --duration-ms 300 --drive 0.5"
+UP_SEARCH = "--neurons 2048 --duration-ms 300 --g-c 0.1 --drive 0.5"
 STDP_SMALL = "--neurons 1000 --synapses-per-neuron 100 --duration-ms 200 --transient-ms 50 --threads 1"
 
 
@@ -77,6 +80,31 @@ SCALED: dict[str, Scaled] = {
     "ranvier bench exchange examples/dpsnn-grid.toml --ranks 2 --strategies allgather,p2p,neighbor --repeats 1":
         Scaled("--duration-ms 100"),
     "ranvier run artificial-cells --set cells=2000 --duration-ms 200": Scaled("--duration-ms 100"),
+    # docs/dpsnn.md, "The papers' grid": 2 x 2 modules of 1250 instead of 4 x 4 and 16 x 16
+    "ranvier run examples/dpsnn-grid-swa.toml --out results/grid-swa": Scaled(GRID_2X2),
+    "python bench/grid_updown.py results/grid-swa": Scaled(),
+    "ranvier run examples/dpsnn-grid-swa.toml --neurons 320000 --set columns_x=16 --set columns_y=16 "
+    "--out results/grid-swa-320k": Scaled(GRID_2X2),
+    "ranvier run examples/dpsnn-grid-swa.toml --neurons 320000 --set columns_x=16 --set columns_y=16 "
+    "--set lateral_length=2 --set lateral_cutoff=6 --out results/grid-swa-320k-l2": Scaled(GRID_2X2),
+    "ranvier run examples/dpsnn-grid-swa.toml --neurons 320000 --set columns_x=16 --set columns_y=16 "
+    "--set lateral_length=4 --set lateral_cutoff=8 --out results/grid-swa-320k-l4": Scaled(GRID_2X2),
+    "python bench/swa_search.py --neurons 80000 --columns 8x8 --synapses 1125 --duration-ms 3000 --coupling 2.0,1.9 "
+    "--g-c 0.2 --drive 0.45,0.47,0.48,0.5 --out results/grid-search-l1": Scaled(GRID_SEARCH),
+    "python bench/swa_search.py --neurons 80000 --columns 8x8 --synapses 1125 --lateral-length 2 --lateral-cutoff 6 "
+    "--duration-ms 3000 --coupling 2.0,1.9 --g-c 0.2 --drive 0.5 --out results/grid-search-l2": Scaled(GRID_SEARCH),
+    'python bench/swa_search.py --neurons 10240 --duration-ms 4000 --threads 1 --coupling "1.5,1.5;2.0,2.0" '
+    '--g-c 0.03,0.06 --drive 0.5,0.6,0.7,0.8 --out results/long-up': Scaled(UP_SEARCH),
+    'python bench/swa_search.py --neurons 10240 --duration-ms 4000 --threads 1 --coupling "2.0,1.7;2.0,1.65" '
+    '--g-c 0.05,0.1 --drive 0.45,0.5 --out results/long-up-2': Scaled(UP_SEARCH),
+    "python bench/swa_search.py --neurons 10240 --duration-ms 5000 --threads 1 --coupling 2.0,1.7 --g-c 0.2,0.4 "
+    "--drive 0.3,0.38 --out results/long-up-3": Scaled(UP_SEARCH),
+    "python bench/swa_search.py --neurons 10240 --duration-ms 5000 --threads 1 --coupling 2.0,1.7 --g-c 0.2,0.3 "
+    "--drive 0.42,0.45 --out results/long-up-3b": Scaled(UP_SEARCH),
+    "python bench/swa_search.py --neurons 10240 --duration-ms 10000 --threads 1 --coupling 2.0,1.7 --g-c 0.15,0.2 "
+    "--drive 0.46,0.48 --out results/long-up-4": Scaled(UP_SEARCH),
+    "python bench/swa_search.py --neurons 10240 --duration-ms 10000 --threads 1 --coupling 2.0,1.6 --g-c 0.2,0.3 "
+    "--drive 0.42,0.45 --out results/long-up-5": Scaled(UP_SEARCH),
     # docs/checkpoints.md: a run with checkpoints, resumed past its end, then on 2 ranks further still
     "ranvier run examples/dpsnn-small.toml --duration-ms 60000 --checkpoint-every 10s --out results/long-run":
         Scaled("--duration-ms 300 --checkpoint-every 100ms"),
