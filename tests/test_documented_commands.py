@@ -88,7 +88,9 @@ SCALED: dict[str, Scaled] = {
     "ranvier run examples/dpsnn-grid-swa.toml --neurons 320000 --set columns_x=16 --set columns_y=16 "
     "--set lateral_length=2 --set lateral_cutoff=6 --out results/grid-swa-320k-l2": Scaled(GRID_2X2),
     "ranvier run examples/dpsnn-grid-swa.toml --neurons 320000 --set columns_x=16 --set columns_y=16 "
-    "--set lateral_length=4 --set lateral_cutoff=8 --out results/grid-swa-320k-l4": Scaled(GRID_2X2),
+    "--set lateral_length=1 --set lateral_cutoff=3 --out results/grid-swa-320k-l1": Scaled(GRID_2X2),
+    "ranvier run examples/dpsnn-grid-swa.toml --set lateral_length=1 --set lateral_cutoff=3 --out results/grid-swa-l1":
+        Scaled(GRID_2X2),
     "python bench/swa_search.py --neurons 80000 --columns 8x8 --synapses 1125 --duration-ms 3000 --coupling 2.0,1.9 "
     "--g-c 0.2 --drive 0.45,0.47,0.48,0.5 --out results/grid-search-l1": Scaled(GRID_SEARCH),
     "python bench/swa_search.py --neurons 80000 --columns 8x8 --synapses 1125 --lateral-length 2 --lateral-cutoff 6 "
