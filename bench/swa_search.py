@@ -73,6 +73,10 @@ def main(argv=None) -> int:
     ap.add_argument("--lateral-length", type=float, default=None, help="in column spacings")
     ap.add_argument("--lateral-cutoff", type=float, default=None, help="in column spacings")
     ap.add_argument("--tau-c", type=float, default=None, help="tau_c_exc_ms (default: dpsnn's 1000 ms)")
+    ap.add_argument("--lateral-decimals", type=int, default=None, help="round the kernel (the DPSNN release: 3)")
+    ap.add_argument("--lateral-inhibitory", default=None, choices=("law", "local"),
+                    help="local: inhibitory sources in the own column only (the DPSNN release)")
+    ap.add_argument("--external-weight-f", type=float, default=None, help="external_weight_F_mV (the release's SW: 0.832761)")
     ap.add_argument("--out", default="swa-search")
     a = ap.parse_args(argv)
     g_values = [float(x) for x in a.g_c.split(",")]
@@ -82,7 +86,8 @@ def main(argv=None) -> int:
     extra = {"columns_x": cx, "columns_y": cy}
     for key, value in (("synapses_per_neuron", a.synapses), ("lateral_law", a.lateral_law),
                        ("lateral_length", a.lateral_length), ("lateral_cutoff", a.lateral_cutoff),
-                       ("tau_c_exc_ms", a.tau_c)):
+                       ("tau_c_exc_ms", a.tau_c), ("lateral_decimals", a.lateral_decimals),
+                       ("lateral_inhibitory", a.lateral_inhibitory), ("external_weight_F_mV", a.external_weight_f)):
         if value is not None:
             extra[key] = value
     out = Path(a.out)

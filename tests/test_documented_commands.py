@@ -95,6 +95,12 @@ SCALED: dict[str, Scaled] = {
     "--g-c 0.2 --drive 0.45,0.47,0.48,0.5 --out results/grid-search-l1": Scaled(GRID_SEARCH),
     "python bench/swa_search.py --neurons 80000 --columns 8x8 --synapses 1125 --lateral-length 2 --lateral-cutoff 6 "
     "--duration-ms 3000 --coupling 2.0,1.9 --g-c 0.2 --drive 0.5 --out results/grid-search-l2": Scaled(GRID_SEARCH),
+    "python bench/swa_search.py --neurons 80000 --columns 8x8 --synapses 1125 --lateral-length 0.6 --lateral-cutoff 5 "
+    "--lateral-decimals 3 --lateral-inhibitory local --external-weight-f 0.832761 --duration-ms 3000 --coupling 2.0,1.9 "
+    "--g-c 0.2 --drive 0.5,0.55 --out results/grid-search-release": Scaled(GRID_SEARCH),
+    "ranvier run examples/dpsnn-grid-swa.toml --neurons 320000 --set columns_x=16 --set columns_y=16 "
+    "--set lateral_length=0.6 --set lateral_cutoff=5 --set lateral_decimals=3 --set lateral_inhibitory=local "
+    "--set external_weight_F_mV=0.832761 --out results/grid-swa-320k-release": Scaled(GRID_2X2),
     'python bench/swa_search.py --neurons 10240 --duration-ms 4000 --threads 1 --coupling "1.5,1.5;2.0,2.0" '
     '--g-c 0.03,0.06 --drive 0.5,0.6,0.7,0.8 --out results/long-up': Scaled(UP_SEARCH),
     'python bench/swa_search.py --neurons 10240 --duration-ms 4000 --threads 1 --coupling "2.0,1.7;2.0,1.65" '
