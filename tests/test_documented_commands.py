@@ -150,6 +150,11 @@ SCALED: dict[str, Scaled] = {
         Scaled(skip="PyNN's scenarios: tests/test_pynn_scenarios.py runs them"),
     "python bench/va_benchmark.py --out docs/measurements/va-benchmark":
         Scaled(skip="needs the nest extra; tests/test_pynn_backend.py runs the benchmark on 1 and 2 ranks"),
+    # docs/dpsnn.md: the DPSNN release's slow-wave configuration on 16 x 16 modules
+    "ranvier run dpsnn --neurons 320000 --set columns_x=16 --set columns_y=16 --set J_FF=0.600961 --set J_FB=0.382635 "
+    "--set J_BF=0.382635 --set external_weight_F_mV=0.832761 --set lateral_length=0.6 --set lateral_cutoff=5.0 "
+    "--set lateral_decimals=3 --set lateral_inhibitory=local --duration-ms 6000 --threads 2 --out results/release-sw":
+        Scaled("--neurons 20000 --set columns_x=4 --set columns_y=4 --duration-ms 200"),
     # docs/workloads/multi-area.md, docs/multi-area.md: the model's data is read from ../shared/data
     "ranvier run --model multi-area --set data=../shared/data/multi-area-model --set scale=0.002 --set k_scale=0.1 "
     "--duration-ms 1000":
