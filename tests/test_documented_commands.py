@@ -23,6 +23,7 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT, mpiexec_path, subprocess_env
+from mpi_runner import MULTI_AREA_DATA
 
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
 COMMAND_WORDS = ("ranvier", "mpiexec", "python", "pip")
@@ -44,6 +45,11 @@ SMALL_MAM = "--set area_size=400 --set K=40 --duration-ms 100"
 VALIDATION = "--scale 0.02 --set k_scale=0.05 --seeds 1 --duration-ms 200 --transient-ms 100"
 NEST_SMALL = "--scale 0.02 --k-scale 0.05 --duration-ms 200 --transient-ms 100"
 NEST_DPSNN_SMALL = "--neurons 500 --synapses-per-neuron 50 --threads 1"
+# bench/multi_area_nest.py: the model's data from ../shared/data (or $RANVIER_MULTI_AREA_DATA), 2 areas.
+MAM_NEST_SMALL = (f"--data {MULTI_AREA_DATA} --scale 0.002 --k-scale 0.05 --areas V1 V2 --duration-ms 200 "
+                  "--transient-ms 100 --threads 1")
+MAM_NEST_SKIP = None if (MULTI_AREA_DATA / "structure.npz").is_file() else \
+    f"needs the multi-area model's data ({MULTI_AREA_DATA}; tests/test_multi_area.py is skipped without it too)"
 STDP_SMALL = "--neurons 1000 --synapses-per-neuron 100 --duration-ms 200 --transient-ms 50 --threads 1"
 
 
@@ -128,8 +134,11 @@ SCALED: dict[str, Scaled] = {
     "--set k_scale=0.1 --set inter_area_delay_min_ms=1.0 --duration-ms 2000 --repeats 3 --out results/structure-aware":
         Scaled(skip="needs ../shared/data (tests/test_multi_area.py runs this bench on the model, scaled down)"),
     "python bench/multi_area_nest.py --data ../shared/data/multi-area-model --scale 0.01 --k-scale 0.1 "
-    "--duration-ms 5000 --seeds 1,2 --out results/multi-area-nest.json":
-        Scaled(skip="needs ../shared/data and the nest extra (run for docs/multi-area.md)"),
+    "--duration-ms 5000 --threads 2 --parallel --out results/multi-area-nest.json":
+        Scaled(MAM_NEST_SMALL, needs="nest", skip=MAM_NEST_SKIP),
+    "python bench/multi_area_nest.py --data ../shared/data/multi-area-model --scale 0.01 --k-scale 0.1 "
+    "--duration-ms 5000 --threads 2 --seeds 1,2 --connectivity law --out results/multi-area-nest-law.json":
+        Scaled(MAM_NEST_SMALL, needs="nest", skip=MAM_NEST_SKIP),
     # docs/sonata.md
     "python examples/sonata/make_network.py sonata-small": Scaled(),
     "ranvier run sonata-small/simulation_config.json --out results/sonata": Scaled(),
