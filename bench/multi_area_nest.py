@@ -289,7 +289,8 @@ def _children(kind: str, a, seeds: list[int], parallel: bool = False) -> list[di
 
 def _mean_rates(runs: list[dict]) -> dict:
     names = list(runs[0]["rates_hz"])
-    return {"rates_hz": {n: float(np.mean([r["rates_hz"][n] for r in runs])) for n in names}}
+    return {"rates_hz": {n: float(np.mean([r["rates_hz"][n] for r in runs])) for n in names},
+            "spike_counts": {n: sum(r["spike_counts"][n] for r in runs) for n in names}}
 
 
 def _forward(a) -> list[str]:
@@ -309,14 +310,17 @@ def compare(ours: dict, nest_: dict, threshold_hz: float = 1.0, tolerance: float
     """Populations above threshold_hz in `nest_`: how many within `tolerance` of it, and the relative
     deviation (ours - nest) / nest over them (mean, sd, median); the correlation over all."""
     names = list(nest_["rates_hz"])
-    rows, devs = [], []
+    rows, devs, noise = [], [], []
     for name in names:
         r, n = ours["rates_hz"][name], nest_["rates_hz"][name]
         dev = (r - n) / n if n > 0 else None
         if n > threshold_hz:
             devs.append(dev)
+            # the relative sd of (ours - nest) / nest from counting alone (Poisson spike counts)
+            counts = ours["spike_counts"][name], nest_["spike_counts"][name]
+            noise.append(math.sqrt(sum(1 / max(x, 1) for x in counts)))
         rows.append((name, r, n, dev))
-    d = np.array(devs)
+    d, sd = np.array(devs), np.array(noise)
     x = np.array([ours["rates_hz"][k] for k in names])
     y = np.array([nest_["rates_hz"][k] for k in names])
     return {"populations": len(names), "above_threshold": int(d.size),
@@ -326,6 +330,9 @@ def compare(ours: dict, nest_: dict, threshold_hz: float = 1.0, tolerance: float
             "deviation_mean": float(d.mean()) if d.size else None,
             "deviation_sd": float(d.std(ddof=1)) if d.size > 1 else None,
             "deviation_median": float(np.median(d)) if d.size else None,
+            # counting noise: how many have a Poisson sd above tolerance / 2, and the sd of deviation / that sd
+            "counting_sd_above_half_tolerance": int(np.count_nonzero(sd > tolerance / 2)),
+            "deviation_over_counting_sd_sd": float((d / sd).std(ddof=1)) if d.size > 1 else None,
             "mean_rate_ours_hz": float(x.mean()), "mean_rate_nest_hz": float(y.mean()), "rows": rows}
 
 
@@ -336,7 +343,9 @@ def _pct(x) -> str:
 def _summary_line(label: str, f: dict) -> str:
     return (f"  {label}: of {f['above_threshold']} populations above {f['threshold_hz']:g} Hz, "
             f"{f['within_tolerance']} within {100 * f['tolerance']:.0f} %; deviation mean {_pct(f['deviation_mean'])}, "
-            f"sd {100 * (f['deviation_sd'] or 0):.1f} %; correlation {f['correlation']:.4f}")
+            f"sd {100 * (f['deviation_sd'] or 0):.1f} %; correlation {f['correlation']:.4f}; counting noise: "
+            f"{f['counting_sd_above_half_tolerance']} with a Poisson sd above {50 * f['tolerance']:.0f} %, "
+            f"sd of deviation / Poisson sd {f['deviation_over_counting_sd_sd'] or 0:.2f}")
 
 
 def _check_digest(label: str, digest: dict, exported: dict) -> None:
@@ -368,6 +377,7 @@ def parser() -> argparse.ArgumentParser:
     ap.add_argument("--seeds", default="1,2", help="seeds per simulator (same: of the drive and initial potentials; "
                     "law: network realisations); with two or more, the seed-1-against-seed-2 deviation of each "
                     "simulator is printed as the noise floor")
+    ap.add_argument("--report", metavar="JSON", help="print the comparison of a saved run (its --out) again")
     ap.add_argument("--parallel", action="store_true", help="run the seeds of each simulator at once")
     ap.add_argument("--out", default="results/multi-area-nest.json")
     ap.add_argument("--child", choices=("nest", "ranvier", "export"))
@@ -382,6 +392,9 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv=None) -> int:
     a = parser().parse_args(argv)
+    if a.report:
+        report(json.loads(Path(a.report).read_text()))
+        return 0
     if a.child:
         if a.child == "export":
             result = export_synapses(a, a.synapses)
@@ -399,6 +412,19 @@ def main(argv=None) -> int:
             exported = _children("export", a, [a.network_seed])[0]
         ours_runs = _children("ranvier", a, seeds, a.parallel)
         theirs_runs = _children("nest", a, seeds, a.parallel)
+    record = {"args": vars(a), "exported": exported, "ranvier": ours_runs, "nest": theirs_runs,
+              "wall_s": time.perf_counter() - wall}
+    report(record)
+    Path(a.out).write_text(json.dumps(record, indent=1))
+    return 0
+
+
+def report(record: dict) -> dict:
+    """Prints the comparison of a run (the record main() writes to --out; --report PATH prints a
+    saved one again) and adds "comparison", "floors" and "rows" to the record."""
+    a = argparse.Namespace(**record["args"])
+    exported, ours_runs, theirs_runs = record["exported"], record["ranvier"], record["nest"]
+    seeds = [int(x) for x in a.seeds.split(",")]
     ours, theirs = {**ours_runs[0], **_mean_rates(ours_runs)}, {**theirs_runs[0], **_mean_rates(theirs_runs)}
     c = compare(ours, theirs)
     floors = {}
@@ -424,7 +450,7 @@ def main(argv=None) -> int:
                                  f"not the {exported['digest']['synapses']:,} exported")
             print(f"  NEST seed {seed} holds {c_['num_connections']:,} synapses; read back onto {c_['targets']} "
                   f"({c_['seconds']:.0f} s):")
-            _check_digest(f"    exported onto them", c_["exported"], c_["exported"])
+            _check_digest("    exported onto them", c_["exported"], c_["exported"])
             _check_digest(f"    NEST holds onto them", c_["held"], c_["exported"])
     print(f"{'population':>12} {'Ranvier Hz':>11} {'NEST Hz':>9} {'deviation':>10} {'NEST spikes':>12}")
     for name, r, n, dev in c["rows"]:
@@ -440,12 +466,9 @@ def main(argv=None) -> int:
           f"correlation over populations {c['correlation']:.4f}")
     print(f"simulate: Ranvier {ours['simulate_s']:.1f} s (RTF {ours['real_time_factor']:.2f}), "
           f"NEST {theirs['simulate_s']:.1f} s (RTF {theirs['real_time_factor']:.2f}); build "
-          f"{ours['build_s']:.1f} s vs {theirs['build_s']:.1f} s; wall {time.perf_counter() - wall:.0f} s")
-    Path(a.out).write_text(json.dumps({"args": vars(a), "exported": exported, "ranvier": ours_runs,
-                                       "nest": theirs_runs, "floors": floors,
-                                       "comparison": {k: v for k, v in c.items() if k != "rows"},
-                                       "rows": c["rows"]}, indent=1))
-    return 0
+          f"{ours['build_s']:.1f} s vs {theirs['build_s']:.1f} s; wall {record.get('wall_s', math.nan):.0f} s")
+    record.update(floors=floors, comparison={k: v for k, v in c.items() if k != "rows"}, rows=c["rows"])
+    return record
 
 
 if __name__ == "__main__":

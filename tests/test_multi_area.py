@@ -26,7 +26,8 @@ from ranvier.errors import ConfigError
 from mpi_runner import MULTI_AREA_DATA as DATA     # ../shared/data/multi-area-model, or $RANVIER_MULTI_AREA_DATA
 
 pytestmark = pytest.mark.skipif(not (DATA / "structure.npz").is_file(),
-                                reason=f"{DATA} is not here (../shared/data/multi-area-model or $RANVIER_MULTI_AREA_DATA)")
+                                reason=f"{DATA} is not here (../shared/data/multi-area-model, "
+                                       f"or $RANVIER_MULTI_AREA_DATA)")
 
 MS = 30.0
 SMALL = dict(model="multi-area", neurons=4000, synapses=20, ms=MS)
