@@ -281,10 +281,7 @@ def _children(kind: str, a, seeds: list[int], parallel: bool = False) -> list[di
     else:
         for argv in argvs:
             subprocess.run(argv, check=True)
-    results = [json.loads(out.read_text()) for out in outs]
-    for out in outs:
-        out.unlink()
-    return results
+    return [json.loads(out.read_text()) for out in outs]     # removed once --out is written
 
 
 def _mean_rates(runs: list[dict]) -> dict:
@@ -416,6 +413,9 @@ def main(argv=None) -> int:
               "wall_s": time.perf_counter() - wall}
     report(record)
     Path(a.out).write_text(json.dumps(record, indent=1))
+    for kind, runs in (("export", [a.network_seed] if exported else []), ("ranvier", seeds), ("nest", seeds)):
+        for seed in runs:
+            Path(a.out).with_suffix(f".{kind}-{seed}.json").unlink(missing_ok=True)
     return 0
 
 
