@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 import sys
 import time
 import traceback
@@ -41,7 +42,9 @@ MAM_TEST = {"n_areas": 4, "rate_hz": 40.0, "rate_sd": 12.0, "area_size_sd_fracti
 # million, in-degrees scaled by `synapses` / 1000; inter-area delays cut at 1 ms (the study's cutoff,
 # so that the two-tier exchange has D = 10), and membranes started near threshold so that a short
 # run has traffic.
-MULTI_AREA_DATA = __import__("pathlib").Path(__file__).resolve().parents[1].parent / "shared/data/multi-area-model"
+MULTI_AREA_DATA = __import__("pathlib").Path(
+    os.environ.get("RANVIER_MULTI_AREA_DATA")
+    or __import__("pathlib").Path(__file__).resolve().parents[1].parent / "shared/data/multi-area-model")
 MULTI_AREA_TEST = {"inter_area_delay_min_ms": 1.0, "V0_mean_mV": -58.0, "V0_sd_mV": 5.0}
 
 # The burst network (tests/test_conservation.py): every neuron starts at V = H with the same

@@ -23,6 +23,7 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT, mpiexec_path, subprocess_env
+from mpi_runner import MULTI_AREA_DATA
 
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
 COMMAND_WORDS = ("ranvier", "mpiexec", "python", "pip")
@@ -47,6 +48,11 @@ NEST_DPSNN_SMALL = "--neurons 500 --synapses-per-neuron 50 --threads 1"
 GRID_2X2 = "--neurons 5000 --set columns_x=2 --set columns_y=2 --duration-ms 600"
 GRID_SEARCH = "--neurons 5000 --columns 2x2 --duration-ms 300 --drive 0.5"
 UP_SEARCH = "--neurons 2048 --duration-ms 300 --g-c 0.1 --drive 0.5"
+# bench/multi_area_nest.py: the model's data from ../shared/data (or $RANVIER_MULTI_AREA_DATA), 2 areas.
+MAM_NEST_SMALL = (f"--data {MULTI_AREA_DATA} --scale 0.002 --k-scale 0.05 --areas V1 V2 --duration-ms 200 "
+                  "--transient-ms 100 --threads 1")
+MAM_NEST_SKIP = None if (MULTI_AREA_DATA / "structure.npz").is_file() else \
+    f"needs the multi-area model's data ({MULTI_AREA_DATA}; tests/test_multi_area.py is skipped without it too)"
 STDP_SMALL = "--neurons 1000 --synapses-per-neuron 100 --duration-ms 200 --transient-ms 50 --threads 1"
 
 
@@ -172,8 +178,11 @@ SCALED: dict[str, Scaled] = {
         Scaled(skip="reads the folder of the bench above, which needs ../shared/data; tests/test_multi_area.py writes "
                     "the report of that bench run scaled down"),
     "python bench/multi_area_nest.py --data ../shared/data/multi-area-model --scale 0.01 --k-scale 0.1 "
-    "--duration-ms 5000 --seeds 1,2 --out results/multi-area-nest.json":
-        Scaled(skip="needs ../shared/data and the nest extra (run for docs/multi-area.md)"),
+    "--duration-ms 5000 --threads 2 --parallel --out results/multi-area-nest.json":
+        Scaled(MAM_NEST_SMALL, needs="nest", skip=MAM_NEST_SKIP),
+    "python bench/multi_area_nest.py --data ../shared/data/multi-area-model --scale 0.01 --k-scale 0.1 "
+    "--duration-ms 5000 --threads 2 --seeds 1,2 --connectivity law --out results/multi-area-nest-law.json":
+        Scaled(MAM_NEST_SMALL, needs="nest", skip=MAM_NEST_SKIP),
     # docs/sonata.md
     "python examples/sonata/make_network.py sonata-small": Scaled(),
     "ranvier run sonata-small/simulation_config.json --out results/sonata": Scaled(),

@@ -7,8 +7,8 @@
 - Clear errors: no data folder, a wrong one, bad scales, unknown areas.
 - Decomposition invariance: conventional and two-tier exchange, every placement, 1-4 ranks.
 
-The data (CC BY-NC-SA, not shipped with Ranvier) is read from ../shared/data/multi-area-model;
-without it the module is skipped.
+The data (CC BY-NC-SA, not shipped with Ranvier) is read from ../shared/data/multi-area-model
+(or the folder $RANVIER_MULTI_AREA_DATA names); without it the module is skipped.
 """
 from __future__ import annotations
 
@@ -23,9 +23,11 @@ import ranvier as rv
 from ranvier import multi_area
 from ranvier.errors import ConfigError
 
-DATA = ROOT.parent / "shared" / "data" / "multi-area-model"
+from mpi_runner import MULTI_AREA_DATA as DATA     # ../shared/data/multi-area-model, or $RANVIER_MULTI_AREA_DATA
+
 pytestmark = pytest.mark.skipif(not (DATA / "structure.npz").is_file(),
-                                reason="../shared/data/multi-area-model is not here")
+                                reason=f"{DATA} is not here (../shared/data/multi-area-model, "
+                                       f"or $RANVIER_MULTI_AREA_DATA)")
 
 MS = 30.0
 SMALL = dict(model="multi-area", neurons=4000, synapses=20, ms=MS)
@@ -245,3 +247,70 @@ def test_the_models_own_downscaled_nest_reference():
     assert theirs.mean() == pytest.approx(26.41, abs=0.01)
     assert ours.mean() == pytest.approx(theirs.mean(), rel=0.05)       # measured: 27.14 Hz (+2.7 %)
     assert np.corrcoef(ours, theirs)[0, 1] > 0.9     # measured: 0.93 (seeds 2, 3: 0.95, 0.94); the ground state: 21.8 Hz, 0.86
+
+
+# -- bench/multi_area_nest.py --connectivity same: the very same synapses in NEST and in Ranvier -----
+def _multi_area_nest_bench():
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("multi_area_nest", ROOT / "bench" / "multi_area_nest.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def exported(tmp_path_factory):
+    """Ranvier's realisation of a tiny scaled model (3 areas, intra- and inter-area projections),
+    exported as the bench exports it."""
+    bench = _multi_area_nest_bench()
+    a = bench.parser().parse_args(["--data", str(DATA), "--scale", "0.002", "--k-scale", "0.05",
+                                   "--areas", "V1", "V2", "FEF"])
+    path = tmp_path_factory.mktemp("mam-synapses") / "synapses.npz"
+    digest = bench.export_synapses(a, path)["digest"]
+    return bench, a, bench.build_network(a), bench.load_synapses(path), digest
+
+
+def _per_projection(net, syn) -> dict:
+    """(source, target population) -> (synapses, weight sum), the sums over weights sorted within
+    each projection, so the same synapses give the same sums bit for bit."""
+    first = np.array([p.first_id for p in net.populations])
+    sp = np.searchsorted(first, syn["source"], side="right") - 1
+    tp = np.searchsorted(first, syn["target"], side="right") - 1
+    key = tp * len(first) + sp
+    order = np.lexsort((syn["weight"], key))
+    keys, starts, counts = np.unique(key[order], return_index=True, return_counts=True)
+    sums = np.add.reduceat(np.asarray(syn["weight"], dtype=np.float64)[order], starts)
+    names = [p.name for p in net.populations]
+    return {(names[k % len(names)], names[k // len(names)]): (int(n), float(w)) for k, n, w in zip(keys, counts, sums)}
+
+
+def test_the_exported_synapses_are_the_networks_and_ranvier_runs_them_as_lists(exported):
+    bench, a, net, syn, digest = exported
+    per = _per_projection(net, syn)
+    assert {k: n for k, (n, _) in per.items()} == {(p.source, p.target): p.total_synapses for p in net.projections}
+    assert any(s.split("-")[0] != t.split("-")[0] for s, t in per)              # inter-area ones too
+    assert digest["synapses"] == len(syn["source"]) == sum(p.total_synapses for p in net.projections)
+    lists = bench.list_network(net, syn, a.resolution_ms)
+    assert len(lists.projections) == len(net.projections) and lists.drives == net.drives
+    for seed in (1, 2):       # the seed varies the drive and initial potentials, never the synapses
+        with rv.Simulation(lists, seed=seed, record_spikes=False) as sim:
+            c = sim.connections()
+        assert bench.synapses_digest(c.source, c.target, c.weight, np.rint(c.delay_ms / 0.1)) == digest
+
+
+def test_nest_holds_exactly_the_exported_synapses(exported):
+    nest = pytest.importorskip("nest")
+    bench, a, net, syn, digest = exported
+    bench.quiet(nest)
+    nest.ResetKernel()
+    nest.set(resolution=a.resolution_ms, local_num_threads=2, rng_seed=3)
+    bench.CHUNK, chunk = 1000, bench.CHUNK               # several Connect calls
+    try:
+        pops, node_id = bench.nest_network(a, net, syn)
+    finally:
+        bench.CHUNK = chunk
+    held = bench.nest_synapses(a, net, pops, node_id)
+    assert nest.GetKernelStatus("num_connections") == len(held["source"]) == len(syn["source"]) > 1000
+    assert _per_projection(net, held) == _per_projection(net, syn)
+    assert np.array_equal(np.bincount(held["delay_steps"]), np.bincount(syn["delay_steps"]))
+    assert bench.synapses_digest(held["source"], held["target"], held["weight"], held["delay_steps"]) == digest
