@@ -137,9 +137,13 @@ def test_run_writes_every_output_file(small_run):
         assert energy["reason"] and energy["energy_j"] is None and energy["j_per_synaptic_event"]["all"] is None
     assert {"simulation_start", "simulation_end"} <= set(energy["marks"])
 
-    config = tomllib.loads((out / "config.toml").read_text())
+    text = (out / "config.toml").read_text()
+    config = tomllib.loads(text)
     assert config["model"] == "dpsnn"
-    assert set(config["parameters"]) == set(ranvier.models.defaults("dpsnn"))
+    defaults = ranvier.models.defaults("dpsnn")
+    unset = {key for key, value in defaults.items() if value is None}     # TOML has no null: named in comments
+    assert unset and set(config["parameters"]) == set(defaults) - unset
+    assert all(f"\n# {key} = (not set)\n" in text for key in unset)
     assert config["parameters"]["neurons"] == 2048
     assert config["simulation"]["duration_ms"] == 200.0 and config["simulation"]["threads"] == 1
 

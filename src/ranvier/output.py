@@ -389,5 +389,8 @@ def dumps_toml(data: dict) -> str:
     for table, entries in data.items():
         if isinstance(entries, dict):
             lines += ["", f"[{table}]"]
-            lines += [f"{key} = {toml_value(v)}" for key, v in entries.items() if v is not None]
+            # TOML has no null: an unset optional parameter is named in a comment, so that the
+            # file still lists every parameter; reading it back leaves it unset again
+            lines += [f"{key} = {toml_value(v)}" if v is not None else f"# {key} = (not set)"
+                      for key, v in entries.items()]
     return "\n".join(lines) + "\n"
