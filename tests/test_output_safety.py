@@ -189,7 +189,7 @@ def test_an_interrupt_leaves_the_earlier_result_intact(tmp_path):
     out = tmp_path / "res"
     assert run(SMALL, *QUICK, "--out", out, cwd=tmp_path).returncode == 0
     before = snapshot(out)
-    proc = start(SMALL, "--neurons", "2000", "--duration-ms", "60000", "--threads", "1", "--out", out, "--force",
+    proc = start(SMALL, "--neurons", "2000", "--duration-ms", "600000", "--threads", "1", "--out", out, "--force",
                  cwd=tmp_path)
     deadline = time.time() + 60
     while not list(tmp_path.glob(f".res.*{STAGING_SUFFIX}")) and time.time() < deadline:
