@@ -152,9 +152,9 @@ def dpsnn(**overrides) -> Network:
                                       origin={"tau_arp_ms": f"tau_arp_{kind}_ms"}, **extra))
     prob = k / n   # the spec's p = K / N
     grid = _dpsnn_grid(p, (n_f, n_b, n_i))
-    # the release connects inhibitory neurons inside their own module only
-    grid_of = {"F": grid, "B": grid, "I": grid if grid is None or p["lateral_inhibitory"] == "law" else
-               dataclasses.replace(grid, cutoff=0.5)}
+    # lateral_inhibitory "local" (the release): inhibitory sources inside the target's own module only
+    local = grid is not None and p["lateral_inhibitory"] == "local"
+    grid_of = {"F": grid, "B": grid, "I": dataclasses.replace(grid, cutoff=0.5) if local else grid}
     sizes = {"F": n_f, "B": n_b, "I": n_i}
     for src in ("F", "B", "I"):
         dmax_key = "delay_max_inh_ms" if src == "I" else "delay_max_exc_ms"

@@ -119,21 +119,27 @@ def _natural(path: Path) -> list:
     return [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", str(path))]
 
 
+def _path_list(paths) -> list[Path]:
+    return [Path(paths)] if isinstance(paths, (str, os.PathLike)) else [Path(p) for p in paths]
+
+
+def _folders_holding(path: Path, name: str) -> list[Path]:
+    """path itself if it holds the file `name`, else every folder below it that does, in natural
+    order; hidden folders are skipped (the temporary ones of runs still being written)."""
+    if (path / name).is_file():
+        return [path]
+    return sorted((p.parent for p in path.rglob(name)
+                   if not any(part.startswith(".") for part in p.relative_to(path).parts)), key=_natural)
+
+
 def find_structure_aware(paths) -> list[Path]:
     """Folders written by `ranvier bench structure-aware` (holding structure_aware.json): each
-    path is one, or a folder searched recursively; hidden folders are skipped."""
-    if isinstance(paths, (str, os.PathLike)):
-        paths = [paths]
+    path is one, or a folder searched recursively."""
     found: dict[Path, Path] = {}
-    for path in map(Path, paths):
+    for path in _path_list(paths):
         if path.is_file() and path.name == STRUCTURE_AWARE_JSON:
             path = path.parent
-        if not path.is_dir():
-            continue
-        hits = [path] if (path / STRUCTURE_AWARE_JSON).is_file() else sorted(
-            (p.parent for p in path.rglob(STRUCTURE_AWARE_JSON)
-             if not any(part.startswith(".") for part in p.relative_to(path).parts)), key=_natural)
-        for hit in hits:
+        for hit in _folders_holding(path, STRUCTURE_AWARE_JSON) if path.is_dir() else []:
             found.setdefault(hit.resolve(), hit)
     return list(found.values())
 
@@ -141,23 +147,16 @@ def find_structure_aware(paths) -> list[Path]:
 def find_runs(paths, required: bool = True) -> list[Path]:
     """Run folders (holding summary.json): each path is one, or a folder searched recursively.
     required=False: a folder without runs gives none instead of an error (it holds bench results)."""
-    if isinstance(paths, (str, os.PathLike)):
-        paths = [paths]
     found: dict[Path, Path] = {}          # resolved -> as given: a run named twice is one run
-    for path in map(Path, paths):
+    for path in _path_list(paths):
         if path.is_file() and path.name == "summary.json":
             path = path.parent
         if not path.exists():
             raise ConfigError(f"report: '{path}' does not exist; give a run folder (ranvier run --out DIR) "
                               f"or a folder that holds run folders")
-        if (path / "summary.json").is_file():
-            found.setdefault(path.resolve(), path)
-            continue
-        if not path.is_dir():
+        if not (path / "summary.json").is_file() and not path.is_dir():
             raise ConfigError(f"report: '{path}' is not a folder; give a run folder (ranvier run --out DIR)")
-        # hidden folders are the temporary ones of runs still being written
-        runs = sorted((p.parent for p in path.rglob("summary.json")
-                       if not any(part.startswith(".") for part in p.relative_to(path).parts)), key=_natural)
+        runs = _folders_holding(path, "summary.json")
         if not runs and required:
             raise ConfigError(f"report: no run archive (a folder with summary.json, written by 'ranvier run "
                               f"--out DIR') or bench result (structure_aware.json, written by 'ranvier bench "
