@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -70,7 +71,6 @@ namespace {
 const uint64_t* sources_of(const EngineConfig& cfg, const ConnectivityPlan& plan, const Placement& placement,
                            const Key& key, uint32_t j, uint64_t t, std::vector<uint32_t>& words,
                            std::vector<uint64_t>& out) {
-  out.clear();
   const auto& pr = cfg.projections[j];
   const auto& src = cfg.populations[pr.source];
   switch (pr.rule) {
@@ -81,7 +81,7 @@ const uint64_t* sources_of(const EngineConfig& cfg, const ConnectivityPlan& plan
       const size_t blocks = (size_t(k) + 3) / 4;
       if (words.size() < 4 * blocks) words.resize(4 * blocks);
       philox4x32_10_series(make_counter(t, Purpose::connect, j, 0, 0), 3, blocks, key, words.data(), blocks);
-      out.resize(k);
+      out.resize(k);  // not cleared first: only entries beyond the last size are initialised
       for (uint32_t i = 0; i < k; ++i) out[i] = src.first + ((uint64_t(words[(i & 3) * blocks + (i >> 2)]) * src.size) >> 32);
       return nullptr;
     }
@@ -98,6 +98,7 @@ const uint64_t* sources_of(const EngineConfig& cfg, const ConnectivityPlan& plan
       const size_t blocks = (size_t(k) + 1) / 2;
       if (words.size() < 4 * blocks) words.resize(4 * blocks);
       philox4x32_10_series(make_counter(t, Purpose::connect, j, 0, 0), 3, blocks, key, words.data(), blocks);
+      out.clear();
       out.reserve(k);
       for (uint32_t i = 0; i < k; ++i) {
         const uint64_t u = words[(2 * (i & 1)) * blocks + (i >> 1)], v = words[(2 * (i & 1) + 1) * blocks + (i >> 1)];
@@ -128,6 +129,7 @@ const uint64_t* sources_of(const EngineConfig& cfg, const ConnectivityPlan& plan
       return first;
     }
     case ConnectionRule::pairwise:
+      out.clear();
       break;
   }
   const bool self_in_source = !pr.autapses && t >= src.first && t < src.first + src.size;
@@ -159,9 +161,10 @@ const uint64_t* sources_of(const EngineConfig& cfg, const ConnectivityPlan& plan
 struct SynapseDraw { double weight; uint64_t delay; };
 
 SynapseDraw draw_synapse_slow(const EngineConfig& cfg, const Key& key, uint32_t j, uint64_t t, uint32_t index,
-                              double floor_steps, double ceil_steps, bool weight_draw, bool delay_draw) {
+                              const Counter& block0, double floor_steps, double ceil_steps, bool weight_draw,
+                              bool delay_draw) {
   const auto& pr = cfg.projections[j];
-  Stream stream(key, t, Purpose::synapse, j, index);
+  Stream stream(key, t, Purpose::synapse, j, index, block0);
   double w = pr.weight_mean;
   if (weight_draw && pr.weight_clip) {
     w = pr.weight_mean + pr.weight_sd * inverse_normal(stream.uniform());
@@ -417,7 +420,8 @@ struct TargetDraw {
 
   // need_weights = false: the weights are left at the mean unless a weight's rejection decides
   // the delay (pass 1 of the direct layout only needs the delays).
-  // emit(source, weight, delay, projection) for each synapse in order.
+  // emit(sources, weights, delays (steps, at most 65535), m, projection) once per projection with
+  // its m synapses in order: the callers' loops then run over plain arrays.
   template <class Emit>
   void draw(const EngineConfig& cfg, const ConnectivityPlan& plan, const Placement& placement, const Key& key,
             const std::vector<uint32_t>& projections, uint64_t t, bool need_weights, Emit&& emit) {
@@ -484,9 +488,9 @@ struct TargetDraw {
       } else {
         std::fill(D, D + m, int32_t(std::min<int64_t>(pr.delay_offset_steps, 0x10000)));
       }
-      // The flagged ones, one at a time, exactly as drawn without the vector pass.
-      for (size_t i = 0; i < m; ++i) {
-        if (!X[i]) continue;
+      // The flagged ones, one at a time, exactly as drawn without the vector pass; found 8 flags
+      // (bytes of 0 or 1) at a time, since about one synapse in ten is flagged.
+      auto redraw = [&](size_t i) {
         double x = mean;
         bool ok = true;
         if (weight_now) {
@@ -507,24 +511,31 @@ struct TargetDraw {
           delay = uint64_t(pr.delay_offset_steps) + uint64_t(std::floor(e / pr.delay_step_ms)) * uint64_t(pr.delay_step_steps);
         }
         if (!ok) {
-          const SynapseDraw slow = draw_synapse_slow(cfg, key, j, t, uint32_t(i), floor_steps, ceil_steps, weight_draw,
-                                                               delay_draw);
+          const Counter block0 = {synapse_words[i], synapse_words[m + i], synapse_words[2 * m + i], synapse_words[3 * m + i]};
+          const SynapseDraw slow = draw_synapse_slow(cfg, key, j, t, uint32_t(i), block0, floor_steps, ceil_steps,
+                                                     weight_draw, delay_draw);
           x = slow.weight;
           delay = slow.delay;
         }
         W[i] = x;
         D[i] = int32_t(std::min<uint64_t>(delay, 0x10000));
+      };
+      for (size_t base = 0; base < m; base += 8) {
+        uint64_t flags = 0;
+        std::memcpy(&flags, X + base, std::min<size_t>(8, m - base));
+        for (; flags; flags &= flags - 1) redraw(base + size_t(__builtin_ctzll(flags)) / 8);
       }
-      for (size_t i = 0; i < m; ++i) {
-        double x = W[i];
-        int64_t delay = D[i];
-        if (entries) {        // an explicit list: its own weight and delay where it gives them
-          if (pr.list_weights()) x = pr.list->weights[entries[i]];
-          if (pr.list_delays()) delay = pr.list->delay_steps[entries[i]];
+      if (entries) {  // an explicit list: its own weight and delay where it gives them
+        for (size_t i = 0; i < m; ++i) {
+          if (pr.list_weights()) W[i] = pr.list->weights[entries[i]];
+          if (pr.list_delays()) D[i] = int32_t(pr.list->delay_steps[entries[i]]);
         }
-        if (delay > 0xFFFF) throw std::runtime_error("a delay exceeds 65535 steps: use a coarser resolution_ms");
-        emit(sources[i], x, uint16_t(delay), j);
       }
+      int32_t longest = 0;
+#pragma omp simd reduction(max : longest)
+      for (size_t i = 0; i < m; ++i) longest = std::max(longest, D[i]);
+      if (longest > 0xFFFF) throw std::runtime_error("a delay exceeds 65535 steps: use a coarser resolution_ms");
+      emit(sources.data(), W, D, m, j);
     }
   }
 };
@@ -614,9 +625,19 @@ void build_thread_synapses(const EngineConfig& cfg, const Placement& placement, 
     for (uint64_t k = range.begin; k < range.end; ++k) {
       if (direct) {
         td.draw(cfg, plan, placement, key, into[range.population], neurons.gid[k], false,
-                [&](uint64_t source, double, uint16_t d, uint32_t) {
-                  if (d < d_min || d > d_max) throw std::logic_error("a drawn delay lies outside its law's bounds");
-                  ++fill[source * delays + (d - d_min) + 1];
+                [&](const uint64_t* source, const double*, const int32_t* d, size_t m, uint32_t) {
+                  int32_t lo = INT32_MAX, hi = 0;
+#pragma omp simd reduction(min : lo) reduction(max : hi)
+                  for (size_t i = 0; i < m; ++i) { lo = std::min(lo, d[i]); hi = std::max(hi, d[i]); }
+                  if (uint64_t(lo) < d_min || uint64_t(hi) > d_max) throw std::logic_error("a drawn delay lies outside its law's bounds");
+                  // Cell (source, delay) counts at source * delays + delay - d_min + 1 (unsigned wrap).
+                  uint32_t* count = fill.data();
+                  const uint64_t shift = 1 - d_min;
+                  constexpr size_t kAhead = 16;  // the table is megabytes: its counters are fetched ahead
+                  for (size_t i = 0; i < m; ++i) {
+                    if (i + kAhead < m) __builtin_prefetch(&count[source[i + kAhead] * delays + uint64_t(d[i + kAhead]) + shift], 1);
+                    ++count[source[i] * delays + uint64_t(d[i]) + shift];
+                  }
                 });
       } else {
         for (uint32_t j : into[range.population]) {
@@ -667,44 +688,79 @@ void build_thread_synapses(const EngineConfig& cfg, const Placement& placement, 
   else out.synapses.resize(total);
   std::vector<uint16_t> delay(direct ? 0 : total);
   uint64_t max_delay = 0;
-  struct Placed { uint64_t cell; int32_t weight; uint16_t delay; bool inhibitory; };
-  std::vector<Placed> placed;
+  // Per target: each synapse's cell and stored word (packed) or weight, then placed in order.
+  std::vector<uint64_t> placed_cell;
+  std::vector<int32_t> placed_weight;   // fixed point, or the index of a plastic weight
+  std::vector<uint32_t> placed_word;    // packed: weight << bits | column
+  std::vector<uint16_t> placed_delay;   // grouped layout only
+  std::vector<uint8_t> placed_inhibitory;
+  const bool packed = out.is_packed();
   for (const auto& range : neurons.ranges) {
     for (uint64_t k = range.begin; k < range.end; ++k) {
       // Split input: synapses with negative weights add into the neuron's inhibitory column.
-      const uint64_t inhibitory_column = range.inhibitory_offset ? k + range.inhibitory_offset : k;
-      placed.clear();
+      const uint32_t excitatory_column = uint32_t(k);
+      const uint32_t inhibitory_column = uint32_t(range.inhibitory_offset ? k + range.inhibitory_offset : k);
+      size_t n = 0;
       td.draw(cfg, plan, placement, key, into[range.population], neurons.gid[k], true,
-              [&](uint64_t source, double weight, uint16_t d, uint32_t j) {
+              [&](const uint64_t* source, const double* W, const int32_t* D, size_t m, uint32_t j) {
         const auto& pr = cfg.projections[j];
-        max_delay = std::max<uint64_t>(max_delay, d);
-        const uint64_t cell = direct ? source * delays + (d - d_min) : source;
-        if (plastic) {  // the weight itself, unrounded: plasticity changes it from there
-          if (plastic_weights->size() >= (uint64_t(1) << 31))
-            throw std::runtime_error("more than 2^31 plastic synapses of one projection on one thread: use more threads or ranks");
-          placed.push_back({cell, int32_t(plastic_weights->size()), d,
-                            pr.plasticity.rule != PlasticityRule::stdp_power_law && pr.plasticity.w_max < 0});
-          plastic_weights->push_back(weight);
+        placed_cell.resize(n + m);
+        placed_weight.resize(n + m);
+        placed_inhibitory.resize(n + m);
+        if (!direct) placed_delay.resize(n + m);
+        uint64_t* cell = placed_cell.data() + n;
+        int32_t* weight = placed_weight.data() + n;
+        uint8_t* inhibitory = placed_inhibitory.data() + n;
+        int32_t longest = 0;
+#pragma omp simd reduction(max : longest)
+        for (size_t i = 0; i < m; ++i) longest = std::max(longest, D[i]);
+        max_delay = std::max<uint64_t>(max_delay, uint64_t(longest));
+        if (direct) {
+          for (size_t i = 0; i < m; ++i) cell[i] = source[i] * delays + (uint64_t(D[i]) - d_min);
         } else {
-          const int32_t fixed = int32_t(std::rint(weight * scale));
-          placed.push_back({cell, fixed, d, fixed < 0});
+          std::copy(source, source + m, cell);
+          for (size_t i = 0; i < m; ++i) placed_delay[n + i] = uint16_t(D[i]);
         }
+        if (plastic) {  // the weight itself, unrounded: plasticity changes it from there
+          if (plastic_weights->size() + m > (uint64_t(1) << 31))
+            throw std::runtime_error("more than 2^31 plastic synapses of one projection on one thread: use more threads or ranks");
+          const bool split = pr.plasticity.rule != PlasticityRule::stdp_power_law && pr.plasticity.w_max < 0;
+          for (size_t i = 0; i < m; ++i) {
+            weight[i] = int32_t(plastic_weights->size());
+            inhibitory[i] = split;
+            plastic_weights->push_back(W[i]);
+          }
+        } else {
+#pragma omp simd
+          for (size_t i = 0; i < m; ++i) {
+            const int32_t fixed = int32_t(std::rint(W[i] * scale));
+            weight[i] = fixed;
+            inhibitory[i] = fixed < 0;
+          }
+        }
+        n += m;
       });
+      const uint64_t* cell = placed_cell.data();
+      if (packed) {
+        placed_word.resize(n);
+#pragma omp simd
+        for (size_t i = 0; i < n; ++i)
+          placed_word[i] = (uint32_t(placed_weight[i]) << bits) | (placed_inhibitory[i] ? inhibitory_column : excitatory_column);
+      }
       // The cells' cursors two groups ahead, the destinations one group ahead.
       constexpr size_t kAhead = 16;
-      for (size_t i = 0; i < placed.size(); ++i) {
-        if (i + 2 * kAhead < placed.size()) __builtin_prefetch(&fill[placed[i + 2 * kAhead].cell], 1);
-        if (i + kAhead < placed.size()) {
-          const uint64_t ahead = fill[placed[i + kAhead].cell];
-          if (out.is_packed()) __builtin_prefetch(&out.packed[ahead], 1);
+      for (size_t i = 0; i < n; ++i) {
+        if (i + 2 * kAhead < n) __builtin_prefetch(&fill[cell[i + 2 * kAhead]], 1);
+        if (i + kAhead < n) {
+          const uint64_t ahead = fill[cell[i + kAhead]];
+          if (packed) __builtin_prefetch(&out.packed[ahead], 1);
           else __builtin_prefetch(&out.synapses[ahead], 1);
           if (!direct) __builtin_prefetch(&delay[ahead], 1);
         }
-        const uint64_t pos = fill[placed[i].cell]++;
-        const uint32_t column = uint32_t(placed[i].inhibitory ? inhibitory_column : k);
-        if (out.is_packed()) out.packed[pos] = (uint32_t(placed[i].weight) << bits) | column;
-        else out.synapses[pos] = {column, placed[i].weight};
-        if (!direct) delay[pos] = placed[i].delay;
+        const uint64_t pos = fill[cell[i]]++;
+        if (packed) out.packed[pos] = placed_word[i];
+        else out.synapses[pos] = {placed_inhibitory[i] ? inhibitory_column : excitatory_column, placed_weight[i]};
+        if (!direct) delay[pos] = placed_delay[i];
       }
     }
   }

@@ -195,6 +195,17 @@ inline void philox4x32_10_series(Counter base, int word, size_t n, Key key, uint
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + 2 * stride + i), x2);
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + 3 * stride + i), x3);
   }
+  if (n - i >= 2) {  // the tail as one more vector of 8 lanes, the unused ones dropped
+    alignas(32) uint32_t lanes[4][8];
+    __m256i x[4];
+    for (int w = 0; w < 4; ++w) x[w] = _mm256_set1_epi32(int(base[w]));
+    x[word] = _mm256_add_epi32(_mm256_set1_epi32(int(base[word] + uint32_t(i))), step);
+    detail::rounds8(x[0], x[1], x[2], x[3], key);
+    for (int w = 0; w < 4; ++w) _mm256_store_si256(reinterpret_cast<__m256i*>(lanes[w]), x[w]);
+    for (int w = 0; w < 4; ++w)
+      for (size_t l = 0; i + l < n; ++l) out[w * stride + i + l] = lanes[w][l];
+    i = n;
+  }
 #endif
   for (; i < n; ++i) {
     Counter c = base;
@@ -209,6 +220,9 @@ class Stream {
  public:
   Stream(Key key, uint64_t id, Purpose purpose, uint32_t tag, uint32_t a)
       : key_(key), ctr_(make_counter(id, purpose, tag, a, 0)) {}
+  // The same stream when its block 0 is already drawn (`first`, e.g. by a vector pass).
+  Stream(Key key, uint64_t id, Purpose purpose, uint32_t tag, uint32_t a, const Counter& first)
+      : key_(key), ctr_(make_counter(id, purpose, tag, a, 1)), block_(first), pos_(0) {}
   uint32_t next() {
     if (pos_ == 4) { block_ = philox4x32_10(ctr_, key_); ++ctr_[3]; pos_ = 0; }
     return block_[pos_++];
