@@ -18,9 +18,10 @@ void Engine::build_delivery_queues() {
       for (uint16_t d : ps.seg_delay) max_delay = std::max<uint64_t>(max_delay, d);
   }
   queue_cycles_ = int64_t((window - 1 + max_delay) / L + 1);
-  // Cycles ahead and step offset of arrival for every (offset + delay): no division per segment.
+  // The queue of every (offset + delay), relative to the spike's cycle: no division per segment.
+  // a < window + max_delay <= queue_cycles_ * L, so a queue is at most one turn of the ring ahead.
   arrival_.resize(window + max_delay);
-  for (uint64_t a = 0; a < arrival_.size(); ++a) arrival_[a] = {uint32_t(a / L), uint32_t(a % L)};
+  for (uint64_t a = 0; a < arrival_.size(); ++a) arrival_[a] = uint32_t(a);
   for (auto& ts : threads_) {
     ts.queue.assign(queue_cycles_ * L, {});
     ts.plastic_queue.assign(ts.plastic.empty() ? 0 : queue_cycles_ * L, {});
@@ -103,24 +104,27 @@ RANVIER_PHASE void Engine::deliver(ThreadState& ts, int64_t cycle) {
 RANVIER_PHASE void Engine::schedule(ThreadState& ts, const std::vector<SpikeRecord>& records, int64_t cycle) {
   const auto& st = ts.store;
   const int64_t L = cfg_.steps_per_cycle;
-  const Arrival* arrival = arrival_.data();
+  const uint32_t* arrival = arrival_.data();
+  // The queues are a ring of queue_cycles_ x L; this cycle's first queue, and where it wraps.
+  const size_t ring = size_t(queue_cycles_ * L), base = size_t((cycle % queue_cycles_) * L);
+  auto queue_of = [&](uint32_t offset_plus_delay) {
+    const size_t q = base + arrival[offset_plus_delay];
+    return q >= ring ? q - ring : q;
+  };
   uint64_t scheduled = 0;
   for (SpikeRecord rec : records) {
     const uint64_t g = record_gid(rec);
     const uint32_t o = record_offset(rec);
     for (uint32_t h = st.row_head[g]; h < st.row_head[g + 1]; ++h) {
-      const Arrival at = arrival[o + st.seg_delay[h]];
       const uint32_t first = st.seg_first[h], count = st.seg_first[h + 1] - first;
-      ts.queue[((cycle + at.cycles) % queue_cycles_) * L + at.offset].push_back({first, count});
+      ts.queue[queue_of(o + st.seg_delay[h])].push_back({first, count});
       scheduled += count;
     }
     for (uint32_t p = 0; p < ts.plastic.size(); ++p) {
       const PlasticStore& ps = ts.plastic[p];
       for (uint32_t h = ps.row_head[g]; h < ps.row_head[g + 1]; ++h) {
-        const Arrival at = arrival[o + ps.seg_delay[h]];
         const uint32_t first = ps.seg_first[h], count = ps.seg_first[h + 1] - first;
-        ts.plastic_queue[((cycle + at.cycles) % queue_cycles_) * L + at.offset].push_back(
-            {h, first, count, uint16_t(p), ps.seg_delay[h]});
+        ts.plastic_queue[queue_of(o + ps.seg_delay[h])].push_back({h, first, count, uint16_t(p), ps.seg_delay[h]});
         scheduled += count;
       }
     }

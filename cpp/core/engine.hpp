@@ -69,11 +69,6 @@ inline std::vector<std::pair<const char*, uint64_t>> counter_table(const Counter
           {"delivery_segments", c.delivery_segments}};
 }
 
-// When a segment arrives, counted from the start of the cycle its spike was emitted in.
-struct Arrival {
-  uint32_t cycles, offset;
-};
-
 // A segment of synapses to deliver; its queue says in which cycle and step offset.
 struct DeliveryEntry {
   uint32_t first, count;
@@ -259,7 +254,9 @@ class Engine {
   int64_t run_first_cycle_ = 0;
   int64_t cycle_ = 0;
   int64_t queue_cycles_ = 1;
-  std::vector<Arrival> arrival_;           // indexed by step offset + delay
+  // By step offset + delay: the queue a segment goes to, counted from the queue of its spike's
+  // cycle (cycles ahead x steps per cycle + step offset of arrival).
+  std::vector<uint32_t> arrival_;
   Counters rank_counters_;                 // rank-level counts (master thread)
 };
 
