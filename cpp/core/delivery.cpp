@@ -17,11 +17,9 @@ void Engine::build_delivery_queues() {
     for (const auto& ps : ts.plastic)
       for (uint16_t d : ps.seg_delay) max_delay = std::max<uint64_t>(max_delay, d);
   }
+  // offset + delay < window + max_delay <= queue_cycles_ * L: a segment's queue is less than one
+  // turn of the ring ahead of its spike's cycle (schedule() wraps it with one subtraction).
   queue_cycles_ = int64_t((window - 1 + max_delay) / L + 1);
-  // The queue of every (offset + delay), relative to the spike's cycle: no division per segment.
-  // a < window + max_delay <= queue_cycles_ * L, so a queue is at most one turn of the ring ahead.
-  arrival_.resize(window + max_delay);
-  for (uint64_t a = 0; a < arrival_.size(); ++a) arrival_[a] = uint32_t(a);
   for (auto& ts : threads_) {
     ts.queue.assign(queue_cycles_ * L, {});
     ts.plastic_queue.assign(ts.plastic.empty() ? 0 : queue_cycles_ * L, {});
@@ -104,11 +102,11 @@ RANVIER_PHASE void Engine::deliver(ThreadState& ts, int64_t cycle) {
 RANVIER_PHASE void Engine::schedule(ThreadState& ts, const std::vector<SpikeRecord>& records, int64_t cycle) {
   const auto& st = ts.store;
   const int64_t L = cfg_.steps_per_cycle;
-  const uint32_t* arrival = arrival_.data();
-  // The queues are a ring of queue_cycles_ x L; this cycle's first queue, and where it wraps.
+  // The queues are a ring of queue_cycles_ x L; this cycle's first queue, and where it wraps
+  // (no division per segment).
   const size_t ring = size_t(queue_cycles_ * L), base = size_t((cycle % queue_cycles_) * L);
   auto queue_of = [&](uint32_t offset_plus_delay) {
-    const size_t q = base + arrival[offset_plus_delay];
+    const size_t q = base + offset_plus_delay;
     return q >= ring ? q - ring : q;
   };
   uint64_t scheduled = 0;

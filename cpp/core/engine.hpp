@@ -254,9 +254,6 @@ class Engine {
   int64_t run_first_cycle_ = 0;
   int64_t cycle_ = 0;
   int64_t queue_cycles_ = 1;
-  // By step offset + delay: the queue a segment goes to, counted from the queue of its spike's
-  // cycle (cycles ahead x steps per cycle + step offset of arrival).
-  std::vector<uint32_t> arrival_;
   Counters rank_counters_;                 // rank-level counts (master thread)
 };
 

@@ -420,8 +420,9 @@ struct TargetDraw {
 
   // need_weights = false: the weights are left at the mean unless a weight's rejection decides
   // the delay (pass 1 of the direct layout only needs the delays).
-  // emit(sources, weights, delays (steps, at most 65535), m, projection) once per projection with
-  // its m synapses in order: the callers' loops then run over plain arrays.
+  // emit(sources, weights, delays (steps, at most 65535), m, projection, shortest and longest
+  // delay) once per projection with its m synapses in order: the callers' loops then run over
+  // plain arrays.
   template <class Emit>
   void draw(const EngineConfig& cfg, const ConnectivityPlan& plan, const Placement& placement, const Key& key,
             const std::vector<uint32_t>& projections, uint64_t t, bool need_weights, Emit&& emit) {
@@ -531,11 +532,11 @@ struct TargetDraw {
           if (pr.list_delays()) D[i] = int32_t(pr.list->delay_steps[entries[i]]);
         }
       }
-      int32_t longest = 0;
-#pragma omp simd reduction(max : longest)
-      for (size_t i = 0; i < m; ++i) longest = std::max(longest, D[i]);
+      int32_t shortest = INT32_MAX, longest = 0;
+#pragma omp simd reduction(min : shortest) reduction(max : longest)
+      for (size_t i = 0; i < m; ++i) { shortest = std::min(shortest, D[i]); longest = std::max(longest, D[i]); }
       if (longest > 0xFFFF) throw std::runtime_error("a delay exceeds 65535 steps: use a coarser resolution_ms");
-      emit(sources.data(), W, D, m, j);
+      emit(sources.data(), W, D, m, j, uint64_t(shortest), uint64_t(longest));
     }
   }
 };
@@ -625,11 +626,9 @@ void build_thread_synapses(const EngineConfig& cfg, const Placement& placement, 
     for (uint64_t k = range.begin; k < range.end; ++k) {
       if (direct) {
         td.draw(cfg, plan, placement, key, into[range.population], neurons.gid[k], false,
-                [&](const uint64_t* source, const double*, const int32_t* d, size_t m, uint32_t) {
-                  int32_t lo = INT32_MAX, hi = 0;
-#pragma omp simd reduction(min : lo) reduction(max : hi)
-                  for (size_t i = 0; i < m; ++i) { lo = std::min(lo, d[i]); hi = std::max(hi, d[i]); }
-                  if (uint64_t(lo) < d_min || uint64_t(hi) > d_max) throw std::logic_error("a drawn delay lies outside its law's bounds");
+                [&](const uint64_t* source, const double*, const int32_t* d, size_t m, uint32_t, uint64_t shortest,
+                    uint64_t longest) {
+                  if (shortest < d_min || longest > d_max) throw std::logic_error("a drawn delay lies outside its law's bounds");
                   // Cell (source, delay) counts at source * delays + delay - d_min + 1 (unsigned wrap).
                   uint32_t* count = fill.data();
                   const uint64_t shift = 1 - d_min;
@@ -702,7 +701,8 @@ void build_thread_synapses(const EngineConfig& cfg, const Placement& placement, 
       const uint32_t inhibitory_column = uint32_t(range.inhibitory_offset ? k + range.inhibitory_offset : k);
       size_t n = 0;
       td.draw(cfg, plan, placement, key, into[range.population], neurons.gid[k], true,
-              [&](const uint64_t* source, const double* W, const int32_t* D, size_t m, uint32_t j) {
+              [&](const uint64_t* source, const double* W, const int32_t* D, size_t m, uint32_t j, uint64_t,
+                  uint64_t longest) {
         const auto& pr = cfg.projections[j];
         placed_cell.resize(n + m);
         placed_weight.resize(n + m);
@@ -711,10 +711,7 @@ void build_thread_synapses(const EngineConfig& cfg, const Placement& placement, 
         uint64_t* cell = placed_cell.data() + n;
         int32_t* weight = placed_weight.data() + n;
         uint8_t* inhibitory = placed_inhibitory.data() + n;
-        int32_t longest = 0;
-#pragma omp simd reduction(max : longest)
-        for (size_t i = 0; i < m; ++i) longest = std::max(longest, D[i]);
-        max_delay = std::max<uint64_t>(max_delay, uint64_t(longest));
+        max_delay = std::max(max_delay, longest);
         if (direct) {
           for (size_t i = 0; i < m; ++i) cell[i] = source[i] * delays + (uint64_t(D[i]) - d_min);
         } else {

@@ -184,23 +184,21 @@ inline void philox4x32_10_series(Counter base, int word, size_t n, Key key, uint
 #endif
 #if defined(__AVX2__)
   const __m256i step = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
-  for (; i + 8 <= n; i += 8) {
-    __m256i x[4];
-    for (int w = 0; w < 4; ++w) x[w] = _mm256_set1_epi32(int(base[w]));
-    x[word] = _mm256_add_epi32(_mm256_set1_epi32(int(base[word] + uint32_t(i))), step);
-    __m256i x0 = x[0], x1 = x[1], x2 = x[2], x3 = x[3];
-    detail::rounds8(x0, x1, x2, x3, key);
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + i), x0);
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + stride + i), x1);
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + 2 * stride + i), x2);
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + 3 * stride + i), x3);
-  }
-  if (n - i >= 2) {  // the tail as one more vector of 8 lanes, the unused ones dropped
-    alignas(32) uint32_t lanes[4][8];
-    __m256i x[4];
+  // Blocks i .. i + 7, word w of each in x[w].
+  auto blocks8 = [&](size_t i, __m256i (&x)[4]) {
     for (int w = 0; w < 4; ++w) x[w] = _mm256_set1_epi32(int(base[w]));
     x[word] = _mm256_add_epi32(_mm256_set1_epi32(int(base[word] + uint32_t(i))), step);
     detail::rounds8(x[0], x[1], x[2], x[3], key);
+  };
+  for (; i + 8 <= n; i += 8) {
+    __m256i x[4];
+    blocks8(i, x);
+    for (int w = 0; w < 4; ++w) _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + w * stride + i), x[w]);
+  }
+  if (n - i >= 2) {  // the tail as one more vector of 8 lanes, the unused ones dropped
+    __m256i x[4];
+    blocks8(i, x);
+    alignas(32) uint32_t lanes[4][8];
     for (int w = 0; w < 4; ++w) _mm256_store_si256(reinterpret_cast<__m256i*>(lanes[w]), x[w]);
     for (int w = 0; w < 4; ++w)
       for (size_t l = 0; i + l < n; ++l) out[w * stride + i + l] = lanes[w][l];
