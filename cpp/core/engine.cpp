@@ -21,6 +21,16 @@ namespace ranvier {
 
 namespace {
 
+// Zeroes a consumed input row with vector stores. std::fill becomes glibc's memset, which for
+// rows this long is `rep stosb`: callgrind counts it once per byte (4 of the update's 12
+// instructions per neuron-step), though the hardware stores 32 bytes or more per cycle, and
+// bench/instructions.py and the roofline's floors would carry those counts. The attribute keeps
+// gcc from turning the loop back into a memset call.
+__attribute__((optimize("no-tree-loop-distribute-patterns"))) void zero_row(int32_t* __restrict row, uint64_t n) {
+#pragma omp simd
+  for (uint64_t i = 0; i < n; ++i) row[i] = 0;
+}
+
 // Waits until wall_time() reaches `deadline`: sleeps while more than 200 us remain (the scheduler
 // wakes a sleeper tens of microseconds late), then spins. Adds the time waited to `waited`.
 void hold_until(double deadline, double& waited) {
@@ -203,7 +213,7 @@ RANVIER_PHASE void Engine::update(ThreadState& ts, int64_t cycle) {
       ts.updates[ri]->step({in + range.begin, scale, cycle * L + o, inhibitory, current},
                            columns_of(ts.neurons, range), fired + range.begin);
     }
-    std::fill(in, in + ts.neurons.input_columns, 0);  // consumed: ready for the next cycle while the row is in cache
+    zero_row(in, ts.neurons.input_columns);  // consumed: ready for the next cycle while the row is in cache
     const int64_t step = cycle * L + o + 1;
     // Spikes are rare (a neuron fires in about 1 step of 3000): 64 flags are tested at once.
     for (uint64_t block = 0; block < n; block += 64) {
