@@ -43,6 +43,29 @@ RANVIER_AVX512 size_t list_events_avx512(const uint32_t* __restrict count, const
 // kCounts; returns whether any count reached the cap (the caller then draws those exactly).
 constexpr uint32_t kCounts = PoissonTable::kCounted;
 
+#if defined(__AVX2__)
+// Poisson counts of 8 words, exactly those of the scalar loop in poisson_counts: with the word
+// capped at 2^32 - 2, word >= T[j] is (word + 1) > T[j] without overflow, a signed compare once
+// both sides are offset by 2^31. One compare and one add per threshold, the threshold an operand
+// from memory (a max, a compare and a subtract before).
+struct ThresholdsAvx2 {
+  __m256i offset[kCounts];  // T[j] + 2^31
+  explicit ThresholdsAvx2(const uint32_t* T) {
+    for (uint32_t j = 0; j < kCounts; ++j) offset[j] = _mm256_set1_epi32(int(T[j] ^ 0x80000000u));
+  }
+};
+// The counts of 8 words; `capped` is all ones in the lanes whose count reached kCounts (the
+// caller draws those exactly).
+inline __m256i counts8(__m256i word, const ThresholdsAvx2& T, __m256i& capped) {
+  const __m256i u = _mm256_add_epi32(_mm256_min_epu32(word, _mm256_set1_epi32(int(0xFFFFFFFEu))),
+                                     _mm256_set1_epi32(int(0x80000001u)));  // word + 1 + 2^31
+  __m256i reached = _mm256_setzero_si256();  // minus the thresholds reached
+  for (uint32_t j = 0; j + 1 < kCounts; ++j) reached = _mm256_add_epi32(reached, _mm256_cmpgt_epi32(u, T.offset[j]));
+  capped = _mm256_cmpgt_epi32(u, T.offset[kCounts - 1]);
+  return _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_add_epi32(reached, capped));
+}
+#endif
+
 #if defined(RANVIER_HAVE_AVX512_KERNELS)
 // poisson_counts, 16 neurons per instruction (unsigned compares into masks).
 RANVIER_AVX512 uint64_t poisson_counts_avx512(const uint32_t* __restrict w, uint64_t m, const uint32_t* T,
@@ -72,17 +95,13 @@ bool poisson_counts(const uint32_t* __restrict w, uint64_t m, const uint32_t* T,
   if (avx512_kernels()) i = poisson_counts_avx512(w, m, T, count, saturated);
 #endif
 #if defined(__AVX2__)
-  const __m256i cap = _mm256_set1_epi32(int(0xFFFFFFFEu)), full = _mm256_set1_epi32(kCounts);
+  const ThresholdsAvx2 thr(T);
   __m256i any = _mm256_setzero_si256();
-  __m256i thr[kCounts];
-  for (uint32_t j = 0; j < kCounts; ++j) thr[j] = _mm256_set1_epi32(int(T[j]));
   for (; i + 8 <= m; i += 8) {
-    const __m256i word = _mm256_min_epu32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + i)), cap);
-    __m256i c = _mm256_setzero_si256();
-    for (uint32_t j = 0; j < kCounts; ++j)  // word >= T[j] <=> max(word, T[j]) == word; true is -1
-      c = _mm256_sub_epi32(c, _mm256_cmpeq_epi32(_mm256_max_epu32(word, thr[j]), word));
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(count + i), c);
-    any = _mm256_or_si256(any, _mm256_cmpeq_epi32(c, full));
+    __m256i capped;
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(count + i),
+                        counts8(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + i)), thr, capped));
+    any = _mm256_or_si256(any, capped);
   }
   saturated |= !_mm256_testz_si256(any, any);
 #endif
@@ -307,6 +326,41 @@ uint64_t Engine::fixed_weight_drive(ThreadState& ts, const PopulationRange& rang
     return events;
   }
 #endif
+#if defined(__AVX2__)
+  // One pass: each word's count times the weight straight into the input (no count array), the
+  // rare capped counts drawn exactly and corrected in place.
+  const ThresholdsAvx2 thr(table.thresholds());
+  const __m256i wt = _mm256_set1_epi32(weight);
+  __m256i sum = _mm256_setzero_si256();  // a lane adds at most kCounts per vector: no overflow
+  uint64_t events = 0, i = 0;
+  for (; i + 8 <= m; i += 8) {
+    __m256i capped;
+    const __m256i c = counts8(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + i)), thr, capped);
+    __m256i* at = reinterpret_cast<__m256i*>(in + i);
+    _mm256_storeu_si256(at, _mm256_add_epi32(_mm256_loadu_si256(at), _mm256_mullo_epi32(c, wt)));
+    sum = _mm256_add_epi32(sum, c);
+    if (!_mm256_testz_si256(capped, capped)) [[unlikely]] {
+      const uint32_t lanes = uint32_t(_mm256_movemask_ps(_mm256_castsi256_ps(capped)));
+      for (uint32_t l = 0; l < 8; ++l) {
+        if (!(lanes >> l & 1)) continue;
+        const uint32_t exact = table.sample(to_uniform(w[i + l]));
+        in[i + l] += int32_t(exact - kCounts) * weight;
+        events += exact - kCounts;
+      }
+    }
+  }
+  alignas(32) uint32_t lane_sums[8];
+  _mm256_store_si256(reinterpret_cast<__m256i*>(lane_sums), sum);
+  for (uint32_t l = 0; l < 8; ++l) events += lane_sums[l];
+  for (; i < m; ++i) {
+    uint32_t c = 0;
+    poisson_counts(w + i, 1, table.thresholds(), &c);
+    if (c == kCounts) c = table.sample(to_uniform(w[i]));
+    in[i] += int32_t(c) * weight;
+    events += c;
+  }
+  return events;
+#else
   constexpr uint64_t kChunk = 512;
   if (ts.drive_count.size() < kChunk) ts.drive_count.resize(kChunk);
   uint32_t* count = ts.drive_count.data();
@@ -325,6 +379,7 @@ uint64_t Engine::fixed_weight_drive(ThreadState& ts, const PopulationRange& rang
     events += sum;
   }
   return events;
+#endif
 }
 
 #if defined(RANVIER_HAVE_AVX512_KERNELS)
