@@ -137,3 +137,33 @@ def test_both_kernel_sets_agree(engine):
     out = subprocess.run([sys.executable, "-c", code], env=dict(os.environ, RANVIER_SIMD="avx2"),
                          capture_output=True, text=True, check=True).stdout.split()
     assert out == ["avx2", "True"]
+
+
+def _counts_reference(words, thresholds):
+    """The drive's Poisson count of each word: the thresholds it reaches, the word capped at
+    2^32 - 2 (PoissonTable::thresholds)."""
+    capped = np.minimum(np.asarray(words, dtype=np.uint64), 2**32 - 2)
+    return (capped[:, None] >= np.asarray(thresholds, dtype=np.uint64)[None, :]).sum(axis=1)
+
+
+@pytest.mark.parametrize("size", [1, 7, 8, 9, 15, 16, 17, 40, 1003])
+def test_poisson_counts_match_plain_compares(engine, size):
+    """The count kernels (AVX-512 in 16s, AVX2 in 8s, a scalar tail; each machine runs what it
+    has) against plain compares, at the edges: thresholds of 0, 1, 2^32 - 2 and 2^32 - 1, words
+    at and next to each threshold, 0 and 2^32 - 1."""
+    rng = np.random.default_rng(size)
+    for trial in range(60):
+        pool = np.array([0, 1, 2**32 - 2, 2**32 - 1], dtype=np.uint64)
+        thresholds = np.sort(np.where(rng.random(10) < 0.4, rng.choice(pool, 10),
+                                      rng.integers(0, 2**32, 10, dtype=np.uint64)))
+        near = (rng.choice(thresholds, size).astype(np.int64) + rng.integers(-1, 2, size)) % 2**32
+        words = np.where(rng.random(size) < 0.5, near, rng.integers(0, 2**32, size, dtype=np.uint64))
+        words[rng.random(size) < 0.1] = 2**32 - 1
+        counts = np.array(engine.poisson_counts([int(w) for w in words], [int(t) for t in thresholds]))
+        expected = _counts_reference(words, thresholds)
+        assert np.array_equal(counts, expected), (trial, thresholds, words[counts != expected])
+
+
+def test_poisson_counts_refuse_a_short_table(engine):
+    with pytest.raises(ValueError, match="thresholds"):
+        engine.poisson_counts([1, 2, 3], [0] * 9)

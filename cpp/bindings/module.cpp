@@ -81,6 +81,14 @@ NB_MODULE(_engine, m) {
     const Counter out = philox4x32_10({ctr[0], ctr[1], ctr[2], ctr[3]}, {key[0], key[1]});
     return std::vector<uint32_t>(out.begin(), out.end());
   }, "counter"_a, "key"_a);
+  // The drive's Poisson counts (AVX-512, AVX2, scalar tail), for tests against a plain reference.
+  m.def("poisson_counts", [](std::vector<uint32_t> words, std::vector<uint32_t> thresholds) {
+    if (thresholds.size() != PoissonTable::kCounted)
+      throw nb::value_error(("thresholds: " + std::to_string(PoissonTable::kCounted) + " words needed").c_str());
+    std::vector<uint32_t> count(words.size());
+    poisson_counts_of(words.data(), words.size(), thresholds.data(), count.data());
+    return count;
+  }, "words"_a, "thresholds"_a);
   // The vectorised Philox paths (AVX-512, AVX2, scalar tail), for tests against philox4x32_10.
   m.def("philox_lanes", [](std::vector<uint64_t> ids, uint32_t purpose, uint32_t tag, uint32_t a, uint32_t block,
                            std::vector<uint32_t> key) {

@@ -108,4 +108,9 @@ class PoissonTable {
   uint32_t thresholds_[kCounted] = {};
 };
 
+// The drive's Poisson counts (cpp/core/drive.cpp: the AVX-512, AVX2 and scalar paths the CPU
+// runs) of m words against a table's thresholds(), capped at PoissonTable::kCounted; returns
+// whether a count reached the cap. For tests against a plain reference.
+bool poisson_counts_of(const uint32_t* words, uint64_t m, const uint32_t* thresholds, uint32_t* count);
+
 }  // namespace ranvier

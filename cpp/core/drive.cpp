@@ -175,6 +175,10 @@ size_t event_terms(const uint32_t* __restrict words, const uint32_t* __restrict 
 
 }  // namespace
 
+bool poisson_counts_of(const uint32_t* words, uint64_t m, const uint32_t* thresholds, uint32_t* count) {
+  return poisson_counts(words, m, thresholds, count);
+}
+
 // External Poisson drive, drawn on the fly per window of drive_steps steps (the minimum delay:
 // a cycle, or two with overlap) and keyed by (neuron, window): block 0 of a neuron's window
 // gives its event count (word 0) and its first three events (words 1-3);
