@@ -23,6 +23,10 @@ WORKLOADS = {
     # About 12 external events per neuron and step: many counts reach the vector kernels' cap
     # (PoissonTable::kCounted) and are drawn exactly after.
     "microcircuit-strong-drive": ("rv.models.microcircuit(scale=0.02, k_scale=0.05, bg_rate_hz=60.0)", 100.0, {}),
+    # About 16 external events per neuron and 1 ms window: the drive's event lists take many
+    # events past the third (further Philox blocks) and counts past the cap.
+    "dpsnn-strong-drive": ("rv.models.dpsnn(neurons=1000, synapses_per_neuron=200, external_rate_exc_hz=40.0, "
+                           "external_rate_inh_hz=40.0)", 100.0, {}),
     "mam-benchmark": ("rv.models.mam_benchmark(n_areas=2, area_size=500, K=50)", 100.0, {}),
     "artificial-cells": ("rv.models.artificial_cells(cells=2000, targets_per_cell=50)", 100.0, {}),
     "dpsnn-2-threads": ("rv.models.dpsnn(neurons=1000, synapses_per_neuron=200)", 300.0, {"threads": 2}),

@@ -39,6 +39,30 @@ RANVIER_AVX512 size_t list_events_avx512(const uint32_t* __restrict count, const
 }
 #endif
 
+// The drive's events 0-2 of m neurons as (neuron, word) pairs, neuron by neuron: word j + 1 of
+// block 0 for the neurons whose count exceeds j. Three pairs are written for every neuron and as
+// many kept as its count needs (no branch per neuron; the lists have room for 3 m + 3). Returns
+// how many were listed, and in `further` how many events lie past the third.
+size_t list_events(const uint32_t* __restrict count, const uint32_t* __restrict words, uint64_t m,
+                   uint32_t* __restrict ev_neuron, uint32_t* __restrict ev_word, uint64_t& further) {
+  const uint32_t* __restrict w1 = words + m;
+  const uint32_t* __restrict w2 = words + 2 * m;
+  const uint32_t* __restrict w3 = words + 3 * m;
+  size_t n = 0;
+  uint64_t beyond = 0;
+  for (uint64_t i = 0; i < m; ++i) {
+    const uint32_t c = count[i];
+    ev_neuron[n] = ev_neuron[n + 1] = ev_neuron[n + 2] = uint32_t(i);
+    ev_word[n] = w1[i];
+    ev_word[n + 1] = w2[i];
+    ev_word[n + 2] = w3[i];
+    n += std::min<uint32_t>(c, 3);
+    beyond += std::max<uint32_t>(c, 3) - 3;
+  }
+  further = beyond;
+  return n;
+}
+
 // Poisson counts of m words against a table's thresholds (PoissonTable::thresholds), capped at
 // kCounts; returns whether any count reached the cap (the caller then draws those exactly).
 constexpr uint32_t kCounts = PoissonTable::kCounted;
@@ -220,51 +244,36 @@ RANVIER_PHASE void Engine::drive(ThreadState& ts, int64_t cycle) {
         philox4x32_10_lanes(ts.neurons.gid_lo.data() + begin, ts.neurons.gid_hi.data() + begin, m,
                             Purpose::external, di, window, 0, key, words.data(), m);
         const bool saturated = poisson_counts(words.data(), m, table.thresholds(), count.data());
-        // Every event as (neuron, word) in one flat list: words 1-3 of block 0 are written for
-        // every neuron and kept as far as its count needs them (no branch per neuron); counts of
-        // kCounts and more are drawn exactly, and events past the third use further blocks.
+        // Every event as (neuron, word) in one flat list: counts of kCounts and more (rare) are
+        // drawn exactly first, then events 0-2 of every neuron are listed (words 1-3 of block 0),
+        // and the events past the third (rare) appended from further blocks.
         auto& ev_neuron = ts.extra_neuron;
         auto& ev_word = ts.extra_word;
         if (ev_neuron.size() < 3 * m + 3) { ev_neuron.resize(3 * m + 3); ev_word.resize(3 * m + 3); }
+        if (saturated)
+          for (uint64_t i = 0; i < m; ++i)
+            if (count[i] == kCounts) count[i] = table.sample(to_uniform(words[i]));
         size_t n_events = 0;
+        uint64_t further = 0;
 #if defined(RANVIER_HAVE_AVX512_KERNELS)
         if (avx512_kernels()) {
           // The same events in another order (slot by slot; sums do not depend on it):
           // compress-stores list a slot's events for 16 neurons at once.
-          if (saturated)
-            for (uint64_t i = 0; i < m; ++i)
-              if (count[i] == kCounts) count[i] = table.sample(to_uniform(words[i]));
-          uint64_t further = 0;
           for (uint64_t i = 0; i < m; ++i) further += count[i] > 3 ? count[i] - 3 : 0;
           if (ev_neuron.size() < 3 * m + further + 32) { ev_neuron.resize(3 * m + further + 32); ev_word.resize(ev_neuron.size()); }
           n_events = list_events_avx512(count.data(), words.data(), m, ev_neuron.data(), ev_word.data());
-          if (further)
-            for (uint64_t i = 0; i < m; ++i)
-              for (uint32_t j = 3; j < count[i]; ++j) {  // rare: further blocks
-                const Counter b = philox4x32_10(make_counter(gid[i], Purpose::external, di, window, 1 + (j - 3) / 4), key);
-                ev_neuron[n_events] = uint32_t(i);
-                ev_word[n_events] = b[(j - 3) % 4];
-                ++n_events;
-              }
         } else
 #endif
-        for (uint64_t i = 0; i < m; ++i) {
-          uint32_t c = count[i];
-          if (saturated && c == kCounts) c = table.sample(to_uniform(words[i]));
-          if (c > 3 && ev_neuron.size() < n_events + c + 3 * (m - i)) {
-            ev_neuron.resize(2 * (n_events + c + 3 * m)); ev_word.resize(ev_neuron.size());
-          }
-          for (int j = 0; j < 3; ++j) {
-            ev_neuron[n_events + j] = uint32_t(i);
-            ev_word[n_events + j] = words[(j + 1) * m + i];
-          }
-          n_events += std::min<uint32_t>(c, 3);
-          for (uint32_t j = 3; j < c; ++j) {  // rare: further blocks
-            const Counter b = philox4x32_10(make_counter(gid[i], Purpose::external, di, window, 1 + (j - 3) / 4), key);
-            ev_neuron[n_events] = uint32_t(i);
-            ev_word[n_events] = b[(j - 3) % 4];
-            ++n_events;
-          }
+        n_events = list_events(count.data(), words.data(), m, ev_neuron.data(), ev_word.data(), further);
+        if (further) {
+          if (ev_neuron.size() < n_events + further) { ev_neuron.resize(n_events + further); ev_word.resize(ev_neuron.size()); }
+          for (uint64_t i = 0; i < m; ++i)
+            for (uint32_t j = 3; j < count[i]; ++j) {
+              const Counter b = philox4x32_10(make_counter(gid[i], Purpose::external, di, window, 1 + (j - 3) / 4), key);
+              ev_neuron[n_events] = uint32_t(i);
+              ev_word[n_events] = b[(j - 3) % 4];
+              ++n_events;
+            }
         }
         events += n_events;
         // Efficacies and places vectorised, the few normal tails fixed, then added.
