@@ -365,11 +365,11 @@ uint64_t Engine::fixed_weight_drive(ThreadState& ts, const PopulationRange& rang
   alignas(32) uint32_t lane_sums[8];
   _mm256_store_si256(reinterpret_cast<__m256i*>(lane_sums), sum);
   for (uint32_t l = 0; l < 8; ++l) events += lane_sums[l];
-  for (; i < m; ++i) {
-    uint32_t c = 0;
-    poisson_counts(w + i, 1, table.thresholds(), &c);
-    if (c == kCounts) c = table.sample(to_uniform(w[i]));
-    in[i] += int32_t(c) * weight;
+  uint32_t tail[8];  // the last m % 8 neurons: their counts in one call
+  poisson_counts(w + i, m - i, table.thresholds(), tail);
+  for (uint64_t l = 0; i + l < m; ++l) {
+    const uint32_t c = tail[l] == kCounts ? table.sample(to_uniform(w[i + l])) : tail[l];
+    in[i + l] += int32_t(c) * weight;
     events += c;
   }
   return events;
