@@ -4,8 +4,10 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 #include <utility>
 
 #include "core/distributions.hpp"
@@ -62,6 +64,24 @@ void build_thread_neurons(const EngineConfig& cfg, const Placement& placement, i
 
 namespace {
 
+// A buffer whose resize() leaves new elements unset, for per-target arrays that are written in
+// full right after: zeroing them as they grew from one projection's size to the next cost up to
+// 13 bytes of stores per synapse.
+template <class T>
+struct UninitialisedAllocator : std::allocator<T> {
+  template <class U>
+  struct rebind { using other = UninitialisedAllocator<U>; };
+  UninitialisedAllocator() = default;
+  template <class U>
+  UninitialisedAllocator(const UninitialisedAllocator<U>&) noexcept {}
+  template <class U>
+  void construct(U* p) noexcept { ::new (static_cast<void*>(p)) U; }
+  template <class U, class... Args>
+  void construct(U* p, Args&&... args) { ::new (static_cast<void*>(p)) U(std::forward<Args>(args)...); }
+};
+template <class T>
+using Buffer = std::vector<T, UninitialisedAllocator<T>>;
+
 // The sources of projection j's synapses onto target t, in synapse order, into `out`; for an
 // explicit list, returns the list entries of those synapses (nullptr for the other rules).
 // Pairwise: Bernoulli(p) over all candidate sources (s != t) by geometric skips, in increasing
@@ -70,7 +90,7 @@ namespace {
 // time). Fixed out-degree and lists: the target's slice of the rank's plan (prepare_projection).
 const uint64_t* sources_of(const EngineConfig& cfg, const ConnectivityPlan& plan, const Placement& placement,
                            const Key& key, uint32_t j, uint64_t t, std::vector<uint32_t>& words,
-                           std::vector<uint64_t>& out) {
+                           Buffer<uint64_t>& out) {
   const auto& pr = cfg.projections[j];
   const auto& src = cfg.populations[pr.source];
   switch (pr.rule) {
@@ -81,7 +101,7 @@ const uint64_t* sources_of(const EngineConfig& cfg, const ConnectivityPlan& plan
       const size_t blocks = (size_t(k) + 3) / 4;
       if (words.size() < 4 * blocks) words.resize(4 * blocks);
       philox4x32_10_series(make_counter(t, Purpose::connect, j, 0, 0), 3, blocks, key, words.data(), blocks);
-      out.resize(k);  // not cleared first: only entries beyond the last size are initialised
+      out.resize(k);
       for (uint32_t i = 0; i < k; ++i) out[i] = src.first + ((uint64_t(words[(i & 3) * blocks + (i >> 2)]) * src.size) >> 32);
       return nullptr;
     }
@@ -413,7 +433,7 @@ uint64_t max_delay_steps(const ProjectionSpec& pr, double h) {
 // (no per-target list in between).
 struct TargetDraw {
   std::vector<uint32_t> words, synapse_words;
-  std::vector<uint64_t> sources;
+  Buffer<uint64_t> sources;
   std::vector<double> w;         // this projection's weights and delays (steps), vectorised
   std::vector<int32_t> d;
   std::vector<uint8_t> exact;    // 1: drawn again by the per-synapse code (tails, rejections)
@@ -457,13 +477,13 @@ struct TargetDraw {
       if (weight_draw || delay_draw) philox4x32_10_series(make_counter(t, Purpose::synapse, j, 0, 0), 2, m, key, synapse_words.data(), m);
       if (weight_now) {
         const bool clip = pr.weight_clip;
+        // Two loops: gcc 12 vectorises neither half when one loop stores both doubles and bytes.
+#pragma omp simd
+        for (size_t i = 0; i < m; ++i) W[i] = mean + sd * inverse_normal_central(to_uniform(wu[i]));
 #pragma omp simd
         for (size_t i = 0; i < m; ++i) {
-          const double u = to_uniform(wu[i]);
-          const double x = mean + sd * inverse_normal_central(u);
-          const double ratio = x / mean;
-          W[i] = x;
-          X[i] = in_tail(u) | (clip ? !(ratio > 0.0) : weight_rejects && !(ratio > 0.0 && ratio < 2.0));
+          const double ratio = W[i] / mean;
+          X[i] = in_tail(to_uniform(wu[i])) | (clip ? !(ratio > 0.0) : weight_rejects && !(ratio > 0.0 && ratio < 2.0));
         }
       } else {
         std::fill(W, W + m, mean);
@@ -532,9 +552,11 @@ struct TargetDraw {
           if (pr.list_delays()) D[i] = int32_t(pr.list->delay_steps[entries[i]]);
         }
       }
-      int32_t shortest = INT32_MAX, longest = 0;
-#pragma omp simd reduction(min : shortest) reduction(max : longest)
-      for (size_t i = 0; i < m; ++i) { shortest = std::min(shortest, D[i]); longest = std::max(longest, D[i]); }
+      int32_t shortest = INT32_MAX, longest = 0;  // plain ternaries: gcc 12 left std::min's reduction scalar
+      for (size_t i = 0; i < m; ++i) {
+        shortest = D[i] < shortest ? D[i] : shortest;
+        longest = D[i] > longest ? D[i] : longest;
+      }
       if (longest > 0xFFFF) throw std::runtime_error("a delay exceeds 65535 steps: use a coarser resolution_ms");
       emit(sources.data(), W, D, m, j, uint64_t(shortest), uint64_t(longest));
     }
@@ -620,7 +642,7 @@ void build_thread_synapses(const EngineConfig& cfg, const Placement& placement, 
   // Pass 1: count synapses per cell, (source, delay) or source.
   const uint64_t cells = direct ? N * delays : N;
   std::vector<uint32_t, HugePageAllocator<uint32_t>> fill(cells + 1, 0);  // counts, then cursors
-  std::vector<uint64_t> sources;
+  Buffer<uint64_t> sources;
   std::vector<uint32_t> words;
   for (const auto& range : neurons.ranges)
     for (uint64_t k = range.begin; k < range.end; ++k) {
@@ -688,11 +710,11 @@ void build_thread_synapses(const EngineConfig& cfg, const Placement& placement, 
   std::vector<uint16_t> delay(direct ? 0 : total);
   uint64_t max_delay = 0;
   // Per target: each synapse's cell and stored word (packed) or weight, then placed in order.
-  std::vector<uint64_t> placed_cell;
-  std::vector<int32_t> placed_weight;   // fixed point, or the index of a plastic weight
-  std::vector<uint32_t> placed_word;    // packed: weight << bits | column
-  std::vector<uint16_t> placed_delay;   // grouped layout only
-  std::vector<uint8_t> placed_inhibitory;
+  Buffer<uint64_t> placed_cell;
+  Buffer<int32_t> placed_weight;   // fixed point, or the index of a plastic weight
+  Buffer<uint32_t> placed_word;    // packed: weight << bits | column
+  Buffer<uint16_t> placed_delay;   // grouped layout only
+  Buffer<uint8_t> placed_inhibitory;
   const bool packed = out.is_packed();
   for (const auto& range : neurons.ranges) {
     for (uint64_t k = range.begin; k < range.end; ++k) {
@@ -737,27 +759,41 @@ void build_thread_synapses(const EngineConfig& cfg, const Placement& placement, 
         }
         n += m;
       });
-      const uint64_t* cell = placed_cell.data();
       if (packed) {
         placed_word.resize(n);
 #pragma omp simd
         for (size_t i = 0; i < n; ++i)
           placed_word[i] = (uint32_t(placed_weight[i]) << bits) | (placed_inhibitory[i] ? inhibitory_column : excitatory_column);
       }
-      // The cells' cursors two groups ahead, the destinations one group ahead.
+      // The cells' cursors two groups ahead, the destinations one group ahead; the cell list is
+      // padded with cell 0 so that the loop needs no bounds checks, and the loop is compiled once
+      // per store layout.
       constexpr size_t kAhead = 16;
-      for (size_t i = 0; i < n; ++i) {
-        if (i + 2 * kAhead < n) __builtin_prefetch(&fill[cell[i + 2 * kAhead]], 1);
-        if (i + kAhead < n) {
-          const uint64_t ahead = fill[cell[i + kAhead]];
-          if (packed) __builtin_prefetch(&out.packed[ahead], 1);
-          else __builtin_prefetch(&out.synapses[ahead], 1);
-          if (!direct) __builtin_prefetch(&delay[ahead], 1);
+      placed_cell.resize(n + 2 * kAhead);
+      std::fill(placed_cell.begin() + n, placed_cell.end(), 0);
+      const uint64_t* cell = placed_cell.data();
+      uint32_t* cursor = fill.data();
+      auto place = [&](auto* store, auto&& value_of, auto grouped) {
+        for (size_t i = 0; i < n; ++i) {
+          __builtin_prefetch(&cursor[cell[i + 2 * kAhead]], 1);
+          const uint64_t ahead = cursor[cell[i + kAhead]];
+          __builtin_prefetch(store + ahead, 1);
+          if constexpr (grouped) __builtin_prefetch(&delay[ahead], 1);
+          const uint64_t pos = cursor[cell[i]]++;
+          store[pos] = value_of(i);
+          if constexpr (grouped) delay[pos] = placed_delay[i];
         }
-        const uint64_t pos = fill[cell[i]]++;
-        if (packed) out.packed[pos] = placed_word[i];
-        else out.synapses[pos] = {placed_inhibitory[i] ? inhibitory_column : excitatory_column, placed_weight[i]};
-        if (!direct) delay[pos] = placed_delay[i];
+      };
+      auto place_in = [&](auto* store, auto&& value_of) {
+        if (direct) place(store, value_of, std::false_type{});
+        else place(store, value_of, std::true_type{});
+      };
+      if (packed) {
+        place_in(out.packed.data(), [&](size_t i) { return placed_word[i]; });
+      } else {
+        place_in(out.synapses.data(), [&](size_t i) {
+          return Synapse{placed_inhibitory[i] ? inhibitory_column : excitatory_column, placed_weight[i]};
+        });
       }
     }
   }
