@@ -103,11 +103,7 @@ RANVIER_PHASE void Engine::deliver(ThreadState& ts, int64_t cycle) {
 }
 
 // Schedule: every received spike's synapse segments go into the queue of the cycle in which
-// they arrive, with the step offset of arrival. A spike's segments go to as many queues (one per
-// delay), and each push writes a line the delivery of earlier cycles has long evicted: measured
-// on dpsnn, those writes and the load of each spike's row took most of the time. So the work is
-// pipelined over spikes: while spike k's segments are pushed, spike k + 1's queues are computed
-// and the slots they will write fetched, and spike k + 2's row is fetched.
+// they arrive, with the step offset of arrival.
 RANVIER_PHASE void Engine::schedule(ThreadState& ts, const std::vector<SpikeRecord>& records, int64_t cycle) {
   const auto& st = ts.store;
   const int64_t L = cfg_.steps_per_cycle;
@@ -118,55 +114,24 @@ RANVIER_PHASE void Engine::schedule(ThreadState& ts, const std::vector<SpikeReco
     const size_t q = base + offset_plus_delay;
     return q >= ring ? q - ring : q;
   };
-  const uint32_t* row_head = st.row_head.data();
-  const uint32_t* seg_first = st.seg_first.data();
-  const uint16_t* seg_delay = st.seg_delay.data();
-  std::vector<DeliveryEntry>* queue = ts.queue.data();
-  const size_t n = records.size();
-  // Spike k's queues into staged[k % 2] (grown, never shrunk), their next slots fetched for writing.
-  auto stage = [&](size_t k) {
-    const uint64_t g = record_gid(records[k]);
-    const uint32_t o = record_offset(records[k]);
-    const uint32_t h0 = row_head[g], h1 = row_head[g + 1];
-    std::vector<uint32_t>& staged = ts.staged_queue[k & 1];
-    if (staged.size() < h1 - h0) staged.resize(h1 - h0);
-    for (uint32_t h = h0; h < h1; ++h) {
-      const uint32_t q = uint32_t(queue_of(o + seg_delay[h]));
-      staged[h - h0] = q;
-      __builtin_prefetch(queue[q].data() + queue[q].size(), 1);
-    }
-  };
   uint64_t scheduled = 0;
-  if (n) stage(0);
-  for (size_t k = 0; k < n; ++k) {
-    if (k + 2 < n) {
-      const uint64_t g = record_gid(records[k + 2]);
-      __builtin_prefetch(seg_first + row_head[g]);
-      __builtin_prefetch(seg_delay + row_head[g]);
-    }
-    if (k + 1 < n) stage(k + 1);
-    const uint64_t g = record_gid(records[k]);
-    const uint32_t h0 = row_head[g], segments = row_head[g + 1] - h0;
-    const uint32_t* staged = ts.staged_queue[k & 1].data();
-    for (uint32_t i = 0; i < segments; ++i) {
-      const uint32_t first = seg_first[h0 + i], count = seg_first[h0 + i + 1] - first;
-      queue[staged[i]].push_back({first, count});
+  for (SpikeRecord rec : records) {
+    const uint64_t g = record_gid(rec);
+    const uint32_t o = record_offset(rec);
+    for (uint32_t h = st.row_head[g]; h < st.row_head[g + 1]; ++h) {
+      const uint32_t first = st.seg_first[h], count = st.seg_first[h + 1] - first;
+      ts.queue[queue_of(o + st.seg_delay[h])].push_back({first, count});
       scheduled += count;
     }
-  }
-  if (!ts.plastic.empty())  // spike by spike, as above: a synapse's updates in the order of its spikes
-    for (SpikeRecord rec : records) {
-      const uint64_t g = record_gid(rec);
-      const uint32_t o = record_offset(rec);
-      for (uint32_t p = 0; p < ts.plastic.size(); ++p) {
-        const PlasticStore& ps = ts.plastic[p];
-        for (uint32_t h = ps.row_head[g]; h < ps.row_head[g + 1]; ++h) {
-          const uint32_t first = ps.seg_first[h], count = ps.seg_first[h + 1] - first;
-          ts.plastic_queue[queue_of(o + ps.seg_delay[h])].push_back({h, first, count, uint16_t(p), ps.seg_delay[h]});
-          scheduled += count;
-        }
+    for (uint32_t p = 0; p < ts.plastic.size(); ++p) {
+      const PlasticStore& ps = ts.plastic[p];
+      for (uint32_t h = ps.row_head[g]; h < ps.row_head[g + 1]; ++h) {
+        const uint32_t first = ps.seg_first[h], count = ps.seg_first[h + 1] - first;
+        ts.plastic_queue[queue_of(o + ps.seg_delay[h])].push_back({h, first, count, uint16_t(p), ps.seg_delay[h]});
+        scheduled += count;
       }
     }
+  }
   ts.counters.events_scheduled += scheduled;
 }
 

@@ -118,7 +118,6 @@ struct ThreadState {
   std::vector<int32_t> input;                        // [slot][neuron], fixed point
   std::vector<std::vector<DeliveryEntry>> queue;     // [cycle % ring][step offset]: one queue each
   std::vector<std::vector<PlasticEntry>> plastic_queue;  // the same ring, for plastic segments
-  std::vector<uint32_t> staged_queue[2];             // scratch: a spike's segments' queues (schedule)
   std::vector<uint8_t> fired;                        // scratch: neurons that fired this step
   std::vector<uint32_t> extra_neuron, extra_word;    // scratch: further drive events (neuron, word)
   std::vector<int32_t> extra_weight;                 // scratch: their efficacies
