@@ -189,10 +189,12 @@ size_t event_terms(const uint32_t* __restrict words, const uint32_t* __restrict 
   else
 #endif
   event_terms_body(words, neuron, m, L, stride, mean, sd, scale, weight, at, tail);
+  // About one event in twenty lies in a tail: the flags (bytes of 0 or 1) are scanned 8 at a time.
   size_t n = 0;
-  for (uint64_t i = 0; i < m; ++i) {
-    tails[n] = uint32_t(i);
-    n += tail[i];
+  for (uint64_t base = 0; base < m; base += 8) {
+    uint64_t flags = 0;
+    std::memcpy(&flags, tail + base, std::min<uint64_t>(8, m - base));
+    for (; flags; flags &= flags - 1) tails[n++] = uint32_t(base + uint64_t(__builtin_ctzll(flags)) / 8);
   }
   return n;
 }
@@ -267,13 +269,38 @@ RANVIER_PHASE void Engine::drive(ThreadState& ts, int64_t cycle) {
         n_events = list_events(count.data(), words.data(), m, ev_neuron.data(), ev_word.data(), further);
         if (further) {
           if (ev_neuron.size() < n_events + further) { ev_neuron.resize(n_events + further); ev_word.resize(ev_neuron.size()); }
-          for (uint64_t i = 0; i < m; ++i)
+          // The neurons with more than three events (about 4 % at dpsnn's rate), found without a
+          // branch per neuron; block 1 of all of them at once (events 3-6), further blocks (more
+          // than seven events: rare) one at a time. Events in the same order as neuron by neuron.
+          auto& many = ts.drive_many;
+          if (many.size() < 3 * m) many.resize(3 * m);
+          uint32_t* many_lo = many.data() + m;
+          uint32_t* many_hi = many.data() + 2 * m;
+          size_t k = 0;
+          for (uint64_t i = 0; i < m; ++i) {
+            many[k] = uint32_t(i);
+            k += count[i] > 3;
+          }
+          for (size_t x = 0; x < k; ++x) {
+            many_lo[x] = ts.neurons.gid_lo[begin + many[x]];
+            many_hi[x] = ts.neurons.gid_hi[begin + many[x]];
+          }
+          auto& block1 = ts.drive_block1;
+          if (block1.size() < 4 * k) block1.resize(4 * k);
+          philox4x32_10_lanes(many_lo, many_hi, k, Purpose::external, di, window, 1, key, block1.data(), k);
+          for (size_t x = 0; x < k; ++x) {
+            const uint32_t i = many[x];
             for (uint32_t j = 3; j < count[i]; ++j) {
-              const Counter b = philox4x32_10(make_counter(gid[i], Purpose::external, di, window, 1 + (j - 3) / 4), key);
-              ev_neuron[n_events] = uint32_t(i);
-              ev_word[n_events] = b[(j - 3) % 4];
+              ev_neuron[n_events] = i;
+              if (j < 7) {
+                ev_word[n_events] = block1[(j - 3) * k + x];
+              } else {
+                const Counter b = philox4x32_10(make_counter(gid[i], Purpose::external, di, window, 1 + (j - 3) / 4), key);
+                ev_word[n_events] = b[(j - 3) % 4];
+              }
               ++n_events;
             }
+          }
         }
         events += n_events;
         // Efficacies and places vectorised, the few normal tails fixed, then added.

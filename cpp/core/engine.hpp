@@ -126,6 +126,8 @@ struct ThreadState {
   std::vector<uint32_t> extra_tails;                 // scratch: the indices of those
   std::vector<uint32_t> drive_words;                 // scratch: block 0 of the drive, 4 words per neuron
   std::vector<uint32_t> drive_count;                 // scratch: events per neuron this cycle
+  std::vector<uint32_t> drive_many;                  // scratch: neurons with more than three events, their ids
+  std::vector<uint32_t> drive_block1;                // scratch: block 1 of those neurons' windows
   std::vector<std::vector<uint32_t>> fixed_drive_words;  // per drive: 4 steps of one-step-window counts
   std::vector<uint32_t> fixed_drive_group;           // per drive: the window / 4 they were drawn for
   uint64_t input_stride = 0;                         // neurons per input row, padded against cache aliasing
