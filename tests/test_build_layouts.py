@@ -34,11 +34,23 @@ def rejecting_network():
     return net
 
 
+def convergent_network():
+    """One source onto 70,000 targets, five synapses each at one delay: one (source, delay) cell,
+    and so one segment, of 350,000 synapses (175,000 per thread on two), past any 16-bit count."""
+    net = rv.Network(name="convergent")
+    net.add_population(rv.Population("S", 1, dict(LIF)))
+    net.add_population(rv.Population("T", 70000, dict(LIF)))
+    net.connect(rv.Projection(source="S", target="T", indegree=5, weight=5.0, delay_ms=1.0))
+    net.drive(rv.PoissonDrive("S", 100, 20.0, weight=2.0))
+    return net
+
+
 NETWORKS = {
     "rules": lambda: rules_network(500, 20),
     "heterogeneous": lambda: heterogeneous_network(400, 0.05),
     "plastic": lambda: plastic_network(300, 15),
     "rejects": rejecting_network,
+    "convergent": convergent_network,
     "dpsnn": lambda: rv.models.dpsnn(neurons=1024, synapses_per_neuron=200),
     "microcircuit": lambda: rv.models.build("microcircuit", scale=0.02, k_scale=0.02),
 }
