@@ -537,15 +537,20 @@ struct TargetDraw {
           else if (weight_rejects) ok = x / mean > 0.0 && x / mean < 2.0;
         }
         uint64_t delay = uint64_t(pr.delay_offset_steps);
-        if (ok && delay_draw && pr.delay_normal) {
-          const double u = to_uniform(du[i]);
-          const double y = (pr.delay_mean_ms + pr.delay_sd_ms * (in_tail(u) ? inverse_normal(u) : inverse_normal_central(u))) / h;
-          ok = y >= floor_steps && y <= ceil_steps;
-          delay = std::max<uint64_t>(uint64_t(pr.delay_offset_steps), uint64_t(std::llround(std::min(y, 1e6))));
-        } else if (ok && delay_draw) {
-          const double e = -pr.delay_scale_ms * std::log(to_uniform(du[i]));
-          ok = e < pr.delay_cut_ms;
-          delay = uint64_t(pr.delay_offset_steps) + uint64_t(std::floor(e / pr.delay_step_ms)) * uint64_t(pr.delay_step_steps);
+        // A rejected delay is drawn again from the stream's next words: the rest of block 0 here
+        // (the weight took one word at most, since it was accepted), block 1 on in the slow path.
+        for (uint32_t word = weight_draw ? 1 : 0; ok && delay_draw && word < 4; ++word) {
+          const double u = to_uniform(synapse_words[word * m + i]);
+          if (pr.delay_normal) {
+            const double y = (pr.delay_mean_ms + pr.delay_sd_ms * (in_tail(u) ? inverse_normal(u) : inverse_normal_central(u))) / h;
+            delay = std::max<uint64_t>(uint64_t(pr.delay_offset_steps), uint64_t(std::llround(std::min(y, 1e6))));
+            if (y >= floor_steps && y <= ceil_steps) break;
+          } else {
+            const double e = -pr.delay_scale_ms * std::log(u);
+            delay = uint64_t(pr.delay_offset_steps) + uint64_t(std::floor(e / pr.delay_step_ms)) * uint64_t(pr.delay_step_steps);
+            if (e < pr.delay_cut_ms) break;
+          }
+          if (word == 3) ok = false;
         }
         if (!ok) {
           const Counter block0 = {synapse_words[i], synapse_words[m + i], synapse_words[2 * m + i], synapse_words[3 * m + i]};
