@@ -50,8 +50,9 @@ inline double to_uniform(uint32_t word) {
 }
 
 // Block `block` for each of the counters (id_lo[i] | id_hi[i] << 32, purpose, tag, a), i < n,
-// into out[w * stride + i]: 16 counters at a time with AVX2, else one at a time.
-// Bit-identical to philox4x32_10 (tests pin both against the published vectors).
+// into out[w * stride + i]: 16 counters at a time with AVX2 (the last 1-15 as one partial group),
+// one at a time without it. Bit-identical to philox4x32_10 (tests pin both against the published
+// vectors).
 #if defined(__AVX2__)
 namespace detail {
 // 32x32 -> 64-bit products of 8 lanes with one constant, split into high and low words: the high
@@ -250,7 +251,8 @@ inline void philox4x32_10_lanes(const uint32_t* __restrict id_lo, const uint32_t
 
 // Blocks of the counters base + i in counter word `word` (2 or 3), i < n, into
 // out[w * stride + i]: a synapse's block (word 2, the synapse index) or the consecutive blocks of
-// one stream (word 3). 16 lanes at a time with AVX2; bit-identical to philox4x32_10.
+// one stream (word 3). 16 lanes at a time with AVX2, as philox4x32_10_lanes; bit-identical to
+// philox4x32_10.
 inline void philox4x32_10_series(Counter base, int word, size_t n, Key key, uint32_t* __restrict out, size_t stride) {
   size_t i = 0;
 #if defined(RANVIER_HAVE_AVX512_KERNELS)
