@@ -34,6 +34,14 @@ void Engine::build_delivery_queues() {
 // buffer (measured at 20480 neurons: 5.5 -> 4.6 ns per event; huge pages for the synapses then
 // 3.4 ns). Segments are known in advance, so their synapses are prefetched a few entries ahead.
 namespace {
+// Prefetches every cache line of [begin, end), from the start of the first line: stepping 64
+// bytes from an unaligned start would skip the last line whenever the range ends early in it.
+inline void prefetch_lines(const void* begin, const void* end) {
+  const uintptr_t last = reinterpret_cast<uintptr_t>(end);
+  for (uintptr_t p = reinterpret_cast<uintptr_t>(begin) & ~uintptr_t(63); p < last; p += 64)
+    __builtin_prefetch(reinterpret_cast<const void*>(p));
+}
+
 // The delivery loop for one layout: Decode gives (target, weight) of a stored synapse.
 template <class Syn, class RowOf, class Decode>
 void deliver_rows(std::vector<std::vector<DeliveryEntry>>& queue, size_t first_queue, int64_t L, const Syn* syn,
@@ -52,11 +60,7 @@ void deliver_rows(std::vector<std::vector<DeliveryEntry>>& queue, size_t first_q
     for (size_t e = 0; e < entries; ++e) {
       if (e + kAhead < entries) {
         const DeliveryEntry& next = due[e + kAhead];
-        // From the start of the first cache line: stepping 64 bytes from an unaligned start
-        // would skip the segment's last line whenever the segment ends early in it.
-        const uintptr_t first = reinterpret_cast<uintptr_t>(syn + next.first) & ~uintptr_t(63);
-        const uintptr_t end = reinterpret_cast<uintptr_t>(syn + next.first + next.count);
-        for (uintptr_t p = first; p < end; p += 64) __builtin_prefetch(reinterpret_cast<const void*>(p));
+        prefetch_lines(syn + next.first, syn + next.first + next.count);
       }
       const DeliveryEntry entry = due[e];
       const Syn* s = syn + entry.first;
@@ -103,7 +107,10 @@ RANVIER_PHASE void Engine::deliver(ThreadState& ts, int64_t cycle) {
 }
 
 // Schedule: every received spike's synapse segments go into the queue of the cycle in which
-// they arrive, with the step offset of arrival.
+// they arrive, with the step offset of arrival. A spike's row is cold (its row head and its
+// segments' headers missed every cache: two thirds of schedule's samples), and the spikes are
+// known in advance: each spike's row head is fetched 8 spikes ahead and its headers 4 ahead
+// (4/2 and 16/8 measured no better; docs/performance.md).
 RANVIER_PHASE void Engine::schedule(ThreadState& ts, const std::vector<SpikeRecord>& records, int64_t cycle) {
   const auto& st = ts.store;
   const int64_t L = cfg_.steps_per_cycle;
@@ -114,8 +121,18 @@ RANVIER_PHASE void Engine::schedule(ThreadState& ts, const std::vector<SpikeReco
     const size_t q = base + offset_plus_delay;
     return q >= ring ? q - ring : q;
   };
+  constexpr size_t kHeadAhead = 8, kHeadersAhead = 4;
+  const size_t n_records = records.size();
   uint64_t scheduled = 0;
-  for (SpikeRecord rec : records) {
+  for (size_t r = 0; r < n_records; ++r) {
+    if (r + kHeadAhead < n_records) __builtin_prefetch(&st.row_head[record_gid(records[r + kHeadAhead])]);
+    if (r + kHeadersAhead < n_records) {
+      const uint64_t ahead = record_gid(records[r + kHeadersAhead]);
+      const uint32_t h0 = st.row_head[ahead], h1 = st.row_head[ahead + 1];
+      prefetch_lines(st.seg_first.data() + h0, st.seg_first.data() + h1);
+      prefetch_lines(st.seg_delay.data() + h0, st.seg_delay.data() + h1);
+    }
+    const SpikeRecord rec = records[r];
     const uint64_t g = record_gid(rec);
     const uint32_t o = record_offset(rec);
     for (uint32_t h = st.row_head[g]; h < st.row_head[g + 1]; ++h) {
