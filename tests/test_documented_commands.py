@@ -319,6 +319,9 @@ SCALED: dict[str, Scaled] = {
     "python bench/instructions.py --compare docs/measurements/instructions.json":
         Scaled("--workloads dpsnn", needs="valgrind", exit_codes=(0, 1)),
     "python bench/instructions.py --out docs/measurements/instructions.json": Scaled("--workloads dpsnn", needs="valgrind"),
+    # docs/performance.md: paired chunks (this engine reads no switch: both settings run the same code)
+    "python bench/paired_chunks.py RANVIER_SCHED_PF=16,8 dpsnn --base RANVIER_SCHED_PF=8,4 --pairs 30 --chunk-ms 200 "
+    "--threads 2": Scaled("--pairs 2 --chunk-ms 20 --threads 1 --set neurons=2048"),
 }
 
 
