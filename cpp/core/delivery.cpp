@@ -47,8 +47,8 @@ template <class Syn, class RowOf, class Decode>
 void deliver_rows(std::vector<std::vector<DeliveryEntry>>& queue, size_t first_queue, int64_t L, const Syn* syn,
                   RowOf row_of, Decode decode, uint64_t& events, uint64_t& segments) {
   // Entries ahead to prefetch, all lines of the segment: 8 measured best on an AVX-512 Xeon
-  // (4..32 tried), no distance better beyond drift on an AVX2 EPYC (docs/performance.md). A
-  // build may set another to measure it (-DRANVIER_DELIVERY_PREFETCH_AHEAD=N).
+  // (4..32 tried) and on an AVX2 EPYC (4, 12, 16 and first lines only tried, in paired chunks;
+  // docs/performance.md). A build may set another to measure it (-DRANVIER_DELIVERY_PREFETCH_AHEAD=N).
 #ifndef RANVIER_DELIVERY_PREFETCH_AHEAD
 #define RANVIER_DELIVERY_PREFETCH_AHEAD 8
 #endif
