@@ -3,9 +3,10 @@
 On a shared or virtual machine the speed of separate processes drifts by 10-35 % (the 2-core
 VM of docs/performance.md), far more than most changes measured there. This builds the network
 once and runs it in chunks that alternate between two settings of an environment variable that
-a measurement build of the engine reads at run time (off on on off off on ...: no order bias),
-so both settings see the same drift; it prints the wall time and the deliver and update phases
-per chunk, min and median for each setting, and the paired differences of the deliver phase.
+a measurement build of the engine reads at run time (off on, on off, off on, ...: each pair in
+both orders, so a trend along the run favours neither), so both settings see the same drift. It
+prints the wall time and the deliver and update phases per chunk, min and median for each
+setting, and the paired differences of the wall time and of the deliver phase.
 
     python bench/paired_chunks.py RANVIER_SWITCH=1 dpsnn --pairs 30 --chunk-ms 200 --threads 2
     python bench/paired_chunks.py RANVIER_SWITCH=16,8 microcircuit --base RANVIER_SWITCH=8,4
@@ -53,28 +54,29 @@ def main() -> None:
         if mode == "on":
             os.environ[var] = value
 
+    def phases(result) -> tuple[float, float]:
+        p = result.summary()["phase_seconds"]   # summed since the start of the simulation
+        return p["deliver"], p["update"]
+
     apply("off")
-    sim.run(a.chunk_ms)   # warm-up: first touches, queues filled
+    prev = phases(sim.run(a.chunk_ms))   # warm-up: first touches, queues filled
     rows = {"off": [], "on": []}
-    prev = None
-    for i in range(2 * a.pairs + 1):
+    # Pair k is chunks 2k and 2k + 1: off then on for even k, on then off for odd k.
+    for i in range(2 * a.pairs):
         mode = ("off", "on")[(i + i // 2) % 2]
         apply(mode)
         t = time.perf_counter()
-        result = sim.run(a.chunk_ms)
-        wall = time.perf_counter() - t
-        phases = result.summary()["phase_seconds"]   # summed since the start
-        now = (phases["deliver"], phases["update"])
-        if prev is not None:
-            rows[mode].append((wall, now[0] - prev[0], now[1] - prev[1]))
+        now = phases(sim.run(a.chunk_ms))
+        rows[mode].append((time.perf_counter() - t, now[0] - prev[0], now[1] - prev[1]))
         prev = now
     for mode, r in rows.items():
         parts = [f"{name} min {min(x[j] for x in r):.4f} median {statistics.median(x[j] for x in r):.4f}"
                  for j, name in enumerate(("wall", "deliver", "update"))]
         print(f"{mode:3s} chunks {len(r)}: " + ", ".join(parts))
-    diffs = [on[1] - off[1] for off, on in zip(rows["off"], rows["on"])]
-    print(f"deliver on - off, paired: median {statistics.median(diffs):+.4f} s, mean {statistics.mean(diffs):+.4f} s, "
-          f"'on' faster in {sum(d < 0 for d in diffs)} of {len(diffs)}")
+    for j, name in ((0, "wall"), (1, "deliver")):
+        diffs = [on[j] - off[j] for off, on in zip(rows["off"], rows["on"])]
+        print(f"{name} on - off, paired: median {statistics.median(diffs):+.4f} s, mean {statistics.mean(diffs):+.4f} s, "
+              f"'on' faster in {sum(d < 0 for d in diffs)} of {len(diffs)}")
 
 
 if __name__ == "__main__":
