@@ -322,6 +322,8 @@ SCALED: dict[str, Scaled] = {
     # docs/performance.md: paired chunks (this engine reads no switch: both settings run the same code)
     "python bench/paired_chunks.py RANVIER_SCHED_PF=16,8 dpsnn --base RANVIER_SCHED_PF=8,4 --pairs 30 --chunk-ms 200 "
     "--threads 2": Scaled("--pairs 2 --chunk-ms 20 --threads 1 --set neurons=2048"),
+    "python bench/paired_chunks.py RANVIER_SCHED_ONCE=split microcircuit --pairs 30 --chunk-ms 100 --threads 2":
+        Scaled("--pairs 2 --chunk-ms 10 --threads 1 --set scale=0.02 --set k_scale=0.05"),
 }
 
 
