@@ -6,7 +6,7 @@ once and runs it in chunks that alternate between two settings of an environment
 a measurement build of the engine reads at run time (off on, on off, off on, ...: each pair in
 both orders, so a trend along the run favours neither), so both settings see the same drift. It
 prints the wall time and the deliver and update phases per chunk, min and median for each
-setting, and the paired differences of the wall time and of the deliver phase.
+setting, and the paired differences of each.
 
     python bench/paired_chunks.py RANVIER_SWITCH=1 dpsnn --pairs 30 --chunk-ms 200 --threads 2
     python bench/paired_chunks.py RANVIER_SWITCH=16,8 microcircuit --base RANVIER_SWITCH=8,4
@@ -73,7 +73,7 @@ def main() -> None:
         parts = [f"{name} min {min(x[j] for x in r):.4f} median {statistics.median(x[j] for x in r):.4f}"
                  for j, name in enumerate(("wall", "deliver", "update"))]
         print(f"{mode:3s} chunks {len(r)}: " + ", ".join(parts))
-    for j, name in ((0, "wall"), (1, "deliver")):
+    for j, name in ((0, "wall"), (1, "deliver"), (2, "update")):
         diffs = [on[j] - off[j] for off, on in zip(rows["off"], rows["on"])]
         print(f"{name} on - off, paired: median {statistics.median(diffs):+.4f} s, mean {statistics.mean(diffs):+.4f} s, "
               f"'on' faster in {sum(d < 0 for d in diffs)} of {len(diffs)}")
