@@ -56,6 +56,9 @@ void deliver_rows(std::vector<std::vector<DeliveryEntry>>& queue, size_t first_q
   for (int64_t o = 0; o < L; ++o) {
     auto& due = queue[first_queue + o];
     int32_t* row = row_of(o);
+    // The row as an opaque pointer: gcc otherwise keeps the input's base and the row's offset
+    // apart and adds them for every synapse (9 instructions a synapse instead of 8).
+    asm("" : "+r"(row));
     const size_t entries = due.size();
     for (size_t e = 0; e < entries; ++e) {
       if (e + kAhead < entries) {
