@@ -270,3 +270,36 @@ def test_bad_energy_option_stops_every_rank(tmp_path):
     done = ranvier_cli("run", *SMALL, "--power-model", "static=10,per_kore=5", launcher=(mpiexec, "-n", "2"),
                        timeout=60)
     assert done.returncode == 2 and done.stderr.count("ranvier: error:") == 1 and "per_kore" in done.stderr
+
+
+def test_sigterm_turned_into_another_error_by_a_library_still_ends_as_terminated(monkeypatch, capsys):
+    """SIGTERM raises Terminated in whatever Python code runs then; a library may turn it into
+    another error (numpy's sort of a structured array, inside np.unique(axis=0) of a checkpoint,
+    made it "TypeError: Cannot compare structured arrays ..."). The job still ends as terminated:
+    status 143 and its one line. The next main() in the process starts afresh."""
+    import signal
+
+    from ranvier import cli
+    from ranvier.errors import Terminated
+
+    def sigterm_inside_a_library(argv, rank):
+        try:
+            cli._on_sigterm(signal.SIGTERM, None)
+        except Terminated:
+            raise TypeError("Cannot compare structured arrays unless they have a common dtype") from None
+
+    def plain_failure(argv, rank):
+        raise TypeError("a real type error")
+
+    monkeypatch.delenv("RANVIER_TRACEBACK", raising=False)
+    previous = signal.getsignal(signal.SIGTERM)
+    try:
+        monkeypatch.setattr(cli, "_dispatch", sigterm_inside_a_library)
+        assert cli.main(["run"]) == 143
+        err = capsys.readouterr().err
+        assert "ranvier: terminated (SIGTERM)" in err and "TypeError" not in err, err
+        monkeypatch.setattr(cli, "_dispatch", plain_failure)
+        assert cli.main(["run"]) == 1
+        assert "ranvier: error: TypeError: a real type error" in capsys.readouterr().err
+    finally:
+        signal.signal(signal.SIGTERM, previous)

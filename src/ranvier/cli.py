@@ -156,9 +156,18 @@ def _failed(exc: BaseException) -> int:
     return exit_code(exc)
 
 
+# Whether SIGTERM arrived during this main(): the Terminated that _on_sigterm raises can come out
+# of a library as another error (numpy's sort of a structured array, in np.unique(axis=0), turns
+# it into "TypeError: Cannot compare structured arrays ..."), and the job must still end as
+# terminated. Process state by nature, as the signal handler is.
+_sigterm_received = False
+
+
 def _on_sigterm(signum, frame):
     """SIGTERM (a batch system's wall-time limit, `kill`): stop as after Ctrl-C. A second SIGTERM
     ends the process at once (the watcher of the output folder clears what is left)."""
+    global _sigterm_received
+    _sigterm_received = True
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     raise Terminated()
 
@@ -209,6 +218,8 @@ def main(argv=None) -> int:
     debugging: in one process the exception is re-raised; with several ranks the traceback is
     printed before the one line and the abort.
     """
+    global _sigterm_received
+    _sigterm_received = False
     rank = _launcher_rank()
     restore_handlers = _install_handlers()
     stdout = sys.stdout
@@ -224,6 +235,8 @@ def main(argv=None) -> int:
     except (Exception, KeyboardInterrupt) as e:
         if _traceback_wanted() and _single_process():
             raise
+        if _sigterm_received and not isinstance(e, Terminated):
+            e = Terminated()                   # what a library made of the one _on_sigterm raised
         return _failed(e)
     finally:
         restore_handlers()
