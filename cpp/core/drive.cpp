@@ -78,6 +78,15 @@ struct CompressTable {
 };
 constexpr CompressTable kCompress{};
 
+// Appends base + lane for each set bit of the 8-bit `mask`, in order, at `out` (which has room
+// for 8) and returns how many: a table load, an add and a store, no branch per bit (a loop over
+// the bits mispredicted its exit where about one group in three has a bit set).
+inline size_t append_lanes(uint32_t mask, uint32_t base, uint32_t* __restrict out) {
+  const __m256i lanes = _mm256_load_si256(reinterpret_cast<const __m256i*>(kCompress.lanes[mask]));
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(out), _mm256_add_epi32(_mm256_set1_epi32(int(base)), lanes));
+  return size_t(__builtin_popcount(mask));
+}
+
 // list_events_avx512 with 8 lanes: the same events, slot by slot (the sums do not depend on the
 // order), 8 pairs stored for every 8 neurons and as many kept as have the slot (the lists have
 // room for 3 m + 8); the last m % 8 neurons by list_events, which also gives `further`.
@@ -121,9 +130,8 @@ size_t list_more_than_three(const uint32_t* __restrict count, uint64_t m, uint32
   const __m256i three = _mm256_set1_epi32(3);  // counts are far below 2^31: a signed compare
   for (; i + 8 <= m; i += 8) {
     const __m256i c = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(count + i));
-    for (uint32_t bits = uint32_t(_mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpgt_epi32(c, three)))); bits;
-         bits &= bits - 1)
-      out[k++] = uint32_t(i + uint64_t(__builtin_ctz(bits)));
+    const uint32_t bits = uint32_t(_mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpgt_epi32(c, three))));
+    k += append_lanes(bits, uint32_t(i), out + k);
   }
 #endif
   for (; i < m; ++i) {
@@ -259,12 +267,17 @@ size_t event_terms(const uint32_t* __restrict words, const uint32_t* __restrict 
   else
 #endif
   event_terms_body(words, neuron, m, L, stride, mean, sd, scale, weight, at, tail);
-  // About one event in twenty lies in a tail: the flags (bytes of 0 or 1) are scanned 8 at a time.
-  // Whole groups with a fixed-size load (a variable-size copy cost 30 instructions a group).
+  // About one event in twenty lies in a tail: the flags (bytes of 0 or 1) are read 8 at a time
+  // (a variable-size copy only for the last group: it cost 30 instructions a group) and their
+  // indices appended without a branch per flag (tails has room for m + 8).
   size_t n = 0;
   uint64_t base = 0;
   auto scan = [&](uint64_t flags) {
+#if defined(__AVX2__) && defined(__BMI2__)
+    n += append_lanes(uint32_t(_pext_u64(flags, 0x0101010101010101ull)), uint32_t(base), tails + n);
+#else
     for (; flags; flags &= flags - 1) tails[n++] = uint32_t(base + uint64_t(__builtin_ctzll(flags)) / 8);
+#endif
   };
   for (; base + 8 <= m; base += 8) {
     uint64_t flags;
@@ -390,7 +403,7 @@ RANVIER_PHASE void Engine::drive(ThreadState& ts, int64_t cycle) {
         auto& tails = ts.extra_tails;
         if (ev_weight.size() < n_events + 1) {
           ev_weight.resize(ev_neuron.size() + 1); ev_at.resize(ev_weight.size());
-          ev_tail.resize(ev_weight.size()); tails.resize(ev_weight.size());
+          ev_tail.resize(ev_weight.size()); tails.resize(ev_weight.size() + 8);
         }
         const size_t n_tails = event_terms(ev_word.data(), ev_neuron.data(), n_events, L, stride, mean, sd, scale,
                                            ev_weight.data(), ev_at.data(), ev_tail.data(), tails.data());
