@@ -61,6 +61,11 @@ def measure(name: str, args: list[str], workdir: Path) -> dict:
     inclusive = {}
     for line in annotate.splitlines():
         m = LINE.match(line)
+        if m and m.group(2) in PHASES and re.search(r"\.(cpp|hpp|h):ranvier::Engine::", line):
+            # With debug information callgrind_annotate splits a function by source file and
+            # lists OpenMP clones beside it: the sums below would count phases twice or in part.
+            raise SystemExit(f"{name}: the engine under callgrind has debug information ({line.strip()[:120]}); "
+                             "bench/instructions.py counts a build without it (the default: pip install, no NOSTRIP)")
         if m and m.group(2) in PHASES:
             inclusive[m.group(2)] = inclusive.get(m.group(2), 0) + int(m.group(1).replace(",", ""))
     s = json.loads((run_dir / "summary.json").read_text())
