@@ -698,15 +698,11 @@ void build_thread_synapses(const EngineConfig& cfg, const Placement& placement, 
       }
     return wrapped;
   };
-  bool counted = false;
   if (direct) {
     std::vector<uint16_t, HugePageAllocator<uint16_t>> narrow(cells + 1, 0);
-    if (!count_cells(narrow.data())) {
-      fill.assign(narrow.begin(), narrow.end());
-      counted = true;
-    }
+    if (!count_cells(narrow.data())) fill.assign(narrow.begin(), narrow.end());
   }
-  if (!counted) {
+  if (fill.empty()) {  // the grouped layout, or a 16-bit count wrapped
     fill.assign(cells + 1, 0);
     count_cells(fill.data());
   }
