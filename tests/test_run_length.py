@@ -97,3 +97,42 @@ def test_a_record_that_cannot_fit_in_memory_is_refused_before_the_run(tmp_path):
     streamed = rv.Simulation(net, threads=1, stream_to=tmp_path)        # streamed: accepted, and it runs
     assert streamed.run(100.0).spikes_total > 0
     streamed.close()
+
+
+def test_time_order_is_lexsorts_order():
+    """Spikes sorted by (step, id) through one combined key, as np.lexsort((ids, steps)) sorts
+    them: for a chunk's sorted runs (threads' and ranks' parts), for shuffled spikes, and where
+    the key would not fit in 63 bits (lexsort itself)."""
+    rng = np.random.default_rng(7)
+    steps = np.sort(rng.integers(1, 1000, 5000))
+    ids = rng.integers(0, 20480, 5000)
+    parts = (np.concatenate([ids[::2], ids[1::2]]), np.concatenate([steps[::2], steps[1::2]]))
+    shuffled = rng.permutation(5000)
+    wide = (rng.integers(0, 2**40, 300), rng.integers(0, 2**30, 300))
+    for i, s in (parts, (ids[shuffled], steps[shuffled]), wide, (ids[:0], steps[:0])):
+        assert np.array_equal(rv.recording.time_order(i, s), np.lexsort((i, s)))
+
+
+def test_fast_chunks_grow_and_keep_every_spike(monkeypatch):
+    """Chunks that take under FAST_CHUNK_S of wall time double, up to LONGEST_CHUNK_MS: the same
+    spikes and timers as a run in fixed chunks, in fewer gathers."""
+    from ranvier import simulation
+    net = rv.models.dpsnn(neurons=400, synapses_per_neuron=100)
+    fixed = rv.Simulation(net, threads=1, seed=5).run(1700.0, chunk_ms=100.0)
+    sizes = []
+    original = rv.Simulation._collect
+
+    def collect(self):
+        sizes.append(self._engine.cycles_done)
+        original(self)
+    monkeypatch.setattr(simulation, "FAST_CHUNK_S", 1e9)        # every chunk counts as fast
+    monkeypatch.setattr(rv.Simulation, "_collect", collect)
+    grown = rv.Simulation(net, threads=1, seed=5).run(1700.0)
+    lengths = np.diff([0] + sizes)
+    assert lengths.tolist() == [100, 200, 400, 800, 200]       # cycles of 1 ms: doubled, then the rest
+    assert np.array_equal(grown.spikes[0], fixed.spikes[0]) and np.array_equal(grown.spikes[1], fixed.spikes[1])
+    assert grown.cycle_timers.shape == fixed.cycle_timers.shape
+    monkeypatch.setattr(simulation, "FAST_CHUNK_S", 0.0)        # none is: 100 ms chunks, as before
+    sizes.clear()
+    rv.Simulation(net, threads=1, seed=5).run(1700.0)
+    assert np.diff([0] + sizes).tolist() == [100] * 17
