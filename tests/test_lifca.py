@@ -367,3 +367,15 @@ def test_poisson_drive_efficacies_are_gaussian():
     assert one.size > 20000                                   # about 0.27 of 100000 steps
     assert abs(one.mean() - w) < Z_SE * sd / math.sqrt(one.size), one.mean()
     assert abs(one.std() - sd) < Z_SE * sd / math.sqrt(2 * one.size), one.std()
+    # The whole law, tails included: the central 95 % of events are drawn in single precision from
+    # 2^23 cells of the uniform, the rest by the tails' formula in double (cpp/core/drive.cpp), so
+    # the seam at p = 0.02425 (z = -1.97) and each tail's sign are checked too.
+    z = np.sort((one - w) / sd)
+    normal_cdf = np.array([0.5 * math.erfc(-v / math.sqrt(2.0)) for v in z])
+    n = z.size
+    ks = max(np.max(np.arange(1, n + 1) / n - normal_cdf), np.max(normal_cdf - np.arange(n) / n))
+    assert math.sqrt(n) * ks < 1.95, ks                     # Kolmogorov-Smirnov, P(> 1.95) = 0.001
+    for beyond in (1.5, 1.97, 2.5, 3.0):                    # each tail alone, at and past the seam
+        p_tail = 0.5 * math.erfc(beyond / math.sqrt(2.0))
+        for count in (np.count_nonzero(z < -beyond), np.count_nonzero(z > beyond)):
+            assert abs(count - n * p_tail) < Z_SE * math.sqrt(n * p_tail), (beyond, count, n * p_tail)

@@ -1,6 +1,7 @@
 // Distributions drawn from uniforms, written for speed and exact reproducibility.
 #pragma once
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstdint>
 #include <vector>
@@ -24,16 +25,24 @@ inline constexpr double kNormalLow = 0.02425;
          (((((b[0] * r + b[1]) * r + b[2]) * r + b[3]) * r + b[4]) * r + 1.0);
 }
 
-inline double inverse_normal(double p) {
+// The tails (p < kNormalLow or p > 1 - kNormalLow). The upper tail's sign is flipped by a mask,
+// not a branch: tails come in random order, and a branch that mispredicts half the time also
+// keeps the next tail's long chain (a logarithm, a root, a division) from overlapping this one.
+inline double inverse_normal_tail(double p) {
   constexpr double c[] = {-7.784894002430293e-03, -3.223964580411365e-01, -2.400758277161838e+00,
                           -2.549732539343734e+00, 4.374664141464968e+00, 2.938163982698783e+00};
   constexpr double d[] = {7.784695709041462e-03, 3.224671290700398e-01, 2.445134137142996e+00,
                           3.754408661907416e+00};
-  if (p >= kNormalLow && p <= 1.0 - kNormalLow) return inverse_normal_central(p);
-  const double q = std::sqrt(-2.0 * std::log(p < kNormalLow ? p : 1.0 - p));
+  const bool lower = p < kNormalLow;
+  const double q = std::sqrt(-2.0 * std::log(lower ? p : 1.0 - p));
   const double x = (((((c[0] * q + c[1]) * q + c[2]) * q + c[3]) * q + c[4]) * q + c[5]) /
                    ((((d[0] * q + d[1]) * q + d[2]) * q + d[3]) * q + 1.0);
-  return p < kNormalLow ? x : -x;
+  return std::bit_cast<double>(std::bit_cast<uint64_t>(x) ^ (uint64_t(!lower) << 63));  // -x exactly
+}
+
+inline double inverse_normal(double p) {
+  if (p >= kNormalLow && p <= 1.0 - kNormalLow) return inverse_normal_central(p);
+  return inverse_normal_tail(p);
 }
 
 // Binomial(n, p) by inversion of one uniform u: the probabilities are summed upward from
