@@ -13,17 +13,22 @@ namespace ranvier {
 // branch-free rational function that vectorises; the tails need a logarithm.
 inline constexpr double kNormalLow = 0.02425;
 
-// Always inlined: the vector loops that call it stay vector loops only if it is (a larger caller
-// once made gcc call it out of line, and the build's draws ran 60 % longer).
-[[gnu::always_inline]] inline double inverse_normal_central(double p) {
-  constexpr double a[] = {-3.969683028665376e+01, 2.209460984245205e+02, -2.759285104469687e+02,
-                          1.383577518672690e+02, -3.066479806614716e+01, 2.506628277459239e+00};
-  constexpr double b[] = {-5.447609879822406e+01, 1.615858368580409e+02, -1.556989798598866e+02,
-                          6.680131188771972e+01, -1.328068155288572e+01};
-  const double q = p - 0.5, r = q * q;
+// In the precision of T: double for the build's draws and everywhere else, float for the drive's
+// events (cpp/core/drive.cpp: twice the lanes a register). Always inlined: the vector loops that
+// call it stay vector loops only if it is (a larger caller once made gcc call it out of line, and
+// the build's draws ran 60 % longer).
+template <class T>
+[[gnu::always_inline]] inline T inverse_normal_central_in(T p) {
+  constexpr T a[] = {T(-3.969683028665376e+01), T(2.209460984245205e+02), T(-2.759285104469687e+02),
+                     T(1.383577518672690e+02), T(-3.066479806614716e+01), T(2.506628277459239e+00)};
+  constexpr T b[] = {T(-5.447609879822406e+01), T(1.615858368580409e+02), T(-1.556989798598866e+02),
+                     T(6.680131188771972e+01), T(-1.328068155288572e+01)};
+  const T q = p - T(0.5), r = q * q;
   return (((((a[0] * r + a[1]) * r + a[2]) * r + a[3]) * r + a[4]) * r + a[5]) * q /
-         (((((b[0] * r + b[1]) * r + b[2]) * r + b[3]) * r + b[4]) * r + 1.0);
+         (((((b[0] * r + b[1]) * r + b[2]) * r + b[3]) * r + b[4]) * r + T(1));
 }
+
+[[gnu::always_inline]] inline double inverse_normal_central(double p) { return inverse_normal_central_in(p); }
 
 // The tails (p < kNormalLow or p > 1 - kNormalLow). The upper tail's sign is flipped by a mask,
 // not a branch: tails come in random order, and a branch that mispredicts half the time also

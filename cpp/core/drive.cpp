@@ -233,24 +233,12 @@ constexpr uint32_t kTailCells = uint32_t(kNormalLow * double(kCells));
 static_assert(double(kTailCells) / kCells < kNormalLow && double(kTailCells + 1) / kCells > kNormalLow);
 inline bool cell_in_tail(int32_t cell) { return cell < int32_t(kTailCells) || cell >= int32_t(kCells - kTailCells); }
 
-// Acklam's central rational function (inverse_normal_central) with its coefficients in single
-// precision; relative error below 1e-6 over the central cells.
-[[gnu::always_inline]] inline float inverse_normal_central_f(float p) {
-  constexpr float a[] = {-3.969683028665376e+01f, 2.209460984245205e+02f, -2.759285104469687e+02f,
-                         1.383577518672690e+02f, -3.066479806614716e+01f, 2.506628277459239e+00f};
-  constexpr float b[] = {-5.447609879822406e+01f, 1.615858368580409e+02f, -1.556989798598866e+02f,
-                         6.680131188771972e+01f, -1.328068155288572e+01f};
-  const float q = p - 0.5f, r = q * q;
-  return (((((a[0] * r + a[1]) * r + a[2]) * r + a[3]) * r + a[4]) * r + a[5]) * q /
-         (((((b[0] * r + b[1]) * r + b[2]) * r + b[3]) * r + b[4]) * r + 1.0f);
-}
-
 // An event's efficacy from a central cell, in the fixed point of the input. Single precision
 // carries 24 bits: finer than the fixed point (2^-fraction_bits) for efficacies below
 // 2^(24 - fraction_bits) (256 mV at dpsnn's 16 bits), and far finer than the spread.
 inline int32_t central_efficacy(int32_t cell, float mean, float sd, float scale) {
   const float p = (float(cell) + 0.5f) * 0x1p-23f;
-  return int32_t(std::rint((mean + sd * inverse_normal_central_f(p)) * scale));
+  return int32_t(std::rint((mean + sd * inverse_normal_central_in(p)) * scale));
 }
 
 inline int32_t tail_efficacy(uint32_t word, uint64_t L, double mean, double sd, double scale) {
