@@ -64,29 +64,6 @@ size_t list_events(const uint32_t* __restrict count, const uint32_t* __restrict 
 }
 
 #if defined(__AVX2__)
-// For each 8-bit mask, the lanes of its set bits in order: AVX2 has no compress instruction, so
-// a permutation from this table (8 KiB) moves the kept lanes to the front.
-struct CompressTable {
-  alignas(32) uint32_t lanes[256][8];
-  constexpr CompressTable() : lanes{} {
-    for (uint32_t mask = 0; mask < 256; ++mask) {
-      uint32_t k = 0;
-      for (uint32_t lane = 0; lane < 8; ++lane)
-        if (mask >> lane & 1) lanes[mask][k++] = lane;
-    }
-  }
-};
-constexpr CompressTable kCompress{};
-
-// Appends base + lane for each set bit of the 8-bit `mask`, in order, at `out` (which has room
-// for 8) and returns how many: a table load, an add and a store, no branch per bit (a loop over
-// the bits mispredicted its exit where about one group in three has a bit set).
-inline size_t append_lanes(uint32_t mask, uint32_t base, uint32_t* __restrict out) {
-  const __m256i lanes = _mm256_load_si256(reinterpret_cast<const __m256i*>(kCompress.lanes[mask]));
-  _mm256_storeu_si256(reinterpret_cast<__m256i*>(out), _mm256_add_epi32(_mm256_set1_epi32(int(base)), lanes));
-  return size_t(__builtin_popcount(mask));
-}
-
 // list_events_avx512 with 8 lanes: the same events, slot by slot (the sums do not depend on the
 // order), 8 pairs stored for every 8 neurons and as many kept as have the slot (the lists have
 // room for 3 m + 8); the last m % 8 neurons by list_events, which also gives `further`.
@@ -303,28 +280,8 @@ size_t event_terms(const uint32_t* __restrict words, const uint32_t* __restrict 
   else
 #endif
   event_terms_any(words, neuron, m, L, stride, mean, sd, scale, weight, at, tail);
-  // About one event in twenty lies in a tail: the flags (bytes of 0 or 1) are read 8 at a time
-  // (a variable-size copy only for the last group: it cost 30 instructions a group) and their
-  // indices appended without a branch per flag (tails has room for m + 8).
-  size_t n = 0;
-  uint64_t base = 0;
-  auto scan = [&](uint64_t flags) {
-#if defined(__AVX2__) && defined(__BMI2__)
-    n += append_lanes(uint32_t(_pext_u64(flags, 0x0101010101010101ull)), uint32_t(base), tails + n);
-#else
-    for (; flags; flags &= flags - 1) tails[n++] = uint32_t(base + uint64_t(__builtin_ctzll(flags)) / 8);
-#endif
-  };
-  for (; base + 8 <= m; base += 8) {
-    uint64_t flags;
-    std::memcpy(&flags, tail + base, 8);
-    scan(flags);
-  }
-  if (base < m) {
-    uint64_t flags = 0;
-    std::memcpy(&flags, tail + base, m - base);
-    scan(flags);
-  }
+  // About one event in twenty lies in a tail (tails has room for m + 8).
+  const size_t n = flagged_indices(tail, m, tails);
   return n;
 }
 

@@ -13,6 +13,7 @@
 #include "core/distributions.hpp"
 #include "core/local_network.hpp"
 #include "core/philox.hpp"
+#include "core/simd.hpp"
 #include "neurons/neuron_model.hpp"
 
 namespace ranvier {
@@ -453,6 +454,7 @@ struct TargetDraw {
   std::vector<double> w;         // this projection's weights and delays (steps), vectorised
   std::vector<int32_t> d;
   std::vector<uint8_t> exact;    // 1: drawn again by the per-synapse code (tails, rejections)
+  std::vector<uint32_t> flagged; // their indices
 
   // need_weights = false: the weights are left at the mean unless a weight's rejection decides
   // the delay (pass 1 of the direct layout only needs the delays).
@@ -525,8 +527,9 @@ struct TargetDraw {
       } else {
         std::fill(D, D + m, int32_t(std::min<int64_t>(pr.delay_offset_steps, 0x10000)));
       }
-      // The flagged ones, one at a time, exactly as drawn without the vector pass; found 8 flags
-      // (bytes of 0 or 1) at a time, since about one synapse in ten is flagged.
+      // The flagged ones, one at a time, exactly as drawn without the vector pass; listed first
+      // (flagged_indices: about one synapse in ten is flagged, in random places, and a loop over
+      // each group's set bits mispredicted its exit).
       auto redraw = [&](size_t i) {
         double x = mean;
         bool ok = true;
@@ -562,11 +565,9 @@ struct TargetDraw {
         W[i] = x;
         D[i] = int32_t(std::min<uint64_t>(delay, 0x10000));
       };
-      for (size_t base = 0; base < m; base += 8) {
-        uint64_t flags = 0;
-        std::memcpy(&flags, X + base, std::min<size_t>(8, m - base));
-        for (; flags; flags &= flags - 1) redraw(base + size_t(__builtin_ctzll(flags)) / 8);
-      }
+      if (flagged.size() < m + 8) flagged.resize(m + 8);
+      const size_t n_flagged = flagged_indices(X, m, flagged.data());
+      for (size_t k = 0; k < n_flagged; ++k) redraw(flagged[k]);
       if (entries) {  // an explicit list: its own weight and delay where it gives them
         for (size_t i = 0; i < m; ++i) {
           if (pr.list_weights()) W[i] = pr.list->weights[entries[i]];

@@ -4,8 +4,13 @@
 // versions compiled for it, chosen once per process. They do the same operations in the same
 // order, so results are bit-identical either way.
 #pragma once
+#include <cstddef>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
 
 namespace ranvier {
 
@@ -44,6 +49,57 @@ inline SimdLevel neuron_simd_level() {
 #else
   return SimdLevel::scalar;
 #endif
+}
+
+#if defined(__AVX2__)
+// For each 8-bit mask, the lanes of its set bits in order: AVX2 has no compress instruction, so
+// a permutation from this table (8 KiB) moves the kept lanes to the front.
+struct CompressTable {
+  alignas(32) uint32_t lanes[256][8];
+  constexpr CompressTable() : lanes{} {
+    for (uint32_t mask = 0; mask < 256; ++mask) {
+      uint32_t k = 0;
+      for (uint32_t lane = 0; lane < 8; ++lane)
+        if (mask >> lane & 1) lanes[mask][k++] = lane;
+    }
+  }
+};
+inline constexpr CompressTable kCompress{};
+
+// Appends base + lane for each set bit of the 8-bit `mask`, in order, at `out` (which has room
+// for 8) and returns how many: a table load, an add and a store, no branch per bit (a loop over
+// the bits mispredicted its exit where about one group in three has a bit set).
+inline size_t append_lanes(uint32_t mask, uint32_t base, uint32_t* __restrict out) {
+  const __m256i lanes = _mm256_load_si256(reinterpret_cast<const __m256i*>(kCompress.lanes[mask]));
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(out), _mm256_add_epi32(_mm256_set1_epi32(int(base)), lanes));
+  return size_t(__builtin_popcount(mask));
+}
+#endif
+
+// The indices i < m whose flag (a byte of 0 or 1) is set, ascending, into `out` (room for m + 8);
+// returns how many. The flags are read 8 at a time (a variable-size copy only for the last group:
+// it cost 30 instructions a group) and their indices appended without a branch per flag (the
+// drive's normal tails, the build's redraws: a few in a hundred, in random places).
+inline size_t flagged_indices(const uint8_t* __restrict flags, size_t m, uint32_t* __restrict out) {
+  size_t n = 0, base = 0;
+  auto scan = [&](uint64_t bytes) {
+#if defined(__AVX2__) && defined(__BMI2__)
+    n += append_lanes(uint32_t(_pext_u64(bytes, 0x0101010101010101ull)), uint32_t(base), out + n);
+#else
+    for (; bytes; bytes &= bytes - 1) out[n++] = uint32_t(base + size_t(__builtin_ctzll(bytes)) / 8);
+#endif
+  };
+  for (; base + 8 <= m; base += 8) {
+    uint64_t bytes;
+    std::memcpy(&bytes, flags + base, 8);
+    scan(bytes);
+  }
+  if (base < m) {
+    uint64_t bytes = 0;
+    std::memcpy(&bytes, flags + base, m - base);
+    scan(bytes);
+  }
+  return n;
 }
 
 }  // namespace ranvier
