@@ -141,10 +141,10 @@ SCALED: dict[str, Scaled] = {
         Scaled(skip="needs root and network namespaces: tests/test_netns_hosts.py runs this script where they can "
                     "be made (and compares its spikes with one process's), and skips with the reason elsewhere"),
     # docs/faults.md: a run stopped by SIGTERM (status 143), then resumed
-    "timeout --preserve-status -s TERM 10 ranvier run examples/dpsnn-small.toml --duration-ms 60000 "
+    "timeout --preserve-status -s TERM 10 ranvier run examples/dpsnn-small.toml --duration-ms 600000 "
     "--checkpoint-every 1s --out results/faulty": Scaled("--checkpoint-every 200ms", exit_codes=(143,), needs="timeout"),
     "ls -a results/": Scaled(),
-    "ranvier run --resume results/faulty": Scaled(skip="resumes to the run's end, 60 s simulated, from wherever the "
+    "ranvier run --resume results/faulty": Scaled(skip="resumes to the run's end, 600 s simulated, from wherever the "
                                                        "run above was stopped; tests/test_job_faults.py resumes runs "
                                                        "stopped by every fault and compares the spikes"),
     # docs/devices.md
