@@ -367,9 +367,9 @@ class Simulation:
             self._engine.run_cycles(n)
             self._collect()
             done += n
-            if adaptive and n == chunk and chunk * 2 <= longest and \
+            if adaptive and n == chunk and chunk < longest and \
                     self.comm.allreduce_max(time.perf_counter() - started) < FAST_CHUNK_S:
-                chunk *= 2
+                chunk = min(2 * chunk, longest)
             for sampler in self._weight_samplers:
                 if sampler.due(self.steps_done + done * L):
                     sampler.sample(self, self.steps_done + done * L)
