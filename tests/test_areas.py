@@ -519,3 +519,15 @@ def test_summary_predicts_exchange_time_from_an_mpi_fit(tmp_path):
     assert comm["predicted_D_separate_s_per_cycle"] == pytest.approx(2 * 2e-6 + per_exchange / 10 / 1e9)
     assert comm["predicted_s_per_cycle"] == pytest.approx(one / 10)   # groups of one rank: no traffic
     assert comm["measured_s_per_cycle"] > 0
+
+
+def test_fast_chunks_grow_in_whole_global_windows(monkeypatch):
+    """Chunks that grow (fast runs: simulation.FAST_CHUNK_S) stay whole windows of D cycles, up to
+    the longest chunk rounded down to one: no global exchange is flushed off its schedule."""
+    from ranvier import simulation
+    monkeypatch.setattr(simulation, "FAST_CHUNK_S", 1e9)                # every chunk counts as fast
+    sim = rv.Simulation(small_network(delay_ratio=3), threads=1, exchange="two-tier", placement="by-area")
+    assert sim.global_interval == 3 and sim.cycle_ms == 0.1
+    res = sim.run(3000.0)                                                 # 30,000 cycles: 10,000 windows
+    assert res.counters["exchanges_global"] == 10000
+    assert res.counters["events_scheduled"] == res.counters["events_expected"]

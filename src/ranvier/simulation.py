@@ -73,9 +73,10 @@ class Simulation:
     NEST's multimeter interval).
 
     Spikes and per-cycle timers leave the engine after every chunk of a run (100 ms simulated,
-    longer, up to 1 s, where a chunk takes under 0.1 s of wall time) and are gathered on rank 0 (ranvier.recording). record_spikes: True keeps them in memory
-    (Result.spikes), "counts" keeps only the spike counts per population before and after 1 s
-    (enough for the summary, flat memory however long the run), False records none.
+    longer, up to 1 s, where a chunk takes under 0.1 s of wall time) and are gathered on rank 0
+    (ranvier.recording). record_spikes: True keeps them in memory (Result.spikes), "counts"
+    keeps only the spike counts per population before and after 1 s (enough for the summary,
+    flat memory however long the run), False records none.
     record_spikes_of: global ids; only their spikes are kept or streamed (every neuron's are
     still counted: the summary's rates and counts stay whole), as NEST's spike recorder connected
     to some neurons. Rates over other windows than the summary's then need those neurons alone
@@ -334,9 +335,11 @@ class Simulation:
         if chunk_ms is None:
             chunk_ms = CHUNK_MS
         chunk = max(1, int(round(chunk_ms / cycle_ms)))
-        longest = max(chunk, int(round(LONGEST_CHUNK_MS / cycle_ms)))
+        longest = int(round(LONGEST_CHUNK_MS / cycle_ms))
         if self.global_interval > 1:   # whole windows of D cycles: no global exchange off its schedule
             chunk = max(1, chunk // self.global_interval) * self.global_interval
+            longest = longest // self.global_interval * self.global_interval
+        longest = max(chunk, longest)
         from .config import MAX_CYCLES
         if self._engine.cycles_done + cycles > MAX_CYCLES:
             raise ConfigError(f"duration_ms = {duration_ms:g} would take this simulation past {MAX_CYCLES} cycles "
