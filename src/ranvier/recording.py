@@ -21,6 +21,8 @@ import os
 
 import numpy as np
 
+from .weights import lexicographic_order
+
 SONATA_SORTING = {"none": 0, "by_id": 1, "by_time": 2}
 STEADY_START_MS = 1000.0      # the summary's steady-state window starts here (runs over 1 s)
 # Cycle statistics of a streamed or counted run use at most this many of the last cycles (10 MB per rank).
@@ -36,17 +38,9 @@ def counted_window(start_ms, stop_ms, end_ms) -> bool:
 
 
 def time_order(ids, steps) -> np.ndarray:
-    """The permutation that sorts spikes by step, then id (np.lexsort((ids, steps))), found as a
-    stable sort of one combined key where both fit in 63 bits: 30 times faster at a chunk's few
-    thousand spikes (the concatenated threads' and ranks' parts are sorted runs), where lexsort
-    had cost 0.5 ms a chunk, 5 % of a 2-thread dpsnn run."""
-    if ids.size == 0:
-        return np.zeros(0, np.int64)
-    low_id, low_step = int(ids.min()), int(steps.min())
-    span_ids, span_steps = int(ids.max()) - low_id + 1, int(steps.max()) - low_step + 1
-    if span_ids * span_steps >= 2**63:
-        return np.lexsort((ids, steps))
-    return np.argsort((steps - low_step) * span_ids + (ids - low_id), kind="stable")
+    """The permutation that sorts spikes by step, then id (np.lexsort((ids, steps))): np.lexsort had
+    cost 0.5 ms a chunk, 5 % of a 2-thread dpsnn run."""
+    return lexicographic_order(steps, ids)
 
 
 class Recording:

@@ -13,6 +13,7 @@ Simulation.save_weights (save below) writes it from Python, whole or not at all.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -40,18 +41,26 @@ def local_weights(sim, j: int):
     return np.asarray(src, np.int64), np.asarray(tgt, np.int64), np.asarray(d, np.int64), np.asarray(w, np.float64)
 
 
-def canonical_order(source, target, delay_steps) -> np.ndarray:
-    """By (source, target, delay); ties (multapses) in the order given (storage order): the
-    permutation np.lexsort((arange, delay, target, source)) gives, found as a stable sort of one
-    combined key where the three fit in 63 bits (twice as fast)."""
-    if source.size == 0:
+def lexicographic_order(*keys) -> np.ndarray:
+    """The permutation that sorts by the integer arrays `keys`, most significant first, ties in
+    the order given: np.lexsort(keys[::-1]) (a stable sort), found as a stable argsort of one
+    combined key where all fit in 63 bits (twice as fast for synapses; 30 times for a chunk's
+    spikes, whose threads' and ranks' parts are sorted runs)."""
+    if keys[0].size == 0:
         return np.zeros(0, np.int64)
-    lows = [int(a.min()) for a in (source, target, delay_steps)]
-    spans = [int(a.max()) - low + 1 for a, low in zip((source, target, delay_steps), lows)]
-    if spans[0] * spans[1] * spans[2] >= 2**63:
-        return np.lexsort((np.arange(source.size), delay_steps, target, source))
-    key = ((source - lows[0]) * spans[1] + (target - lows[1])) * spans[2] + (delay_steps - lows[2])
+    lows = [int(a.min()) for a in keys]
+    spans = [int(a.max()) - low + 1 for a, low in zip(keys, lows)]
+    if math.prod(spans) >= 2**63:
+        return np.lexsort(keys[::-1])
+    key = keys[0] - lows[0]
+    for a, low, span in zip(keys[1:], lows[1:], spans[1:]):
+        key = key * span + (a - low)
     return np.argsort(key, kind="stable")
+
+
+def canonical_order(source, target, delay_steps) -> np.ndarray:
+    """By (source, target, delay); ties (multapses) in the order given (storage order)."""
+    return lexicographic_order(source, target, delay_steps)
 
 
 def gather_plastic(sim) -> dict | None:
