@@ -280,9 +280,18 @@ size_t event_terms(const uint32_t* __restrict words, const uint32_t* __restrict 
   else
 #endif
   event_terms_any(words, neuron, m, L, stride, mean, sd, scale, weight, at, tail);
-  // About one event in twenty lies in a tail (tails has room for m + 8).
-  const size_t n = flagged_indices(tail, m, tails);
-  return n;
+  return flagged_indices(tail, m, tails);  // about one event in twenty (tails has room for m + 8)
+}
+
+// The events' places alone, for a drive of one efficacy.
+void event_places(const uint32_t* __restrict words, const uint32_t* __restrict neuron, uint64_t m, uint64_t L,
+                  uint64_t stride, uint32_t* __restrict at) {
+  if (L < 65536) {
+#pragma omp simd
+    for (uint64_t e = 0; e < m; ++e) at[e] = event_place<true>(words[e], L, stride, neuron[e]);
+  } else {
+    for (uint64_t e = 0; e < m; ++e) at[e] = event_place<false>(words[e], L, stride, neuron[e]);
+  }
 }
 
 }  // namespace
@@ -400,17 +409,9 @@ RANVIER_PHASE void Engine::drive(ThreadState& ts, int64_t cycle) {
         }
         if (sd == 0) {  // one efficacy for every event (mean + 0 z): only their places
           const int32_t weight = to_fixed(mean, 0.0, 0.0, scale);
-          uint32_t* __restrict at = ev_at.data();
-          const uint32_t* __restrict ev = ev_word.data();
-          const uint32_t* __restrict neuron = ev_neuron.data();
-          if (L < 65536) {
-#pragma omp simd
-            for (size_t e = 0; e < n_events; ++e) at[e] = event_place<true>(ev[e], L, stride, neuron[e]);
-          } else {
-            for (size_t e = 0; e < n_events; ++e) at[e] = event_place<false>(ev[e], L, stride, neuron[e]);
-          }
+          event_places(ev_word.data(), ev_neuron.data(), n_events, L, stride, ev_at.data());
 #pragma GCC unroll 4
-          for (size_t e = 0; e < n_events; ++e) in[at[e]] += weight;
+          for (size_t e = 0; e < n_events; ++e) in[ev_at[e]] += weight;
           continue;
         }
         const size_t n_tails = event_terms(ev_word.data(), ev_neuron.data(), n_events, L, stride, float(mean),

@@ -535,7 +535,7 @@ struct TargetDraw {
         bool ok = true;
         if (weight_now) {
           const double u = to_uniform(wu[i]);
-          x = mean + sd * (in_tail(u) ? inverse_normal_tail(u) : inverse_normal_central(u));
+          x = mean + sd * inverse_normal(u);
           if (pr.weight_clip) { if (!(x / mean > 0.0)) x = 0.0; }
           else if (weight_rejects) ok = x / mean > 0.0 && x / mean < 2.0;
         }
@@ -545,7 +545,7 @@ struct TargetDraw {
         for (uint32_t word = weight_draw ? 1 : 0; ok && delay_draw && word < 4; ++word) {
           const double u = to_uniform(synapse_words[word * m + i]);
           if (pr.delay_normal) {
-            const double y = (pr.delay_mean_ms + pr.delay_sd_ms * (in_tail(u) ? inverse_normal_tail(u) : inverse_normal_central(u))) / h;
+            const double y = (pr.delay_mean_ms + pr.delay_sd_ms * inverse_normal(u)) / h;
             delay = std::max<uint64_t>(uint64_t(pr.delay_offset_steps), uint64_t(std::llround(std::min(y, 1e6))));
             if (y >= floor_steps && y <= ceil_steps) break;
           } else {

@@ -2,7 +2,8 @@
 // bench/instructions.py, cannot run AVX-512); where the CPU has AVX-512 the hottest loops
 // (neuron updates, Philox, Poisson counts, the drive's efficacies and event lists) switch to
 // versions compiled for it, chosen once per process. They do the same operations in the same
-// order, so results are bit-identical either way.
+// order, so results are bit-identical either way. Also the AVX2 helpers that several of those
+// loops share (append_lanes, flagged_indices).
 #pragma once
 #include <cstddef>
 #include <cstdint>
