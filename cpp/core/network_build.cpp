@@ -661,51 +661,48 @@ void build_thread_synapses(const EngineConfig& cfg, const Placement& placement, 
   if (d_min == UINT64_MAX) d_min = 0;
   TargetDraw td;
 
-  // Pass 1: count synapses per cell, (source, delay) or source. The direct layout counts in 16
-  // bits first: the table is then half the size (the full-scale microcircuit's 20 MB a thread in
-  // 32 bits: with two threads, past a 32 MB L3), and pass 1 waits on it. A cell that passes 65535
-  // wraps to 0, which the count notes; pass 1 then counts again in 32 bits.
+  // Pass 1: count synapses per cell, (source, delay) or source. The direct layout counts in 8
+  // bits: pass 1 waits on the table (the full-scale microcircuit's 77,169 sources x 64 delays, 5 MB
+  // a thread in 8 bits, 20 MB in 32: with two threads, past a 32 MB L3). A counter that wraps to
+  // 0 lists its cell, and each listing adds 256 after.
   const uint64_t cells = direct ? N * delays : N;
   std::vector<uint32_t, HugePageAllocator<uint32_t>> fill;  // counts, then cursors
   Buffer<uint64_t> sources;
   std::vector<uint32_t> words;
-  auto count_cells = [&](auto* count) {
-    bool wrapped = false;
-    for (const auto& range : neurons.ranges)
-      for (uint64_t k = range.begin; k < range.end; ++k) {
-        if (direct) {
-          td.draw(cfg, plan, placement, key, into[range.population], neurons.gid[k], false,
-                  [&](const uint64_t* source, const double*, const int32_t* d, size_t m, uint32_t, uint64_t shortest,
-                      uint64_t longest) {
-                    if (shortest < d_min || longest > d_max) throw std::logic_error("a drawn delay lies outside its law's bounds");
-                    // Cell (source, delay) counts at source * delays + delay - d_min + 1 (unsigned wrap).
-                    const uint64_t shift = 1 - d_min;
-                    // The table is megabytes: its counters are fetched ahead (128: the build's best on a
-                    // Zen 5; on a Zen 3 longer distances than 16 measured no different).
-                    constexpr size_t kAhead = 128;
-                    bool zero = false;
-                    for (size_t i = 0; i < m; ++i) {
-                      if (i + kAhead < m) __builtin_prefetch(&count[source[i + kAhead] * delays + uint64_t(d[i + kAhead]) + shift], 1);
-                      zero |= ++count[source[i] * delays + uint64_t(d[i]) + shift] == 0;
-                    }
-                    wrapped |= zero;
-                  });
-        } else {
-          for (uint32_t j : into[range.population]) {
-            sources_of(cfg, plan, placement, key, j, neurons.gid[k], words, sources);
-            for (uint64_t src : sources) ++count[src + 1];
-          }
-        }
-      }
-    return wrapped;
-  };
   if (direct) {
-    std::vector<uint16_t, HugePageAllocator<uint16_t>> narrow(cells + 1, 0);
-    if (!count_cells(narrow.data())) fill.assign(narrow.begin(), narrow.end());
-  }
-  if (fill.empty()) {  // the grouped layout, or a 16-bit count wrapped
+    std::vector<uint8_t, HugePageAllocator<uint8_t>> count(cells + 1, 0);
+    std::vector<uint32_t> wrapped;  // cells (below kMaxDelayCells + 1) whose counter wrapped
+    uint8_t* table = count.data();
+    for (const auto& range : neurons.ranges)
+      for (uint64_t k = range.begin; k < range.end; ++k)
+        td.draw(cfg, plan, placement, key, into[range.population], neurons.gid[k], false,
+                [&](const uint64_t* source, const double*, const int32_t* d, size_t m, uint32_t, uint64_t shortest,
+                    uint64_t longest) {
+                  if (shortest < d_min || longest > d_max) throw std::logic_error("a drawn delay lies outside its law's bounds");
+                  // Cell (source, delay) counts at source * delays + delay - d_min + 1 (unsigned wrap).
+                  const uint64_t shift = 1 - d_min;
+                  // The table is megabytes: its counters are fetched ahead (128: the build's best on a
+                  // Zen 5; on a Zen 3 longer distances than 16 measured no different).
+                  constexpr size_t kAhead = 128;
+                  for (size_t i = 0; i < m; ++i) {
+                    if (i + kAhead < m) __builtin_prefetch(&table[source[i + kAhead] * delays + uint64_t(d[i + kAhead]) + shift], 1);
+                    const uint64_t c = source[i] * delays + uint64_t(d[i]) + shift;
+                    if (__builtin_expect(++table[c] == 0, 0)) wrapped.push_back(uint32_t(c));
+                  }
+                });
+    fill.assign(count.begin(), count.end());
+    for (uint32_t c : wrapped) {
+      if (fill[c] > UINT32_MAX - 256) throw std::runtime_error("more than 2^32 synapses on one thread: use more threads or ranks");
+      fill[c] += 256;
+    }
+  } else {
     fill.assign(cells + 1, 0);
-    count_cells(fill.data());
+    for (const auto& range : neurons.ranges)
+      for (uint64_t k = range.begin; k < range.end; ++k)
+        for (uint32_t j : into[range.population]) {
+          sources_of(cfg, plan, placement, key, j, neurons.gid[k], words, sources);
+          for (uint64_t src : sources) ++fill[src + 1];
+        }
   }
   uint64_t total = 0;
   for (uint64_t c = 0; c <= cells; ++c) {
