@@ -34,9 +34,32 @@ def rejecting_network():
     return net
 
 
+def redrawn_delays_network():
+    """Gaussian delays only (so the direct layout builds it), most of them redrawn: below the
+    offset or above a bound, often three times in a row (the slow path). Pass 2 takes those
+    delays back from pass 1 where the weight cannot reject (a narrow law, a clipped one) and
+    draws weight and delay together again where it can."""
+    net = rv.Network(name="redrawn")
+    net.add_population(rv.Population("A", 300, dict(LIF)))
+    net.add_population(rv.Population("B", 200, dict(LIF), excitatory=False))
+    net.connect(rv.Projection(source="A", target="A", indegree=200, weight=0.02, weight_sd=0.015,
+                              delay_distribution="normal", delay_offset_ms=0.5, delay_mean_ms=1.0, delay_sd_ms=0.6))
+    net.connect(rv.Projection(source="B", target="A", indegree=100, weight=-0.06, weight_sd=0.005,
+                              delay_distribution="normal", delay_offset_ms=0.2, delay_mean_ms=1.0, delay_sd_ms=0.8,
+                              delay_redraw_above_ms=1.2))
+    net.connect(rv.Projection(source="A", target="B", indegree=200, weight=0.03, weight_sd=0.03, weight_clip=True,
+                              delay_distribution="normal", delay_offset_ms=0.5, delay_mean_ms=0.6, delay_sd_ms=0.6))
+    net.connect(rv.Projection(source="B", target="B", indegree=50, weight=-0.04, delay_distribution="normal",
+                              delay_offset_ms=0.1, delay_mean_ms=1.0, delay_sd_ms=0.3))
+    for tgt in ("A", "B"):
+        net.drive(rv.PoissonDrive(tgt, 400, 6.0, weight=0.9, weight_sd=0.1))
+    return net
+
+
 def convergent_network():
     """One source onto 70,000 targets, five synapses each at one delay: one (source, delay) cell,
-    and so one segment, of 350,000 synapses (175,000 per thread on two), past any 16-bit count."""
+    and so one segment, of 350,000 synapses (175,000 per thread on two): pass 1's 8-bit counter
+    wraps hundreds of times."""
     net = rv.Network(name="convergent")
     net.add_population(rv.Population("S", 1, dict(LIF)))
     net.add_population(rv.Population("T", 70000, dict(LIF)))
@@ -50,6 +73,7 @@ NETWORKS = {
     "heterogeneous": lambda: heterogeneous_network(400, 0.05),
     "plastic": lambda: plastic_network(300, 15),
     "rejects": rejecting_network,
+    "redrawn": redrawn_delays_network,
     "convergent": convergent_network,
     "dpsnn": lambda: rv.models.dpsnn(neurons=1024, synapses_per_neuron=200),
     "microcircuit": lambda: rv.models.build("microcircuit", scale=0.02, k_scale=0.02),

@@ -453,17 +453,26 @@ struct TargetDraw {
   Buffer<uint64_t> sources;
   std::vector<double> w;         // this projection's weights and delays (steps), vectorised
   std::vector<int32_t> d;
-  std::vector<uint8_t> exact;    // 1: drawn again by the per-synapse code (tails, rejections)
+  std::vector<uint8_t> exact;    // bit 0: drawn again by the per-synapse code (tails, rejections);
+                                 // bit 1: its delay, bit 2: its weight (where they are drawn apart)
   std::vector<uint32_t> flagged; // their indices
+  // The direct layout's pass 1 keeps the delays the per-synapse code drew (minus the shortest,
+  // in draw order) and pass 2 takes them back instead of drawing them again: about one synapse
+  // in sixteen, a tail or a rejection each. Only where a delay does not depend on its weight.
+  enum class Kept { unused, keep, reuse };
+  std::vector<uint8_t> kept;
+  size_t kept_next = 0;
 
   // need_weights = false: the weights are left at the mean unless a weight's rejection decides
-  // the delay (pass 1 of the direct layout only needs the delays).
+  // the delay (pass 1 of the direct layout only needs the delays). kept_mode: keep or reuse the
+  // redrawn delays (kept_base: the shortest delay; every delay lies within 255 steps of it).
   // emit(sources, weights, delays (steps, at most 65535), m, projection, shortest and longest
   // delay) once per projection with its m synapses in order: the callers' loops then run over
   // plain arrays.
   template <class Emit>
   void draw(const EngineConfig& cfg, const ConnectivityPlan& plan, const Placement& placement, const Key& key,
-            const std::vector<uint32_t>& projections, uint64_t t, bool need_weights, Emit&& emit) {
+            const std::vector<uint32_t>& projections, uint64_t t, bool need_weights, Kept kept_mode,
+            uint64_t kept_base, Emit&& emit) {
     auto in_tail = [](double u) { return u < kNormalLow || u > 1.0 - kNormalLow; };
     for (uint32_t j : projections) {
       const auto& pr = cfg.projections[j];
@@ -481,6 +490,8 @@ struct TargetDraw {
       // inside the mean, so the ratio test can be skipped, and with it the weight when unneeded.
       const bool weight_rejects = weight_draw && !pr.weight_clip && !(6.5 * pr.weight_sd < 0.999 * std::abs(pr.weight_mean));
       const bool weight_now = weight_draw && (need_weights || weight_rejects);
+      // Weight and delay redrawn apart, each only where flagged, and the delay kept or reused.
+      const bool apart = kept_mode != Kept::unused && delay_draw && !weight_rejects;
       if (synapse_words.size() < 4 * m) synapse_words.resize(4 * m);
       if (w.size() < m) { w.resize(m); d.resize(m); exact.resize(m); }
       const uint32_t* wu = synapse_words.data();
@@ -501,7 +512,7 @@ struct TargetDraw {
 #pragma omp simd
         for (size_t i = 0; i < m; ++i) {
           const double ratio = W[i] / mean;
-          X[i] = in_tail(to_uniform(wu[i])) | (clip ? !(ratio > 0.0) : weight_rejects && !(ratio > 0.0 && ratio < 2.0));
+          X[i] = uint8_t(5 * (in_tail(to_uniform(wu[i])) | (clip ? !(ratio > 0.0) : weight_rejects && !(ratio > 0.0 && ratio < 2.0))));
         }
       } else {
         std::fill(W, W + m, mean);
@@ -514,7 +525,7 @@ struct TargetDraw {
           const double y = (pr.delay_mean_ms + pr.delay_sd_ms * inverse_normal_central(u)) / h;
           const double yc = std::min(y, 1e6), whole = std::trunc(yc);
           D[i] = int32_t(std::max(offset, whole + (yc - whole >= 0.5 ? 1.0 : 0.0)));  // std::llround for y >= 0
-          X[i] |= in_tail(u) | !(y >= floor_steps && y <= ceil_steps);
+          X[i] |= uint8_t(3 * (in_tail(u) | !(y >= floor_steps && y <= ceil_steps)));
         }
       } else if (delay_draw) {  // the exponential law: a logarithm each
         for (size_t i = 0; i < m; ++i) {
@@ -522,7 +533,7 @@ struct TargetDraw {
           D[i] = int32_t(std::min<uint64_t>(uint64_t(pr.delay_offset_steps) +
                                                 uint64_t(std::floor(x / pr.delay_step_ms)) * uint64_t(pr.delay_step_steps),
                                             0x10000));
-          X[i] |= !(x < pr.delay_cut_ms);
+          X[i] |= uint8_t(3 * !(x < pr.delay_cut_ms));
         }
       } else {
         std::fill(D, D + m, int32_t(std::min<int64_t>(pr.delay_offset_steps, 0x10000)));
@@ -530,6 +541,29 @@ struct TargetDraw {
       // The flagged ones, one at a time, exactly as drawn without the vector pass; listed first
       // (flagged_indices: about one synapse in ten is flagged, in random places, and a loop over
       // each group's set bits mispredicted its exit).
+      // A rejected delay is drawn again from the stream's next words: the rest of block 0 here
+      // (the weight took one word at most, since it was accepted), block 1 on in the slow path.
+      // Returns false if block 0 rejected them all.
+      auto redraw_delay = [&](size_t i, uint64_t& delay) {
+        delay = uint64_t(pr.delay_offset_steps);
+        for (uint32_t word = weight_draw ? 1 : 0; word < 4; ++word) {
+          const double u = to_uniform(synapse_words[word * m + i]);
+          if (pr.delay_normal) {
+            const double y = (pr.delay_mean_ms + pr.delay_sd_ms * inverse_normal(u)) / h;
+            delay = std::max<uint64_t>(uint64_t(pr.delay_offset_steps), uint64_t(std::llround(std::min(y, 1e6))));
+            if (y >= floor_steps && y <= ceil_steps) return true;
+          } else {
+            const double e = -pr.delay_scale_ms * std::log(u);
+            delay = uint64_t(pr.delay_offset_steps) + uint64_t(std::floor(e / pr.delay_step_ms)) * uint64_t(pr.delay_step_steps);
+            if (e < pr.delay_cut_ms) return true;
+          }
+        }
+        return false;
+      };
+      auto slow = [&](size_t i) {
+        const Counter block0 = {synapse_words[i], synapse_words[m + i], synapse_words[2 * m + i], synapse_words[3 * m + i]};
+        return draw_synapse_slow(cfg, key, j, t, uint32_t(i), block0, floor_steps, ceil_steps, weight_draw, delay_draw);
+      };
       auto redraw = [&](size_t i) {
         double x = mean;
         bool ok = true;
@@ -540,34 +574,42 @@ struct TargetDraw {
           else if (weight_rejects) ok = x / mean > 0.0 && x / mean < 2.0;
         }
         uint64_t delay = uint64_t(pr.delay_offset_steps);
-        // A rejected delay is drawn again from the stream's next words: the rest of block 0 here
-        // (the weight took one word at most, since it was accepted), block 1 on in the slow path.
-        for (uint32_t word = weight_draw ? 1 : 0; ok && delay_draw && word < 4; ++word) {
-          const double u = to_uniform(synapse_words[word * m + i]);
-          if (pr.delay_normal) {
-            const double y = (pr.delay_mean_ms + pr.delay_sd_ms * inverse_normal(u)) / h;
-            delay = std::max<uint64_t>(uint64_t(pr.delay_offset_steps), uint64_t(std::llround(std::min(y, 1e6))));
-            if (y >= floor_steps && y <= ceil_steps) break;
-          } else {
-            const double e = -pr.delay_scale_ms * std::log(u);
-            delay = uint64_t(pr.delay_offset_steps) + uint64_t(std::floor(e / pr.delay_step_ms)) * uint64_t(pr.delay_step_steps);
-            if (e < pr.delay_cut_ms) break;
-          }
-          if (word == 3) ok = false;
-        }
+        if (ok && delay_draw) ok = redraw_delay(i, delay);
         if (!ok) {
-          const Counter block0 = {synapse_words[i], synapse_words[m + i], synapse_words[2 * m + i], synapse_words[3 * m + i]};
-          const SynapseDraw slow = draw_synapse_slow(cfg, key, j, t, uint32_t(i), block0, floor_steps, ceil_steps,
-                                                     weight_draw, delay_draw);
-          x = slow.weight;
-          delay = slow.delay;
+          const SynapseDraw drawn = slow(i);
+          x = drawn.weight;
+          delay = drawn.delay;
         }
         W[i] = x;
         D[i] = int32_t(std::min<uint64_t>(delay, 0x10000));
       };
+      // Apart (no weight rejection: the delay's words do not depend on the weight): the weight
+      // where flagged (an accepted one is block 0's first word, in the slow path too), the delay
+      // where flagged, or taken back from pass 1.
+      auto redraw_apart = [&](size_t i) {
+        if (X[i] & 4) {
+          double x = mean + sd * inverse_normal(to_uniform(wu[i]));
+          if (pr.weight_clip && !(x / mean > 0.0)) x = 0.0;
+          W[i] = x;
+        }
+        if (!(X[i] & 2)) return;
+        if (kept_mode == Kept::reuse) {
+          D[i] = int32_t(kept_base + kept[kept_next++]);
+          return;
+        }
+        uint64_t delay;
+        if (!redraw_delay(i, delay)) delay = slow(i).delay;
+        D[i] = int32_t(std::min<uint64_t>(delay, 0x10000));
+        if (delay < kept_base || delay > kept_base + 255) throw std::logic_error("a drawn delay lies outside its law's bounds");
+        kept.push_back(uint8_t(delay - kept_base));
+      };
       if (flagged.size() < m + 8) flagged.resize(m + 8);
       const size_t n_flagged = flagged_indices(X, m, flagged.data());
-      for (size_t k = 0; k < n_flagged; ++k) redraw(flagged[k]);
+      if (apart) {
+        for (size_t k = 0; k < n_flagged; ++k) redraw_apart(flagged[k]);
+      } else {
+        for (size_t k = 0; k < n_flagged; ++k) redraw(flagged[k]);
+      }
       if (entries) {  // an explicit list: its own weight and delay where it gives them
         for (size_t i = 0; i < m; ++i) {
           if (pr.list_weights()) W[i] = pr.list->weights[entries[i]];
@@ -660,6 +702,9 @@ void build_thread_synapses(const EngineConfig& cfg, const Placement& placement, 
                       !exponential && std::getenv("RANVIER_BUILD_GROUPED") == nullptr;
   if (d_min == UINT64_MAX) d_min = 0;
   TargetDraw td;
+  // Pass 2 takes back the delays pass 1 redrew where they fit a byte above the shortest.
+  const bool keep_delays = direct && d_max - d_min <= 255;
+  const auto kept_mode = [&](TargetDraw::Kept mode) { return keep_delays ? mode : TargetDraw::Kept::unused; };
 
   // Pass 1: count synapses per cell, (source, delay) or source. The direct layout counts in 8
   // bits: pass 1 waits on the table (the full-scale microcircuit's 77,169 sources x 64 delays, 5 MB
@@ -675,7 +720,7 @@ void build_thread_synapses(const EngineConfig& cfg, const Placement& placement, 
     uint8_t* table = count.data();
     for (const auto& range : neurons.ranges)
       for (uint64_t k = range.begin; k < range.end; ++k)
-        td.draw(cfg, plan, placement, key, into[range.population], neurons.gid[k], false,
+        td.draw(cfg, plan, placement, key, into[range.population], neurons.gid[k], false, kept_mode(TargetDraw::Kept::keep), d_min,
                 [&](const uint64_t* source, const double*, const int32_t* d, size_t m, uint32_t, uint64_t shortest,
                     uint64_t longest) {
                   if (shortest < d_min || longest > d_max) throw std::logic_error("a drawn delay lies outside its law's bounds");
@@ -759,7 +804,7 @@ void build_thread_synapses(const EngineConfig& cfg, const Placement& placement, 
       const uint32_t excitatory_column = uint32_t(k);
       const uint32_t inhibitory_column = uint32_t(range.inhibitory_offset ? k + range.inhibitory_offset : k);
       size_t n = 0;
-      td.draw(cfg, plan, placement, key, into[range.population], neurons.gid[k], true,
+      td.draw(cfg, plan, placement, key, into[range.population], neurons.gid[k], true, kept_mode(TargetDraw::Kept::reuse), d_min,
               [&](const uint64_t* source, const double* W, const int32_t* D, size_t m, uint32_t j, uint64_t,
                   uint64_t longest) {
         const auto& pr = cfg.projections[j];
@@ -837,6 +882,7 @@ void build_thread_synapses(const EngineConfig& cfg, const Placement& placement, 
   }
 
   decltype(fill)().swap(fill);
+  if (td.kept_next != td.kept.size()) throw std::logic_error("pass 2 took back a different number of delays than pass 1 kept");
   if (direct) return;
   if (out.is_packed()) group_by_delay(N, row_start, delay, max_delay, out.packed, out);
   else group_by_delay(N, row_start, delay, max_delay, out.synapses, out);
