@@ -539,9 +539,6 @@ struct TargetDraw {
       } else {
         std::fill(D, D + m, int32_t(std::min<int64_t>(pr.delay_offset_steps, 0x10000)));
       }
-      // The flagged ones, one at a time, exactly as drawn without the vector pass; listed first
-      // (flagged_indices: about one synapse in ten is flagged, in random places, and a loop over
-      // each group's set bits mispredicted its exit).
       // A rejected delay is drawn again from the stream's next words: the rest of block 0 here
       // (the weight took one word at most, since it was accepted), block 1 on in the slow path.
       // Returns false if block 0 rejected them all.
@@ -604,6 +601,9 @@ struct TargetDraw {
         if (delay < kept_base || delay > kept_base + 255) throw std::logic_error("a drawn delay lies outside its law's bounds");
         kept.push_back(uint8_t(delay - kept_base));
       };
+      // The flagged ones, one at a time, exactly as drawn without the vector pass; listed first
+      // (flagged_indices: about one synapse in ten is flagged, in random places, and a loop over
+      // each group's set bits mispredicted its exit).
       if (flagged.size() < m + 8) flagged.resize(m + 8);
       const size_t n_flagged = flagged_indices(X, m, flagged.data());
       if (apart) {
