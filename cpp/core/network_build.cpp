@@ -456,24 +456,24 @@ struct TargetDraw {
   std::vector<uint8_t> exact;    // bit 0: drawn again by the per-synapse code (tails, rejections);
                                  // bit 1: its delay, bit 2: its weight (where they are drawn apart)
   std::vector<uint32_t> flagged; // their indices
-  // The direct layout's pass 1 keeps the delays the per-synapse code drew (minus the shortest,
-  // in draw order) and pass 2 takes them back instead of drawing them again: 5.2 % of the
-  // microcircuit's synapses, a tail or a rejection each. Only where a delay does not depend on
-  // its weight.
-  enum class Kept { unused, keep, reuse };
+  // Set by the direct layout where every delay lies within 255 steps of kept_base (the
+  // shortest): pass 1 (need_weights false) keeps the delays the per-synapse code drew (minus
+  // kept_base, in draw order) and pass 2 takes them back instead of drawing them again: 5.2 % of
+  // the microcircuit's synapses, a tail or a rejection each. Only where a delay does not depend
+  // on its weight.
+  bool keep_delays = false;
+  uint64_t kept_base = 0;
   std::vector<uint8_t> kept;
   size_t kept_next = 0;
 
   // need_weights = false: the weights are left at the mean unless a weight's rejection decides
-  // the delay (pass 1 of the direct layout only needs the delays). kept_mode: keep or reuse the
-  // redrawn delays (kept_base: the shortest delay; every delay lies within 255 steps of it).
+  // the delay (pass 1 of the direct layout only needs the delays).
   // emit(sources, weights, delays (steps, at most 65535), m, projection, shortest and longest
   // delay) once per projection with its m synapses in order: the callers' loops then run over
   // plain arrays.
   template <class Emit>
   void draw(const EngineConfig& cfg, const ConnectivityPlan& plan, const Placement& placement, const Key& key,
-            const std::vector<uint32_t>& projections, uint64_t t, bool need_weights, Kept kept_mode,
-            uint64_t kept_base, Emit&& emit) {
+            const std::vector<uint32_t>& projections, uint64_t t, bool need_weights, Emit&& emit) {
     auto in_tail = [](double u) { return u < kNormalLow || u > 1.0 - kNormalLow; };
     for (uint32_t j : projections) {
       const auto& pr = cfg.projections[j];
@@ -492,7 +492,7 @@ struct TargetDraw {
       const bool weight_rejects = weight_draw && !pr.weight_clip && !(6.5 * pr.weight_sd < 0.999 * std::abs(pr.weight_mean));
       const bool weight_now = weight_draw && (need_weights || weight_rejects);
       // Weight and delay redrawn apart, each only where flagged, and the delay kept or reused.
-      const bool apart = kept_mode != Kept::unused && delay_draw && !weight_rejects;
+      const bool apart = keep_delays && delay_draw && !weight_rejects;
       if (synapse_words.size() < 4 * m) synapse_words.resize(4 * m);
       if (w.size() < m) { w.resize(m); d.resize(m); exact.resize(m); }
       const uint32_t* wu = synapse_words.data();
@@ -562,14 +562,16 @@ struct TargetDraw {
         const Counter block0 = {synapse_words[i], synapse_words[m + i], synapse_words[2 * m + i], synapse_words[3 * m + i]};
         return draw_synapse_slow(cfg, key, j, t, uint32_t(i), block0, floor_steps, ceil_steps, weight_draw, delay_draw);
       };
+      auto redraw_weight = [&](size_t i) {  // block 0's first word, clipped at 0 where the law clips
+        const double x = mean + sd * inverse_normal(to_uniform(wu[i]));
+        return pr.weight_clip && !(x / mean > 0.0) ? 0.0 : x;
+      };
       auto redraw = [&](size_t i) {
         double x = mean;
         bool ok = true;
         if (weight_now) {
-          const double u = to_uniform(wu[i]);
-          x = mean + sd * inverse_normal(u);
-          if (pr.weight_clip) { if (!(x / mean > 0.0)) x = 0.0; }
-          else if (weight_rejects) ok = x / mean > 0.0 && x / mean < 2.0;
+          x = redraw_weight(i);
+          if (weight_rejects) ok = x / mean > 0.0 && x / mean < 2.0;  // never with a clipped law
         }
         uint64_t delay = uint64_t(pr.delay_offset_steps);
         if (ok && delay_draw) ok = redraw_delay(i, delay);
@@ -585,13 +587,9 @@ struct TargetDraw {
       // where flagged (an accepted one is block 0's first word, in the slow path too), the delay
       // where flagged, or taken back from pass 1.
       auto redraw_apart = [&](size_t i) {
-        if (X[i] & 4) {
-          double x = mean + sd * inverse_normal(to_uniform(wu[i]));
-          if (pr.weight_clip && !(x / mean > 0.0)) x = 0.0;
-          W[i] = x;
-        }
+        if (X[i] & 4) W[i] = redraw_weight(i);
         if (!(X[i] & 2)) return;
-        if (kept_mode == Kept::reuse) {
+        if (need_weights) {  // pass 2
           D[i] = int32_t(kept_base + kept[kept_next++]);
           return;
         }
@@ -704,8 +702,8 @@ void build_thread_synapses(const EngineConfig& cfg, const Placement& placement, 
   if (d_min == UINT64_MAX) d_min = 0;
   TargetDraw td;
   // Pass 2 takes back the delays pass 1 redrew where they fit a byte above the shortest.
-  const bool keep_delays = direct && d_max - d_min <= 255;
-  const auto kept_mode = [&](TargetDraw::Kept mode) { return keep_delays ? mode : TargetDraw::Kept::unused; };
+  td.keep_delays = direct && d_max - d_min <= 255;
+  td.kept_base = d_min;
 
   // Pass 1: count synapses per cell, (source, delay) or source. The direct layout counts in 8
   // bits: pass 1 waits on the table (the full-scale microcircuit's 77,169 sources x 64 delays, 5 MB
@@ -721,7 +719,7 @@ void build_thread_synapses(const EngineConfig& cfg, const Placement& placement, 
     uint8_t* table = count.data();
     for (const auto& range : neurons.ranges)
       for (uint64_t k = range.begin; k < range.end; ++k)
-        td.draw(cfg, plan, placement, key, into[range.population], neurons.gid[k], false, kept_mode(TargetDraw::Kept::keep), d_min,
+        td.draw(cfg, plan, placement, key, into[range.population], neurons.gid[k], false,
                 [&](const uint64_t* source, const double*, const int32_t* d, size_t m, uint32_t, uint64_t shortest,
                     uint64_t longest) {
                   if (shortest < d_min || longest > d_max) throw std::logic_error("a drawn delay lies outside its law's bounds");
@@ -805,7 +803,7 @@ void build_thread_synapses(const EngineConfig& cfg, const Placement& placement, 
       const uint32_t excitatory_column = uint32_t(k);
       const uint32_t inhibitory_column = uint32_t(range.inhibitory_offset ? k + range.inhibitory_offset : k);
       size_t n = 0;
-      td.draw(cfg, plan, placement, key, into[range.population], neurons.gid[k], true, kept_mode(TargetDraw::Kept::reuse), d_min,
+      td.draw(cfg, plan, placement, key, into[range.population], neurons.gid[k], true,
               [&](const uint64_t* source, const double* W, const int32_t* D, size_t m, uint32_t j, uint64_t,
                   uint64_t longest) {
         const auto& pr = cfg.projections[j];
