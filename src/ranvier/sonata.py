@@ -36,6 +36,7 @@ from __future__ import annotations
 import csv
 import json
 import math
+import numbers
 import re
 import warnings
 from dataclasses import dataclass, field
@@ -75,13 +76,49 @@ class SonataInfo:
 
 # -- the configuration ------------------------------------------------------------------------
 def _read_json(path: Path, what: str) -> dict:
+    """A JSON file that holds one object (every SONATA JSON file does)."""
     try:
         with open(path) as f:
-            return json.load(f)
+            data = json.load(f)
     except FileNotFoundError:
         raise ConfigError(f"SONATA {what} '{path}' does not exist") from None
-    except json.JSONDecodeError as e:
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
         raise ConfigError(f"SONATA {what} '{path}' is not valid JSON: {e}") from None
+    except OSError as e:
+        raise ConfigError(f"SONATA {what} '{path}' cannot be read: {e.strerror or e}") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"SONATA {what} '{path}' is not a JSON object ({{\"name\": value, ...}}) but a "
+                          f"{type(data).__name__}")
+    return data
+
+
+def _is_number(value) -> bool:
+    """A JSON number that means one: not true/false, not NaN."""
+    return isinstance(value, numbers.Real) and not isinstance(value, bool) and not math.isnan(value)
+
+
+def _positive_ms(value, where: str, name: str, example: str) -> float:
+    """A time in ms that must be a finite positive number (a step, a duration, an interval)."""
+    if not _is_number(value) or not 0 < value < math.inf:
+        raise ConfigError(f"{where}: {name} = {json.dumps(value)} is not a positive number of ms; give one, "
+                          f"e.g. {example}")
+    return float(value)
+
+
+def _check_run(cfg: dict, path: Path) -> None:
+    """run.tstop and run.dt are positive times, refused here (before anything is built) where
+    they are written, whatever reads them next."""
+    run = cfg.get("run")
+    if run is None:
+        return
+    where = f"SONATA config '{path}'"
+    if not isinstance(run, dict):
+        raise ConfigError(f"{where}: 'run' must be an object ({{\"tstop\": ..., \"dt\": ...}}), not "
+                          f"{json.dumps(run)}")
+    if "tstop" in run:
+        _positive_ms(run["tstop"], where, "run.tstop", '"tstop": 1000.0 (the simulated time)')
+    if "dt" in run:
+        _positive_ms(run["dt"], where, "run.dt", '"dt": 0.1 (the time step)')
 
 
 def _expand(value, manifest: dict, base: Path):
@@ -123,6 +160,7 @@ def _manifest(cfg: dict, base: Path) -> dict:
 
 def _load_part(path: Path, what: str) -> dict:
     cfg = _read_json(path, what)
+    _check_run(cfg, path)
     base = path.parent
     manifest = _manifest(cfg, base)
     out = {k: _expand(v, manifest, base) for k, v in cfg.items() if k != "manifest"}
@@ -410,7 +448,7 @@ def load(config_path, *, dt_ms: float | None = None):
     run = cfg.get("run", {})
     if "tstop" not in run:
         raise ConfigError(f"SONATA config '{config_path}': 'run' has no 'tstop'")
-    dt = float(dt_ms if dt_ms is not None else run.get("dt", 0.1))
+    dt = _positive_ms(dt_ms, "SONATA load", "dt_ms", "dt_ms=0.1") if dt_ms is not None else float(run.get("dt", 0.1))
     info = SonataInfo(config=str(Path(config_path).resolve()), tstop_ms=float(run["tstop"]), dt_ms=dt,
                       spikes_file=Path(cfg.get("output", {}).get("spikes_file", "spikes.h5")).name)
     components = cfg.get("components", {})
