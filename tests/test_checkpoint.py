@@ -163,11 +163,19 @@ def test_another_seed_is_refused(saved):
     refused(saved, "seed 3", network=small_network(), seed=4)
 
 
-def test_another_version_is_refused(saved, tmp_path):
-    path = copy_of(saved, tmp_path)
+def edit_meta(path, change, signed=True):
+    """checkpoint.json changed by `change(meta)`; signed: its digest recomputed (as someone who knows
+    the format could), so that what is beyond the digest must refuse it."""
     meta = json.loads((path / "checkpoint.json").read_text())
-    meta["format_version"] = 99
-    (path / "checkpoint.json").write_text(json.dumps(meta))
+    change(meta)
+    if signed:
+        meta["sha256"] = checkpoint.meta_digest(meta)
+    (path / "checkpoint.json").write_text(json.dumps(meta, indent=1) + "\n")
+
+
+def test_another_format_version_is_refused(saved, tmp_path):
+    path = copy_of(saved, tmp_path)
+    edit_meta(path, lambda m: m.update(format_version=99))
     refused(path, "format 99")
 
 
@@ -185,9 +193,7 @@ def test_incomplete_or_damaged_checkpoint_is_refused(saved, tmp_path, damage, wo
 
 def test_other_synapses_are_refused_after_the_build(saved, tmp_path):
     path = copy_of(saved, tmp_path)
-    meta = json.loads((path / "checkpoint.json").read_text())
-    meta["network"]["synapse_digest"] = "12345"
-    (path / "checkpoint.json").write_text(json.dumps(meta))
+    edit_meta(path, lambda m: m["network"].update(synapse_digest="12345"))
     refused(path, "synapses built from seed 3 differ")
 
 

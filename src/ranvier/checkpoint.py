@@ -14,14 +14,20 @@ the ranks, threads, placement or exchange that wrote it: a resumed run gives the
 weights of the uninterrupted one on any of them. The static network is rebuilt from the seed
 and compared with the checkpoint's digest.
 
-Files: checkpoint.json (what it is, for which network; sizes and SHA-256 of the other files),
-state.npz (the engine's columns), network.pickle (the network, so that a resume needs only the
-folder), recording.npz (rank 0's recorded spikes, counts and rate bins).
+Files: checkpoint.json (what it is, for which network; sizes and SHA-256 of the other files,
+and in its field sha256 the SHA-256 of its own other fields), state.npz (the engine's
+columns), network.pickle (the network, so that a resume needs only the folder), recording.npz
+(rank 0's recorded spikes, counts and rate bins); `ranvier run` adds config.toml and lists the
+spike segments beside the checkpoints.
 
-Refused, in one line naming the reason, before anything is built: a folder that is not a
-complete checkpoint (a file missing, truncated or changed), one written by another format
-version of Ranvier, one of another network or seed (for a network given to resume). After the
-build: a network whose synapses differ from the checkpoint's (the digest).
+Refused, in one line naming the checkpoint, the file and the reason, before anything is built: a
+folder that is not a complete checkpoint (a file missing, truncated or changed, checkpoint.json
+included), one of another checkpoint format, one written by another Ranvier version (a
+checkpoint resumes only in the Ranvier version that wrote it: another may integrate or draw
+differently, and the resumed run would not be the uninterrupted one), one of another network or
+seed (for a network given to resume). After the build: a network whose synapses differ from the
+checkpoint's (the digest). A folder of checkpoints whose newest is refused resumes the one
+before, and says which it skipped and why in one line on stderr.
 
 The resumed run's spikes, rates, counters and duration cover the whole run; its timings
 (simulate_seconds, the phases, cycle statistics, deadlines, imbalance) and state traces cover
@@ -35,6 +41,7 @@ import json
 import os
 import pickle
 import shutil
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -46,8 +53,9 @@ from .leftovers import STAGING_SUFFIX, recover_checkpoints, replace_folder
 from .output import sync_folder
 
 FORMAT = "ranvier-checkpoint"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2                  # 2: checkpoint.json covered by its own digest (field sha256)
 META = "checkpoint.json"
+META_DIGEST = "sha256"              # checkpoint.json's field: meta_digest() of every other field
 FILES = ("state.npz", "network.pickle", "recording.npz")
 PREFIX = "step-"                    # checkpoints of a run: <folder>/step-<12 digits>
 # Counters that add up over a run; the others describe the present (events_pending).
@@ -313,6 +321,8 @@ def _write_folder(path: Path, files: dict, meta: dict) -> None:
     if path.exists() and not (path.is_dir() and (path / META).is_file()):
         raise OSError(f"'{path}' exists and is not a checkpoint")
     path.parent.mkdir(parents=True, exist_ok=True)
+    meta = json.loads(json.dumps(meta))         # as it will be read back (tuples as lists, ...)
+    meta[META_DIGEST] = meta_digest(meta)
     tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=STAGING_SUFFIX, dir=path.parent))
     try:
         for name, data in files.items():
@@ -327,6 +337,13 @@ def _write_folder(path: Path, files: dict, meta: dict) -> None:
         raise
 
 
+def meta_digest(meta: dict) -> str:
+    """SHA-256 of checkpoint.json's fields but its digest, as canonical JSON (sorted keys, no
+    spaces): the same for the dict written and the one read back."""
+    body = {k: v for k, v in meta.items() if k != META_DIGEST}
+    return hashlib.sha256(json.dumps(body, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+
+
 def _write_synced(path: Path, data: bytes) -> None:
     with open(path, "wb") as f:
         f.write(data)
@@ -336,7 +353,8 @@ def _write_synced(path: Path, data: bytes) -> None:
 
 # -- reading ----------------------------------------------------------------------------------
 class Checkpoint:
-    """A checkpoint folder, checked: complete, of this format version. Files are read on demand."""
+    """A checkpoint folder, checked (read_meta): complete, unchanged, of this format and Ranvier
+    version. Files are read on demand."""
 
     def __init__(self, path):
         self.path = Path(path)
@@ -354,83 +372,137 @@ class Checkpoint:
             return {k: z[k] for k in z.files}
 
 
+class Refused(ConfigError):
+    """A checkpoint that cannot be resumed. The message names the checkpoint; `reason` says why
+    without it (the note on a skipped checkpoint)."""
+
+    def __init__(self, path: Path, predicate: str, reason: str):
+        super().__init__(f"checkpoint '{path}' {predicate}")
+        self.path, self.reason = path, reason
+
+
 def read_meta(path: Path) -> dict:
-    """checkpoint.json, and every file it lists present with its size and hash; else one line."""
+    """checkpoint.json, checked: a Ranvier checkpoint of this format and version, its own digest
+    and every file it lists present with its size and hash; else one line (Refused)."""
     from . import __version__
 
-    where = f"checkpoint '{path}'"
+    def refuse(predicate: str, reason: str):
+        raise Refused(path, predicate, reason)
+
     if not path.is_dir():
-        raise ConfigError(f"{where}: no such folder; give a folder written by Simulation.save or --checkpoint-every")
+        raise ConfigError(f"checkpoint '{path}': no such folder; give a folder written by Simulation.save or "
+                          f"--checkpoint-every")
     try:
         meta = json.loads((path / META).read_text())
     except FileNotFoundError:
-        raise ConfigError(f"{where} is incomplete or not a checkpoint: {META} is missing") from None
+        refuse(f"is incomplete or not a checkpoint: {META} is missing", f"{META} is missing")
     except (OSError, ValueError, UnicodeDecodeError) as e:
-        raise ConfigError(f"{where}: {META} is unreadable ({e.__class__.__name__}); the checkpoint is damaged") from None
+        refuse(f"is damaged: {META} is unreadable ({e.__class__.__name__})",
+               f"{META} is unreadable ({e.__class__.__name__})")
     if not isinstance(meta, dict) or meta.get("format") != FORMAT:
-        raise ConfigError(f"{where}: {META} is not a Ranvier checkpoint's")
+        refuse(f"is damaged or foreign: {META} is not a Ranvier checkpoint's", f"{META} is not a Ranvier checkpoint's")
+    written_by = meta.get("ranvier_version")
     if meta.get("format_version") != FORMAT_VERSION:
-        raise ConfigError(f"{where} was written by Ranvier {meta.get('ranvier_version')} in checkpoint format "
-                          f"{meta.get('format_version')}; this Ranvier ({__version__}) reads format {FORMAT_VERSION}: "
-                          f"resume it with the version that wrote it")
+        refuse(f"was written by Ranvier {written_by} in checkpoint format {meta.get('format_version')}; this "
+               f"Ranvier ({__version__}) reads format {FORMAT_VERSION}: resume it with the version that wrote it",
+               f"{META} is of checkpoint format {meta.get('format_version')}, not {FORMAT_VERSION}")
+    if meta.get(META_DIGEST) != meta_digest(meta):
+        refuse(f"is damaged: {META} does not match its digest (its field {META_DIGEST}): it was edited or damaged "
+               f"after it was written", f"{META} does not match its digest (edited or damaged)")
+    if written_by != __version__:
+        refuse(f"was written by Ranvier {written_by}; this is Ranvier {__version__}, and a checkpoint resumes only "
+               f"in the Ranvier version that wrote it (another may integrate or draw differently): resume it with "
+               f"Ranvier {written_by} (pip install 'ranvier=={written_by}'), or start the run again with this one",
+               f"written by Ranvier {written_by}, not by this Ranvier ({__version__})")
     listed = meta.get("files", {}) if isinstance(meta.get("files"), dict) else {}
     for name in sorted(set(FILES) | set(listed)):
         info = listed.get(name)
-        f = path / name
-        if info is None or not f.is_file():
-            raise ConfigError(f"{where} is incomplete: {name} is missing")
-        _check_file(where, f, name, info)
+        if info is None or not _plain_name(name) or not (path / name).is_file():
+            refuse(f"is incomplete: {name} is missing", f"{name} is missing")
+        _check_file(refuse, path / name, name, info)
     for info in meta.get("spike_segments", []):      # beside the checkpoint, shared with the run's others
-        f = path.parent / info["name"]
-        if not f.is_file():
-            raise ConfigError(f"{where} is incomplete: its spike segment {f} is missing")
-        _check_file(where, f, info["name"], info)
+        name = info["name"]
+        f = path.parent / str(name)
+        if not (_plain_name(name) and name.startswith(SEGMENT)) or not f.is_file():
+            refuse(f"is incomplete: its spike segment {f} is missing", f"its spike segment {f} is missing")
+        _check_file(refuse, f, name, info)
     return meta
 
 
-def _check_file(where: str, f: Path, name: str, info: dict) -> None:
+def _plain_name(name) -> bool:
+    """A file name that stays in its folder (a crafted checkpoint could list '../x')."""
+    return isinstance(name, str) and name not in ("", ".", "..") and Path(name).name == name
+
+
+def _check_file(refuse, f: Path, name: str, info: dict) -> None:
     size = f.stat().st_size
     if size != info["bytes"]:
-        raise ConfigError(f"{where} is truncated or damaged: {name} has {size} bytes, {info['bytes']} were written")
+        refuse(f"is truncated or damaged: {name} has {size} bytes, {info['bytes']} were written",
+               f"{name} has {size} bytes, {info['bytes']} were written (truncated or damaged)")
     if _sha256(f) != info["sha256"]:
-        raise ConfigError(f"{where} is damaged: {name} does not match the hash written with it")
+        refuse(f"is damaged: {name} does not match the SHA-256 written with it",
+               f"{name} does not match the SHA-256 written with it")
+
+
+def _candidates(folder: Path) -> list[tuple[int, Path]]:
+    """The checkpoint folders of a run (<folder>/step-<step>), with their steps."""
+    found = []
+    for p in folder.glob(f"{PREFIX}*"):
+        digits = p.name[len(PREFIX):]
+        if digits.isdigit() and p.is_dir():
+            found.append((int(digits), p))
+    return found
+
+
+def _newest_readable(candidates: list[tuple[int, Path]], where: str) -> Path:
+    """The newest candidate that read_meta accepts; each newer one is named with its reason in a
+    note on stderr. None accepted: one line with the newest's reason."""
+    skipped = []
+    for _, p in sorted(candidates, reverse=True):
+        try:
+            read_meta(p)
+        except Refused as e:
+            skipped.append(e)
+            continue
+        for e in skipped:
+            _note(f"skipped checkpoint '{e.path}': {e.reason}; resuming '{p}'")
+        return p
+    if skipped:
+        raise ConfigError(f"{where}: no complete checkpoint there; the newest, {skipped[0]}")
+    raise ConfigError(f"{where}: no complete checkpoint there (folders {PREFIX}<step> with {META})")
+
+
+def _note(message: str) -> None:
+    """One line on stderr, from the first rank only (the others read the same folders)."""
+    from .parallel import launcher_rank
+    if launcher_rank() == 0:
+        print(f"ranvier: note: {message}", file=sys.stderr, flush=True)
 
 
 def newest(folder) -> Path:
-    """The newest complete checkpoint in a run's checkpoint folder (or the folder itself if it is one)."""
+    """The newest complete checkpoint in a run's checkpoint folder (or the folder itself if it is
+    one); a damaged newer one is skipped with a note that says why."""
     folder = Path(folder)
     if (folder / META).is_file():
         return folder
-    candidates = sorted(p for p in folder.glob(f"{PREFIX}*") if p.is_dir() and (p / META).is_file())
-    for p in reversed(candidates):          # a damaged newest one falls back to the one before
-        try:
-            read_meta(p)
-            return p
-        except ConfigError:
-            continue
-    raise ConfigError(f"'{folder}' holds no complete checkpoint (folders {PREFIX}<step> with {META})")
+    return _newest_readable(_candidates(folder), f"'{folder}'")
 
 
 def find_for_resume(where) -> Path:
     """`ranvier run --resume WHERE`: a checkpoint, a folder of them, or a run's --out folder (its
     checkpoints are in DIR/checkpoints once it ended, in DIR.checkpoints while it ran): the newest
-    complete checkpoint among them."""
+    complete checkpoint among them (a damaged newer one skipped with a note)."""
     where = Path(where)
     if (where / META).is_file():
         read_meta(where)
         return where
     folders = [f for f in (where, where / "checkpoints", Path(str(where).rstrip("/") + ".checkpoints")) if f.is_dir()]
-    found = []
-    for folder in folders:
-        try:
-            found.append(newest(folder))
-        except ConfigError:
-            pass
-    if not found:
+    candidates = [c for folder in folders for c in _candidates(folder)]
+    if not candidates:
         raise ConfigError(f"--resume '{where}': no complete checkpoint there (looked in "
                           f"{', '.join(str(f) for f in folders) or 'a folder that does not exist'}); runs write them "
                           f"with --checkpoint-every")
-    return max(found, key=lambda p: json.loads((p / META).read_text())["step"])
+    return _newest_readable(candidates, f"--resume '{where}'")
 
 
 def prune(folder, keep: int) -> None:
