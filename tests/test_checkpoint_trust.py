@@ -4,18 +4,24 @@ Every byte of every file of a checkpoint is covered by a digest (checkpoint.json
 included): an edited checkpoint is refused in one line naming the checkpoint, the file and the
 reason. A checkpoint of another Ranvier version is refused as docs/checkpoints.md says.
 `ranvier run --resume` that passes over a damaged newest checkpoint says so in one line and
-resumes the one before with the uninterrupted run's spikes."""
+resumes the one before with the uninterrupted run's spikes. network.pickle names only Ranvier's
+own network classes: a pickle that would run code is refused before it does, even with matching
+digests."""
 from __future__ import annotations
 
 import hashlib
 import json
+import os
+import pickle
 import shutil
 
+import numpy as np
 import pytest
 
 import ranvier as rv
 from ranvier import checkpoint, cli
-from test_checkpoint import copy_of, edit_meta, refused, same_spike_files
+from ranvier.errors import ConfigError
+from test_checkpoint import copy_of, edit_meta, refused, same_spike_files, small_network
 from test_checkpoint import saved  # noqa: F401 (a fixture)
 
 
@@ -73,6 +79,135 @@ def test_a_checkpoint_of_another_ranvier_version_is_refused(saved, tmp_path):
     edit_meta(path, lambda m: m.update(ranvier_version="0.0.9"))
     message = refused(path, "Ranvier 0.0.9", f"Ranvier {rv.__version__}", "ranvier==0.0.9")
     assert message.startswith(f"checkpoint '{path}'"), message
+
+
+# -- network.pickle runs no code -----------------------------------------------------------------
+class Payload:
+    """Unpickled, it would run a shell command that leaves a marker file."""
+
+    def __init__(self, marker):
+        self.marker = str(marker)
+
+    def __reduce__(self):
+        return os.system, (f"touch {self.marker}",)
+
+
+def test_a_pickle_that_would_run_code_is_refused(saved, tmp_path):
+    path = copy_of(saved, tmp_path)
+    marker = tmp_path / "ran"
+    net = small_network()
+    net.parameters = dict(net.parameters, extra=Payload(marker))
+    sign(path, **{"network.pickle": pickle.dumps(net, protocol=4)})
+    message = refused(path, "network.pickle", "system", f"checkpoint '{path}'")
+    assert not marker.exists()
+    assert "posix.system" in message or "os.system" in message or "nt.system" in message, message
+
+
+@pytest.mark.parametrize("payload", [
+    (shutil.rmtree, ("nowhere",)),
+    (getattr, ("", "join")),
+    (eval, ("1",)),
+    (__import__, ("os",)),
+], ids=["shutil.rmtree", "getattr", "eval", "import"])
+def test_no_callable_outside_ranvier_network_classes_is_taken(saved, tmp_path, payload):
+    class Reduced:
+        def __reduce__(self):
+            return payload
+
+    path = copy_of(saved, tmp_path)
+    sign(path, **{"network.pickle": pickle.dumps(Reduced(), protocol=4)})
+    refused(path, "network.pickle", payload[0].__name__, "not one of Ranvier's network classes")
+
+
+def test_a_function_of_ranvier_is_not_taken(saved, tmp_path):
+    """Ranvier's own module, but a function, not a network class: it could do anything."""
+    from ranvier.commands import run as run_command
+
+    class Reduced:
+        def __reduce__(self):
+            return run_command.command, (None,)
+
+    path = copy_of(saved, tmp_path)
+    sign(path, **{"network.pickle": pickle.dumps(Reduced(), protocol=4)})
+    refused(path, "network.pickle", "ranvier.commands.run.command")
+
+
+def round_trip_networks():
+    import mpi_runner
+    from conftest import ROOT
+    yield "dpsnn", small_network()
+    scalars = small_network()                  # NumPy scalars and arrays among the parameters
+    scalars.populations[0].params.update(tau_m_ms=np.float64(21.0), t_ref_ms=np.float32(2.0),
+                                         V_reset_mV=np.full(scalars.populations[0].size, -60.0))
+    scalars.parameters = dict(scalars.parameters, count=np.int64(3), flag=np.bool_(True))
+    yield "numpy-scalars", scalars
+    yield "dpsnn-stdp", rv.models.dpsnn(neurons=400, synapses_per_neuron=40, plasticity="stdp")
+    yield "dpsnn-grid", rv.models.dpsnn(neurons=1280, synapses_per_neuron=100, columns_x=4, columns_y=4,
+                                        lateral_length=0.7, lateral_cutoff=2.0)
+    yield "microcircuit", rv.models.build("microcircuit", scale=0.01, k_scale=0.01)
+    yield "mam-benchmark", rv.models.build("mam-benchmark", n_areas=4, area_size=100, K=40)
+    yield "mam-benchmark-study", rv.models.build("mam-benchmark-study", n_areas=4, area_size=100, indegree=40)
+    yield "artificial-cells", rv.models.build("artificial-cells", cells=200, targets_per_cell=20)
+    try:
+        multi_area = rv.models.build("multi-area", scale=1000 / 4130057, k_scale=0.01, **mpi_runner.MULTI_AREA_TEST)
+    except ConfigError:         # its data set is not on this machine
+        multi_area = None
+    if multi_area is not None:
+        yield "multi-area", multi_area
+    for name in ("devices", "pynn-cells", "heterogeneous"):
+        build = {"devices": mpi_runner.devices_network, "pynn-cells": mpi_runner.pynn_cells_network,
+                 "heterogeneous": mpi_runner.heterogeneous_network}[name]
+        yield name, build(400, 0.05)
+    yield "plastic", mpi_runner.plastic_network(600, 30)
+    import sys
+    sys.path.insert(0, str(ROOT / "examples" / "sonata"))
+    from make_network import write_network
+    import tempfile
+    from ranvier import sonata
+    with tempfile.TemporaryDirectory() as d:
+        yield "sonata", sonata.load(write_network(checkpoint.Path(d)))[0]
+
+
+def test_networks_of_every_model_round_trip(tmp_path):
+    """What a checkpoint's network.pickle holds for every model is read back, equal."""
+    for name, net in round_trip_networks():
+        f = tmp_path / "network.pickle"
+        f.write_bytes(pickle.dumps(net, protocol=4))
+        back = checkpoint.load_network(f, where=f"checkpoint '{tmp_path}'")
+        assert checkpoint.network_digest(back) == checkpoint.network_digest(net), name
+
+
+def test_a_pynn_built_network_round_trips(tmp_path):
+    pytest.importorskip("pyNN")
+    import pyNN.ranvier as sim
+    from ranvier.pynn import simulator
+    sim.setup(timestep=0.1, min_delay=1.0, threads=1)
+    try:
+        exc = sim.Population(60, sim.IF_curr_exp(i_offset=0.2))
+        inh = sim.Population(20, sim.IF_cond_exp())
+        src = sim.Population(20, sim.SpikeSourcePoisson(rate=30.0))
+        rng = sim.NumpyRNG(seed=11)
+        sim.Projection(src, exc, sim.FixedProbabilityConnector(0.2, rng=rng), sim.StaticSynapse(weight=0.6, delay=1.0))
+        stdp = sim.STDPMechanism(timing_dependence=sim.SpikePairRule(tau_plus=20.0, tau_minus=20.0, A_plus=0.01,
+                                                                     A_minus=0.012),
+                                 weight_dependence=sim.AdditiveWeightDependence(w_min=0.0, w_max=1.5), weight=0.5,
+                                 delay=1.0)
+        sim.Projection(exc, inh, sim.FixedNumberPreConnector(5, rng=rng), stdp)
+        exc.inject(sim.StepCurrentSource(times=[5.0, 10.0], amplitudes=[0.3, 0.0]))
+        exc.inject(sim.NoisyCurrentSource(mean=0.1, stdev=0.05, dt=1.0))
+        sim.run(5.0)
+        net = simulator.state.network
+        f = tmp_path / "network.pickle"
+        f.write_bytes(pickle.dumps(net, protocol=4))
+        back = checkpoint.load_network(f, where="here")
+        assert checkpoint.network_digest(back) == checkpoint.network_digest(net)
+    finally:
+        sim.end()
+
+
+def test_a_saved_network_resumes_without_being_given(saved):
+    sim = rv.Simulation.resume(saved, threads=1)
+    assert checkpoint.network_digest(sim.network) == checkpoint.network_digest(small_network())
 
 
 # -- ranvier run --resume past a damaged newest checkpoint ---------------------------------------

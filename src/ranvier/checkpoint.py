@@ -16,8 +16,9 @@ and compared with the checkpoint's digest.
 
 Files: checkpoint.json (what it is, for which network; sizes and SHA-256 of the other files,
 and in its field sha256 the SHA-256 of its own other fields), state.npz (the engine's
-columns), network.pickle (the network, so that a resume needs only the folder), recording.npz
-(rank 0's recorded spikes, counts and rate bins); `ranvier run` adds config.toml and lists the
+columns), network.pickle (the network, so that a resume needs only the folder: read back with
+Ranvier's network classes alone, so that a pickle from elsewhere cannot run code),
+recording.npz (rank 0's recorded spikes, counts and rate bins); `ranvier run` adds config.toml and lists the
 spike segments beside the checkpoints.
 
 Refused, in one line naming the checkpoint, the file and the reason, before anything is built: a
@@ -25,7 +26,8 @@ folder that is not a complete checkpoint (a file missing, truncated or changed, 
 included), one of another checkpoint format, one written by another Ranvier version (a
 checkpoint resumes only in the Ranvier version that wrote it: another may integrate or draw
 differently, and the resumed run would not be the uninterrupted one), one of another network or
-seed (for a network given to resume). After the build: a network whose synapses differ from the
+seed (for a network given to resume), a network.pickle that names anything but Ranvier's
+network classes and NumPy's arrays (unpickled, it could run code). After the build: a network whose synapses differ from the
 checkpoint's (the digest). A folder of checkpoints whose newest is refused resumes the one
 before, and says which it skipped and why in one line on stderr.
 
@@ -57,6 +59,12 @@ FORMAT_VERSION = 2                  # 2: checkpoint.json covered by its own dige
 META = "checkpoint.json"
 META_DIGEST = "sha256"              # checkpoint.json's field: meta_digest() of every other field
 FILES = ("state.npz", "network.pickle", "recording.npz")
+# What network.pickle may name: the classes that describe a network (every model's, SONATA's and
+# pyNN.ranvier's networks are made of them) and NumPy's arrays and scalars. Anything else (a
+# function, os.system, a class of another module) could run code when unpickled: refused.
+NETWORK_MODULES = ("ranvier.network", "ranvier.devices", "ranvier.plasticity", "ranvier.random", "ranvier.grid")
+NUMPY_GLOBALS = {(m, name) for m in ("numpy.core.multiarray", "numpy._core.multiarray")
+                 for name in ("_reconstruct", "scalar")} | {("numpy", "ndarray"), ("numpy", "dtype")}
 PREFIX = "step-"                    # checkpoints of a run: <folder>/step-<12 digits>
 # Counters that add up over a run; the others describe the present (events_pending).
 NOT_CUMULATIVE = ("events_pending",)
@@ -365,11 +373,48 @@ class Checkpoint:
         return int(self.meta["step"])
 
     def network(self):
-        return pickle.loads((self.path / "network.pickle").read_bytes())
+        return load_network(self.path / "network.pickle", f"checkpoint '{self.path}'")
 
     def columns(self, name: str) -> dict:
         with np.load(self.path / name) as z:
             return {k: z[k] for k in z.files}
+
+
+class _NetworkUnpickler(pickle.Unpickler):
+    """Unpickles Ranvier's network classes and NumPy's arrays, nothing else (see NETWORK_MODULES)."""
+
+    def __init__(self, stream, where: str):
+        super().__init__(stream)
+        self.where = where
+
+    def find_class(self, module, name):
+        if (module, name) in NUMPY_GLOBALS:
+            return super().find_class(module, name)
+        if module in NETWORK_MODULES:
+            import importlib
+            found = getattr(importlib.import_module(module), name, None)
+            if isinstance(found, type) and found.__module__ == module:
+                return found
+        raise ConfigError(f"{self.where}: network.pickle names {module}.{name}, which is not one of Ranvier's network "
+                          f"classes: refused, since unpickling it could run code; give the network to resume "
+                          f"(Simulation.resume(path, network=...)) or resume a checkpoint Ranvier wrote")
+
+
+def load_network(path: Path, where: str):
+    """network.pickle read back with Ranvier's network classes alone (_NetworkUnpickler)."""
+    from .network import Network
+
+    try:
+        with open(path, "rb") as stream:
+            network = _NetworkUnpickler(stream, where).load()
+    except ConfigError:
+        raise
+    except Exception as e:          # digests matched, yet not a pickle of a network (a crafted one)
+        raise ConfigError(f"{where}: network.pickle could not be read ({e.__class__.__name__}: {e}); give the "
+                          f"network to resume (Simulation.resume(path, network=...))") from None
+    if not isinstance(network, Network):
+        raise ConfigError(f"{where}: network.pickle holds a {type(network).__name__}, not a ranvier.Network")
+    return network
 
 
 class Refused(ConfigError):
