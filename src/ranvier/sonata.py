@@ -213,19 +213,37 @@ def read_config(path) -> dict:
 
 # -- nodes -------------------------------------------------------------------------------------
 def _read_types(path: str) -> dict:
-    """A node or edge types CSV (space-separated, quoted fields allowed): type id -> row dict."""
+    """A node or edge types CSV (space-separated, quoted fields allowed): type id -> row dict.
+    A row with fields missing or extra is refused by line: its values would shift columns."""
     try:
         with open(path, newline="") as f:
-            rows = list(csv.DictReader(f, delimiter=" ", skipinitialspace=True))
+            reader = csv.DictReader(f, delimiter=" ", skipinitialspace=True)
+            rows = [(reader.line_num, row) for row in reader]
+            header = reader.fieldnames or []
     except FileNotFoundError:
         raise ConfigError(f"SONATA types file '{path}' does not exist") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise ConfigError(f"SONATA types file '{path}' cannot be read as CSV: {e}") from None
+    key = "node_type_id" if "node_type_id" in header else "edge_type_id"
+    if key not in header:
+        raise ConfigError(f"SONATA types file '{path}': no node_type_id or edge_type_id column (the columns are "
+                          f"separated by spaces); its header: {header}")
     out = {}
-    for row in rows:
-        row = {k: v for k, v in row.items() if k is not None}
-        key = "node_type_id" if "node_type_id" in row else "edge_type_id"
-        if key not in row:
-            raise ConfigError(f"SONATA types file '{path}': no node_type_id or edge_type_id column")
-        out[int(row[key])] = row
+    for line, row in rows:
+        extra = [v for v in row.pop(None, []) if v.strip()]        # fields past the header's
+        if extra or None in row.values():
+            fields = sum(v is not None for v in row.values()) + len(extra)
+            raise ConfigError(f"SONATA types file '{path}', line {line}: {fields} field(s), the header has "
+                              f"{len(header)}; give one value per column (NULL where there is none)")
+        try:
+            type_id = int(row[key])
+        except ValueError:
+            raise ConfigError(f"SONATA types file '{path}', line {line}: {key} {row[key]!r} is not an "
+                              f"integer") from None
+        if type_id in out:
+            raise ConfigError(f"SONATA types file '{path}', line {line}: {key} {type_id} is there twice; "
+                              f"give each type one row")
+        out[type_id] = row
     return out
 
 
@@ -247,45 +265,114 @@ class NodePopulation:
     types: dict                       # node_type_id -> CSV row
     columns: dict                     # per-node attributes (group columns), full length, or absent
     dynamics: dict                    # per-node dynamics_params, name -> array (group dynamics_params)
+    file: str = ""                    # the nodes file
+
+
+def _dataset(g, name: str, where: str, per: str, default=None) -> np.ndarray:
+    """A one-dimensional dataset of a nodes or edges population; `default` where it may be left out."""
+    import h5py
+    d = g.get(name)
+    if d is None and default is not None:
+        return default
+    if not isinstance(d, h5py.Dataset) or d.ndim != 1:
+        raise ConfigError(f"{where}: no {name} dataset (one value per {per})")
+    return d[:]
+
+
+def _population_group(g, where: str) -> None:
+    import h5py
+    if not isinstance(g, h5py.Group):
+        raise ConfigError(f"{where}: '{g.name}' is a dataset, not a population's group")
+
+
+def _same_length(where: str, columns: dict, per: str) -> None:
+    if len({c.size for c in columns.values()}) > 1:
+        raise ConfigError(f"{where}: its columns differ in length ("
+                          + ", ".join(f"{k} {c.size}" for k, c in columns.items()) + f"); each holds one value per {per}")
+
+
+def _group_columns(g, where: str, prefix: str, group_id: np.ndarray, group_index: np.ndarray,
+                   names=None) -> dict:
+    """The per-row attributes of a nodes or edges population, from its groups (a row's value is
+    /<population>/<its group id>/<column>[its group index]): name -> (values over every row,
+    which rows have one). Per-node dynamics_params keep their prefix ('dynamics_params/I_e');
+    `names` the columns wanted (None: every one)."""
+    import h5py
+    n = group_id.size
+    out: dict = {}
+    for gname, grp in g.items():
+        if not gname.isdigit() or not isinstance(grp, h5py.Group):
+            continue
+        datasets = list(grp.items())
+        if isinstance(grp.get("dynamics_params"), h5py.Group):
+            datasets += [(f"dynamics_params/{k}", d) for k, d in grp["dynamics_params"].items()]
+        mine = np.flatnonzero(group_id == int(gname))
+        rows = group_index[mine].astype(np.int64)
+        for key, d in datasets:
+            if not isinstance(d, h5py.Dataset) or d.ndim != 1 or (names is not None and key not in names):
+                continue
+            if rows.size and (rows.max() >= d.shape[0] or rows.min() < 0):
+                bad = int(rows.max()) if rows.max() >= d.shape[0] else int(rows.min())
+                raise ConfigError(f"{where}: {prefix}_group_index {bad} is past the {d.shape[0]} row(s) of group "
+                                  f"{gname}'s '{key}'")
+            values = d[:]
+            numeric = values.dtype.kind in "fiub"
+            if not numeric:
+                values = values.astype(str)
+            full, given = out.setdefault(key, (np.full(n, np.nan) if numeric else np.full(n, "", dtype=object),
+                                               np.zeros(n, bool)))
+            if numeric != (full.dtype.kind == "f"):
+                raise ConfigError(f"{where}: column '{key}' holds numbers in one group and text in another")
+            full[mine] = values[rows]
+            given[mine] = True
+    return out
 
 
 def _read_nodes(entry: dict) -> list[NodePopulation]:
+    """The node populations of one nodes file. Refused: node ids that are not unique, columns
+    of different lengths, group indices past their group, per-node dynamics_params that are
+    not numbers."""
     types = _read_types(entry["node_types_file"])
     pops = []
     with _h5(entry["nodes_file"]) as f:
         if "nodes" not in f:
             raise ConfigError(f"SONATA nodes file '{entry['nodes_file']}': no /nodes group")
         for name, g in f["nodes"].items():
-            type_ids = g["node_type_id"][:].astype(np.int64)
+            where = f"SONATA nodes file '{entry['nodes_file']}', population '{name}'"
+            _population_group(g, where)
+            type_ids = _dataset(g, "node_type_id", where, "node").astype(np.int64)
             n = type_ids.size
-            node_ids = g["node_id"][:].astype(np.int64) if "node_id" in g else np.arange(n)
-            group_id = g["node_group_id"][:] if "node_group_id" in g else np.zeros(n, np.int64)
-            group_index = g["node_group_index"][:] if "node_group_index" in g else np.arange(n)
+            node_ids = _dataset(g, "node_id", where, "node", np.arange(n)).astype(np.int64)
+            group_id = _dataset(g, "node_group_id", where, "node", np.zeros(n, np.int64))
+            group_index = _dataset(g, "node_group_index", where, "node", np.arange(n))
+            _same_length(where, {"node_type_id": type_ids, "node_id": node_ids, "node_group_id": group_id,
+                                 "node_group_index": group_index}, "node")
+            unique, counts = np.unique(node_ids, return_counts=True)
+            if np.any(counts > 1):
+                first = int(np.flatnonzero(counts > 1)[0])
+                raise ConfigError(f"{where}: node id {int(unique[first])} appears {int(counts[first])} times "
+                                  f"({int(np.count_nonzero(counts > 1))} node id(s) repeated); node ids must be "
+                                  f"unique within a population")
             columns, dynamics = {}, {}
-            for gid_name, grp in g.items():
-                if not gid_name.isdigit():
+            for key, (values, given) in _group_columns(g, where, "node", group_id, group_index).items():
+                if not key.startswith("dynamics_params/"):
+                    columns[key] = values
                     continue
-                mine = np.flatnonzero(group_id == int(gid_name))
-                for col, ds in grp.items():
-                    target = dynamics if col == "dynamics_params" else columns
-                    items = ds.items() if col == "dynamics_params" else [(col, ds)]
-                    for key, d in items:
-                        if getattr(d, "ndim", 2) != 1:
-                            continue
-                        values = d[:]
-                        if values.dtype.kind in "SO":
-                            values = values.astype(str)
-                        full = target.setdefault(key, np.full(n, np.nan if values.dtype.kind in "fiu" else "",
-                                                              dtype=np.float64 if values.dtype.kind in "fiu" else object))
-                        full[mine] = values[group_index[mine]]
+                key = key[len("dynamics_params/"):]
+                bad = given if values.dtype == object else given & np.isnan(values)
+                if bad.any():
+                    first = int(np.flatnonzero(bad)[0])
+                    shown = repr(values[first]) if values.dtype == object else "NaN"
+                    raise ConfigError(f"{where}: per-node dynamics_params '{key}' holds {shown} (node id "
+                                      f"{int(node_ids[first])}), not a number")
+                dynamics[key] = values
             unknown = sorted(set(np.unique(type_ids).tolist()) - set(types))
             if unknown:
-                raise ConfigError(f"SONATA nodes '{name}' ({entry['nodes_file']}): node_type_id {unknown[:5]} not in "
-                                  f"{entry['node_types_file']}")
+                raise ConfigError(f"{where}: node_type_id {unknown[:5]} not in {entry['node_types_file']}")
             order = np.argsort(node_ids, kind="stable")
             pops.append(NodePopulation(name, node_ids[order], type_ids[order], types,
                                        {k: v[order] for k, v in columns.items()},
-                                       {k: v[order] for k, v in dynamics.items()}))
+                                       {k: v[order] for k, v in dynamics.items()}, entry["nodes_file"]))
     return pops
 
 
@@ -318,20 +405,52 @@ def _matches(values, wanted) -> np.ndarray:
     return out
 
 
-def select(node_sets: dict, name_or_set, pops: list[NodePopulation]) -> dict:
-    """A node set's members: population name -> boolean mask over its nodes (node-id order)."""
+def _set_label(name_or_set) -> str:
+    if name_or_set is None:
+        return "its node set (none given: every node)"
+    return f"node set '{name_or_set}'" if isinstance(name_or_set, str) else f"node set {json.dumps(name_or_set)}"
+
+
+def _attribute_names(pops: list[NodePopulation]) -> list:
+    names = {"population", "node_id", "node_type_id"}
+    for p in pops:
+        names |= set(p.columns) | {k for row in p.types.values() for k in row}
+    return sorted(names)
+
+
+def select(node_sets: dict, name_or_set, pops: list[NodePopulation], _within: tuple = ()) -> dict:
+    """A node set's members: population name -> boolean mask over its nodes (node-id order).
+    A population or an attribute that no node has is refused: it would select nothing, and
+    every input or report of the set would be lost in silence."""
+    label = "SONATA " + _set_label(name_or_set)
     spec = node_sets.get(name_or_set) if isinstance(name_or_set, str) else name_or_set
     if spec is None:
         raise ConfigError(f"SONATA node set '{name_or_set}' is not defined; node sets: {sorted(node_sets)}")
+    if isinstance(name_or_set, str) and name_or_set in _within:
+        raise ConfigError(f"{label} names itself ({' -> '.join([*_within, name_or_set])}); a compound node set "
+                          f"lists other node sets")
     if isinstance(spec, list):
         if all(isinstance(x, str) for x in spec):            # compound: the union of named sets
             out = {p.name: np.zeros(p.node_ids.size, bool) for p in pops}
             for sub in spec:
-                for k, m in select(node_sets, sub, pops).items():
+                for k, m in select(node_sets, sub, pops, (*_within, name_or_set)).items():
                     out[k] |= m
             return out
         spec = {"node_id": spec}                             # BMTK's plain list of node ids
+    if not isinstance(spec, dict):
+        raise ConfigError(f"{label}" + (f" is {json.dumps(spec)}" if isinstance(name_or_set, str) else "")
+                          + ": give an object of node attributes ({\"population\": ...}), a list of node set names "
+                          "or a list of node ids")
+    names = sorted(p.name for p in pops)
+    if "population" in spec:
+        for wanted in spec["population"] if isinstance(spec["population"], list) else [spec["population"]]:
+            if str(wanted) not in names:
+                raise ConfigError(f"{label}: population '{wanted}' does not exist; node populations: {names}")
     out = {}
+    for key, wanted in spec.items():
+        if all(_attribute(p, key) is None for p in pops):
+            raise ConfigError(f"{label}: no node has attribute '{key}'; node and node type attributes: "
+                              f"{_attribute_names(pops)}")
     for p in pops:
         mask = np.ones(p.node_ids.size, dtype=bool)
         for key, wanted in spec.items():
@@ -358,7 +477,8 @@ def _model_of(pop: NodePopulation, type_id: int, where: str) -> tuple[str, str |
     if nest_name not in SUPPORTED_NEST_MODELS:
         raise ConfigError(f"{where}: model_template '{template}' is not supported; supported: "
                           f"{['nest:' + m for m in SUPPORTED_NEST_MODELS]}")
-    return nest_name, row.get("dynamics_params", "").strip() or None
+    dynamics = row.get("dynamics_params", "").strip()
+    return nest_name, dynamics if dynamics not in ("", "NULL", "None") else None      # NULL: NEST's defaults
 
 
 def _nest_keys(nest_name: str) -> dict | None:
@@ -400,7 +520,12 @@ def _dynamics_file(components: dict, name: str, where: str) -> dict:
     candidates = [Path(folder) / name] if folder else []
     for c in candidates:
         if c.is_file():
-            return _read_json(c, "dynamics_params file")
+            params = _read_json(c, "dynamics_params file")
+            for key, value in params.items():
+                if not _is_number(value):
+                    raise ConfigError(f"{where}: dynamics_params file '{c}': {json.dumps({key: value})[1:-1]} is not "
+                                      f"a number; give the parameter in NEST's unit (e.g. ms, mV, pF)")
+            return params
     raise ConfigError(f"{where}: dynamics_params '{name}' not found"
                       + (f" in point_neuron_models_dir '{folder}'" if folder else
                          "; the circuit config's components name no point_neuron_models_dir"))
@@ -409,27 +534,64 @@ def _dynamics_file(components: dict, name: str, where: str) -> dict:
 # -- spike inputs ------------------------------------------------------------------------------
 def read_spikes(path: str, module: str = "h5") -> dict:
     """A spike file: population name (None for the pre-1.0 layout, which has none) -> (node
-    ids, times in ms)."""
+    ids, times in ms). Refused: node ids and times of different lengths, NaN times."""
+    import h5py
+
     if module == "csv" or str(path).endswith((".csv", ".txt")):
+        out = _read_csv_spikes(path)
+    else:
+        with _h5(path) as f:
+            if not isinstance(f.get("spikes"), h5py.Group):
+                raise ConfigError(f"SONATA spike file '{path}': no /spikes group")
+            g = f["spikes"]
+            out = {}
+            if "gids" in g and "timestamps" in g:                   # pre-1.0: /spikes/{gids,timestamps}
+                out[None] = (g["gids"][:], g["timestamps"][:])
+            else:
+                for name, pop in g.items():
+                    if isinstance(pop, h5py.Group) and "node_ids" in pop and "timestamps" in pop:
+                        out[name] = (pop["node_ids"][:], pop["timestamps"][:])
+    for name, (ids, ts) in out.items():
+        where = f"SONATA spike file '{path}'" + (f", population '{name}'" if name is not None else "")
+        if ids.shape != ts.shape or ids.ndim != 1:
+            raise ConfigError(f"{where}: {ids.size} node_ids but {ts.size} timestamps; each spike needs one of each")
+        whole = ids.dtype.kind in "iu" or (ids.dtype.kind == "f" and bool(np.all(np.mod(ids, 1) == 0)))
+        if not whole or ts.dtype.kind not in "fiu":
+            raise ConfigError(f"{where}: node_ids must be integers and timestamps numbers (ms), not "
+                              f"{ids.dtype} and {ts.dtype}")
+        nan = np.isnan(ts.astype(np.float64))
+        if nan.any():
+            raise ConfigError(f"{where}: {int(nan.sum())} spike time(s) are NaN (the first of node id "
+                              f"{int(ids[nan][0])}); give every spike a time in ms")
+    return {k: (ids.astype(np.int64), ts.astype(np.float64)) for k, (ids, ts) in out.items()}
+
+
+def _read_csv_spikes(path: str) -> dict:
+    """BMTK's CSV spikes: space-separated columns timestamps, population (optional), node_ids."""
+    try:
         with open(path, newline="") as f:
-            rows = list(csv.DictReader(f, delimiter=" ", skipinitialspace=True))
-        out: dict = {}
-        for r in rows:
-            ids, ts = out.setdefault(r.get("population") or None, ([], []))
-            ids.append(int(r.get("node_ids", r.get("gids", 0))))
-            ts.append(float(r["timestamps"]))
-        return {k: (np.asarray(i, np.int64), np.asarray(t, np.float64)) for k, (i, t) in out.items()}
-    with _h5(path) as f:
-        if "spikes" not in f:
-            raise ConfigError(f"SONATA spike file '{path}': no /spikes group")
-        g = f["spikes"]
-        if "gids" in g and "timestamps" in g:                   # pre-1.0: /spikes/{gids,timestamps}
-            return {None: (g["gids"][:].astype(np.int64), g["timestamps"][:].astype(np.float64))}
-        out = {}
-        for name, pop in g.items():
-            if "node_ids" in pop and "timestamps" in pop:
-                out[name] = (pop["node_ids"][:].astype(np.int64), pop["timestamps"][:].astype(np.float64))
-        return out
+            reader = csv.DictReader(f, delimiter=" ", skipinitialspace=True)
+            missing = [c for c in ("timestamps", "node_ids") if c not in (reader.fieldnames or [])]
+            if missing:
+                raise ConfigError(f"SONATA spike file '{path}': no '{missing[0]}' column (CSV spikes have the "
+                                  f"columns timestamps, population, node_ids, space-separated); its columns: "
+                                  f"{reader.fieldnames or []}")
+            out: dict = {}
+            for r in reader:
+                try:
+                    node, time = int(r["node_ids"]), float(r["timestamps"])
+                except (TypeError, ValueError):
+                    raise ConfigError(f"SONATA spike file '{path}', line {reader.line_num}: node_ids "
+                                      f"{r['node_ids']!r} and timestamps {r['timestamps']!r} must be an integer and "
+                                      f"a number (ms)") from None
+                ids, ts = out.setdefault(r.get("population") or None, ([], []))
+                ids.append(node)
+                ts.append(time)
+    except FileNotFoundError:
+        raise ConfigError(f"SONATA spike file '{path}' does not exist") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise ConfigError(f"SONATA spike file '{path}' cannot be read as CSV: {e}") from None
+    return {k: (np.asarray(i, np.int64), np.asarray(t, np.float64)) for k, (i, t) in out.items()}
 
 
 def _on_grid(times: np.ndarray, dt: float) -> np.ndarray:
@@ -437,6 +599,97 @@ def _on_grid(times: np.ndarray, dt: float) -> np.ndarray:
     times arriving at a grid-based neuron)."""
     steps = np.ceil(times / dt - 1e-9)
     return steps
+
+
+def _object(value, where: str) -> dict:
+    if not isinstance(value, dict):
+        raise ConfigError(f"{where} must be a JSON object ({{\"name\": value, ...}}), not {json.dumps(value)}")
+    return value
+
+
+def _entries(networks: dict, kind: str, files: tuple) -> list:
+    """The enabled entries of networks.nodes or networks.edges, each naming its files."""
+    entries = networks.get(kind, [])
+    if not isinstance(entries, list):
+        raise ConfigError(f"SONATA circuit config: networks.{kind} must be a list of {{{', '.join(files)}}} "
+                          f"objects, not {json.dumps(entries)}")
+    out = []
+    for i, entry in enumerate(entries):
+        _object(entry, f"SONATA circuit config: networks.{kind}[{i}]")
+        if entry.get("enabled", True) is False:
+            continue
+        for key in files:
+            if not isinstance(entry.get(key), str):
+                raise ConfigError(f"SONATA circuit config: networks.{kind}[{i}] has no '{key}' (the path of its "
+                                  f"{key.replace('_file', '').replace('_', ' ')} file)")
+        out.append(entry)
+    return out
+
+
+def _members(node_sets: dict, node_set, pops: list[NodePopulation]) -> dict:
+    """The nodes an input or report names: its node set's, or every node where it names none."""
+    if node_set is None:
+        return {p.name: np.ones(p.node_ids.size, bool) for p in pops}
+    return select(node_sets, node_set, pops)
+
+
+def _virtual(pop: NodePopulation) -> np.ndarray:
+    """Which nodes of the population are virtual (inputs)."""
+    kinds = [t for t, row in pop.types.items() if (row.get("model_type") or "").strip() == VIRTUAL]
+    return np.isin(pop.type_ids, kinds)
+
+
+def _id_range(node_ids: np.ndarray) -> str:
+    """A population's (unique) node ids in a few words: '0..19', or '12 ids in 3..40'."""
+    if not node_ids.size:
+        return "none"
+    lo, hi = int(node_ids.min()), int(node_ids.max())
+    return f"{lo}..{hi}" if hi - lo + 1 == node_ids.size else f"{node_ids.size} ids in {lo}..{hi}"
+
+
+def _add_trains(where: str, path: str, spikes: dict, members: dict, by_name: dict, trains: dict) -> None:
+    """An input's spikes of its node set's nodes, added to trains ((population, node id) ->
+    [times]). Refused, not dropped: a file with no spikes of the node set's populations, spikes of
+    node ids the population does not have (another circuit's file, or ids shifted by one: a run
+    on part of its input would look right and be wrong), spikes of nodes that are not virtual
+    (only virtual nodes fire input spikes)."""
+    chosen = {k: m for k, m in members.items() if m.any()}
+    if None in spikes:          # the pre-1.0 layout names no population: its ids are the node set's
+        ids = spikes[None][0]
+        outside = ~np.isin(ids, np.concatenate([by_name[k].node_ids for k in chosen]))
+        if outside.any():
+            raise ConfigError(f"{where}: {int(outside.sum())} spike(s) of node ids that none of the node set's "
+                              f"populations {sorted(chosen)} has (e.g. node id {int(ids[outside][0])}): the spike "
+                              f"file '{path}' is not this circuit's; give the node ids of its virtual nodes")
+        per_pop = {k: spikes[None] for k in chosen}
+    else:
+        per_pop = {k: spikes[k] for k in chosen if k in spikes}
+        if not per_pop:
+            raise ConfigError(f"{where}: the spike file '{path}' has no spikes of population "
+                              f"{' or '.join(repr(k) for k in sorted(chosen))} (its populations: {sorted(spikes)}); "
+                              f"name the populations of the node set in /spikes/<population>")
+        for k, (ids, _) in per_pop.items():
+            outside = ~np.isin(ids, by_name[k].node_ids)
+            if outside.any():
+                raise ConfigError(f"{where}: {int(outside.sum())} spike(s) of node ids that population '{k}' does "
+                                  f"not have (e.g. node id {int(ids[outside][0])}; its node ids: "
+                                  f"{_id_range(by_name[k].node_ids)}): the spike file '{path}' is not this "
+                                  f"circuit's; give the node ids of its virtual nodes")
+    for k, (ids, ts) in per_pop.items():
+        pop = by_name[k]
+        take = np.isin(ids, pop.node_ids[chosen[k]])
+        lost = take & ~np.isin(ids, pop.node_ids[_virtual(pop)])
+        if lost.any():
+            raise ConfigError(f"{where}: {int(lost.sum())} spike(s) for nodes of population '{k}' that are not "
+                              f"virtual (e.g. node id {int(ids[lost][0])}): spike inputs drive virtual nodes only; "
+                              f"leave the other nodes out of its node_set")
+        ids, ts = ids[take], ts[take]
+        order = np.argsort(ids, kind="stable")
+        ids, ts = ids[order], ts[order]
+        bounds = np.flatnonzero(np.diff(ids)) + 1
+        for chunk_ids, chunk_ts in zip(np.split(ids, bounds), np.split(ts, bounds)):
+            if chunk_ids.size:
+                trains.setdefault((k, int(chunk_ids[0])), []).append(chunk_ts)
 
 
 # -- the network -------------------------------------------------------------------------------
@@ -450,53 +703,52 @@ def load(config_path, *, dt_ms: float | None = None):
         raise ConfigError(f"SONATA config '{config_path}': 'run' has no 'tstop'")
     dt = _positive_ms(dt_ms, "SONATA load", "dt_ms", "dt_ms=0.1") if dt_ms is not None else float(run.get("dt", 0.1))
     info = SonataInfo(config=str(Path(config_path).resolve()), tstop_ms=float(run["tstop"]), dt_ms=dt,
-                      spikes_file=Path(cfg.get("output", {}).get("spikes_file", "spikes.h5")).name)
-    components = cfg.get("components", {})
-    networks = cfg["networks"]
+                      spikes_file=Path(_object(cfg.get("output", {}), "SONATA config 'output'")
+                                       .get("spikes_file", "spikes.h5")).name)
+    components = _object(cfg.get("components", {}), "SONATA config 'components'")
+    networks = _object(cfg["networks"], "SONATA config 'networks'")
     pops: list[NodePopulation] = []
-    for entry in networks.get("nodes", []):
-        if entry.get("enabled", True) is False:
-            continue
+    for entry in _entries(networks, "nodes", ("nodes_file", "node_types_file")):
         pops.extend(_read_nodes(entry))
     if not pops:
         raise ConfigError(f"SONATA config '{config_path}': no node populations")
-    by_name = {p.name: p for p in pops}
-    node_sets = cfg.get("node_sets", {})
+    by_name: dict = {}
+    for p in pops:
+        if p.name in by_name:           # node ids, edges and inputs could not tell them apart
+            raise ConfigError(f"SONATA nodes population '{p.name}' is read twice: from '{by_name[p.name].file}' and "
+                              f"from '{p.file}'; a population lives in one nodes file (list each file once)")
+        by_name[p.name] = p
+    node_sets = _object(cfg.get("node_sets", {}), "SONATA config 'node_sets'")
     if isinstance(cfg.get("node_sets_file"), str):
         node_sets = {**_read_json(Path(cfg["node_sets_file"]), "node sets file"), **node_sets}
 
     # spike trains of virtual nodes, from the inputs
     trains: dict = {}                                        # (population, node id) -> times
     clamps: list = []                                        # (where, input, members): after the populations
-    for name, inp in cfg.get("inputs", {}).items():
+    for name, inp in _object(cfg.get("inputs", {}), "SONATA config 'inputs'").items():
         where = f"SONATA input '{name}'"
+        _object(inp, where)
         if inp.get("enabled", True) is False:
             continue
         kind = inp.get("input_type")
         if kind not in ("spikes", "current_clamp"):
             raise ConfigError(f"{where}: input_type '{kind}' is not supported yet (Ranvier reads 'spikes' and "
                               f"'current_clamp' inputs)")
-        members = select(node_sets, inp.get("node_set"), pops) if inp.get("node_set") is not None else \
-            {p.name: np.ones(p.node_ids.size, bool) for p in pops}
+        members = _members(node_sets, inp.get("node_set"), pops)
+        if not any(m.any() for m in members.values()):
+            raise ConfigError(f"{where}: {_set_label(inp.get('node_set'))} selects no node, so the input would "
+                              f"drive nothing")
         if kind == "current_clamp":
             clamps.append((where, inp, members))
             continue
-        spikes = read_spikes(inp["input_file"], inp.get("module", "h5"))
-        for pop_name, mask in members.items():
-            if not mask.any():
-                continue
-            ids, ts = spikes.get(pop_name, spikes.get(None, (np.zeros(0, np.int64), np.zeros(0))))
-            wanted = set(by_name[pop_name].node_ids[mask].tolist())
-            order = np.argsort(ids, kind="stable")
-            ids, ts = ids[order], ts[order]
-            bounds = np.flatnonzero(np.diff(ids)) + 1
-            for chunk_ids, chunk_ts in zip(np.split(ids, bounds), np.split(ts, bounds)):
-                if chunk_ids.size and int(chunk_ids[0]) in wanted:
-                    trains.setdefault((pop_name, int(chunk_ids[0])), []).append(chunk_ts)
+        if not isinstance(inp.get("input_file"), str):
+            raise ConfigError(f"{where}: no 'input_file' (the spike file, SONATA layout or CSV)")
+        _add_trains(where, inp["input_file"], read_spikes(inp["input_file"], inp.get("module", "h5")), members,
+                    by_name, trains)
 
     net = Network(name=Path(config_path).stem, parameters={"config": info.config})
     ranvier_of: dict = {}                                   # sonata population -> (node id -> (ranvier pop, local))
-    dropped_early = doubled = 0
+    dropped_early = dropped_late = doubled = 0
     copies: dict = {}                                       # virtual population -> its copies (see below)
     stop_steps = math.ceil(info.tstop_ms / dt - 1e-9)
     for p in pops:
@@ -519,6 +771,7 @@ def load(config_path, *, dt_ms: float | None = None):
                     t = np.concatenate(trains.get((p.name, int(nid)), [np.zeros(0)]))
                     steps = _on_grid(t, dt)
                     dropped_early += int(np.count_nonzero(steps < 1))
+                    dropped_late += int(np.count_nonzero(steps > stop_steps))
                     steps = np.sort(steps[(steps >= 1) & (steps <= stop_steps)])
                     occurrence = np.arange(steps.size) - np.searchsorted(steps, steps)   # 0 for a step's first spike
                     for k in range(int(occurrence.max(initial=-1)) + 1):
@@ -564,20 +817,22 @@ def load(config_path, *, dt_ms: float | None = None):
         ranvier_of[p.name] = lookup
     if dropped_early:
         info.notes.append(f"{dropped_early} input spike(s) at or before 0 ms dropped (a neuron fires after the start)")
+    if dropped_late:
+        info.notes.append(f"{dropped_late} input spike(s) after tstop ({info.tstop_ms:g} ms) dropped (a longer "
+                          f"--duration-ms does not fire them)")
     if doubled:
         info.notes.append(f"{doubled} input spike(s) fell in the same {dt:g} ms step as another spike of the same "
                           f"node: they fire from a copy of its population (same edges), none is lost")
 
     # reports: the membrane potential of a node set's neurons (others are refused by name)
-    for name, rep in cfg.get("reports", {}).items():
+    for name, rep in _object(cfg.get("reports", {}), "SONATA config 'reports'").items():
         where = f"SONATA report '{name}'"
-        if rep.get("enabled", True) is False:
+        if _object(rep, where).get("enabled", True) is False:
             continue
         variable = rep.get("variable_name", "V_m")
         if variable not in ("V_m", "v"):
             raise ConfigError(f"{where}: variable_name '{variable}' is not supported (V_m only)")
-        members = select(node_sets, rep.get("cells"), pops) if rep.get("cells") is not None else \
-            {p.name: np.ones(p.node_ids.size, bool) for p in pops}
+        members = _members(node_sets, rep.get("cells"), pops)
         gids = []
         for pop_name, mask in members.items():
             chosen = set(by_name[pop_name].node_ids[mask].tolist())
@@ -586,10 +841,12 @@ def load(config_path, *, dt_ms: float | None = None):
                     continue
                 first = net.population(rname).first_id
                 gids += [first + k for k, nid in enumerate(node_ids.tolist()) if nid in chosen]
-        interval = float(rep.get("dt", dt))
+        interval = _positive_ms(rep.get("dt", dt), where, "dt", '"dt": 0.1 (the sampling interval)')
         file_name = Path(rep.get("file_name", f"{name}.h5")).name
-        if gids:
-            info.reports.append((name, sorted(gids), interval, file_name))
+        if not gids:       # a report asked for and never written
+            raise ConfigError(f"{where}: its cells ({_set_label(rep.get('cells'))}) select no neuron (virtual "
+                              f"nodes have no membrane potential)")
+        info.reports.append((name, sorted(gids), interval, file_name))
 
     # current clamps (IClamp): amp (pA) from delay for duration (ms), on the node set's neurons
     for where, inp, members in clamps:
@@ -601,6 +858,7 @@ def load(config_path, *, dt_ms: float | None = None):
         except (TypeError, ValueError):
             raise ConfigError(f"{where}: 'amp', 'delay' and 'duration' must be numbers (one clamp per input)") from None
         from .devices import StepCurrent
+        clamped = 0
         for pop_name, mask in members.items():
             chosen = set(by_name[pop_name].node_ids[mask].tolist())
             for rname, (sonata_pop, node_ids) in info.populations.items():
@@ -609,43 +867,57 @@ def load(config_path, *, dt_ms: float | None = None):
                 local = [k for k, nid in enumerate(node_ids.tolist()) if nid in chosen]
                 if local:
                     net.inject(StepCurrent(rname, [delay, delay + duration], [amp, 0.0], neurons=local))
+                    clamped += len(local)
+        if not clamped:
+            raise ConfigError(f"{where}: {_set_label(inp.get('node_set'))} selects no neuron to clamp (virtual "
+                              f"nodes take no current)")
 
     # edges: one projection per (ranvier source population, ranvier target population)
-    for entry in networks.get("edges", []):
-        if entry.get("enabled", True) is False:
-            continue
+    onto_virtual = 0
+    for entry in _entries(networks, "edges", ("edges_file", "edge_types_file")):
         types = _read_types(entry["edge_types_file"])
         with _h5(entry["edges_file"]) as f:
             if "edges" not in f:
                 raise ConfigError(f"SONATA edges file '{entry['edges_file']}': no /edges group")
             for ename, g in f["edges"].items():
-                where = f"SONATA edges '{ename}' ({entry['edges_file']})"
+                where = f"SONATA edges file '{entry['edges_file']}', population '{ename}'"
+                _population_group(g, where)
+                src = _dataset(g, "source_node_id", where, "edge").astype(np.int64)
+                trg = _dataset(g, "target_node_id", where, "edge").astype(np.int64)
                 src_pop = _attr_str(g["source_node_id"].attrs.get("node_population"))
                 trg_pop = _attr_str(g["target_node_id"].attrs.get("node_population"))
                 for side, name in (("source", src_pop), ("target", trg_pop)):
+                    if name is None:
+                        raise ConfigError(f"{where}: {side}_node_id has no 'node_population' attribute (the node "
+                                          f"population its ids are of; node populations: {sorted(ranvier_of)})")
                     if name not in ranvier_of:
                         raise ConfigError(f"{where}: {side} node population '{name}' is not among the nodes "
                                           f"({sorted(ranvier_of)})")
-                src, trg = g["source_node_id"][:].astype(np.int64), g["target_node_id"][:].astype(np.int64)
-                type_ids = g["edge_type_id"][:].astype(np.int64)
+                type_ids = _dataset(g, "edge_type_id", where, "edge").astype(np.int64)
                 m = src.size
-                group_id = g["edge_group_id"][:] if "edge_group_id" in g else np.zeros(m, np.int64)
-                group_index = g["edge_group_index"][:] if "edge_group_index" in g else np.arange(m)
+                group_id = _dataset(g, "edge_group_id", where, "edge", np.zeros(m, np.int64))
+                group_index = _dataset(g, "edge_group_index", where, "edge", np.arange(m))
+                _same_length(where, {"source_node_id": src, "target_node_id": trg, "edge_type_id": type_ids,
+                                     "edge_group_id": group_id, "edge_group_index": group_index}, "edge")
                 cols = {}
-                for gname, grp in g.items():
-                    if not gname.isdigit():
-                        continue
-                    mine = np.flatnonzero(group_id == int(gname))
-                    for col in ("syn_weight", "delay", "nsyns", "weight"):
-                        if col in grp:
-                            full = cols.setdefault(col, np.full(m, np.nan))
-                            full[mine] = grp[col][:][group_index[mine]]
+                for col, (values, given) in _group_columns(g, where, "edge", group_id, group_index,
+                                                           ("syn_weight", "delay", "nsyns", "weight")).items():
+                    # NaN is no edge's value: refused, not taken as absent (the edge type's would stand in)
+                    bad = given if values.dtype == object else given & ~np.isfinite(values)
+                    if bad.any():
+                        first = int(np.flatnonzero(bad)[0])
+                        shown = f"{values[first]!r}, not a number" if values.dtype == object else \
+                            ("NaN" if np.isnan(values[first]) else f"{values[first]:g}")
+                        raise ConfigError(f"{where}: {col} of edge {first} is {shown} (group {int(group_id[first])}); "
+                                          f"give every edge of the group a finite number")
+                    cols[col] = values
                 unknown = sorted(set(np.unique(type_ids).tolist()) - set(types))
                 if unknown:
                     raise ConfigError(f"{where}: edge_type_id {unknown[:5]} not in {entry['edge_types_file']}")
-                weight = _edge_values(cols, types, type_ids, ("syn_weight", "weight"), where, "syn_weight")
-                nsyns = _edge_values(cols, types, type_ids, ("nsyns",), where, None, default=1.0)
-                delay = _edge_values(cols, types, type_ids, ("delay",), where, "delay")
+                type_file = entry["edge_types_file"]
+                weight = _edge_values(cols, types, type_ids, ("syn_weight", "weight"), where, type_file, "syn_weight")
+                nsyns = _edge_values(cols, types, type_ids, ("nsyns",), where, type_file, None, default=1.0)
+                delay = _edge_values(cols, types, type_ids, ("delay",), where, type_file, "delay")
                 for t in np.unique(type_ids):
                     template = types[int(t)].get("model_template", "static_synapse").strip()
                     if template not in ("static_synapse", "nest:static_synapse", ""):
@@ -657,11 +929,14 @@ def load(config_path, *, dt_ms: float | None = None):
                     bad = float(delay[steps < 1][0])
                     raise ConfigError(f"{where}: delay {bad:g} ms is under one step of {dt:g} ms")
                 src_map, trg_map = ranvier_of[src_pop], ranvier_of[trg_pop]
-                try:
-                    s_loc = [src_map[x] for x in src.tolist()]
-                    t_loc = [trg_map[x] for x in trg.tolist()]
-                except KeyError as e:
-                    raise ConfigError(f"{where}: node id {e.args[0]} is not in its node population") from None
+                for side, ids, pop_name in (("source", src, src_pop), ("target", trg, trg_pop)):
+                    outside = ~np.isin(ids, by_name[pop_name].node_ids)
+                    if outside.any():
+                        raise ConfigError(f"{where}: {int(outside.sum())} edge(s) with a {side} node id that "
+                                          f"population '{pop_name}' does not have (e.g. {int(ids[outside][0])}; its "
+                                          f"node ids: {_id_range(by_name[pop_name].node_ids)})")
+                s_loc = [src_map[x] for x in src.tolist()]
+                t_loc = [trg_map[x] for x in trg.tolist()]
                 s_name = np.array([a for a, _ in s_loc], dtype=object)
                 t_name = np.array([a for a, _ in t_loc], dtype=object)
                 s_idx = np.array([b for _, b in s_loc], dtype=np.int64)
@@ -669,12 +944,16 @@ def load(config_path, *, dt_ms: float | None = None):
                 pairs = sorted(set(zip(s_name.tolist(), t_name.tolist())))
                 for a, b in pairs:
                     sel = np.flatnonzero((s_name == a) & (t_name == b))
-                    if b in info.virtual:
-                        continue                     # input into a virtual node does nothing
+                    if b in info.virtual:            # input into a virtual node does nothing
+                        onto_virtual += int(sel.size)
+                        continue
                     for source in [a, *copies.get(a, [])]:
                         net.connect(Projection(source=source, target=b, sources=s_idx[sel].tolist(),
                                                targets=t_idx[sel].tolist(), weight=weight[sel].tolist(),
                                                delay_ms=(steps[sel] * dt).tolist()))
+    if onto_virtual:
+        info.notes.append(f"{onto_virtual} edge(s) onto virtual nodes dropped (a virtual node only fires its input "
+                          f"spikes)")
     return net, info
 
 
@@ -688,7 +967,7 @@ def _attr_str(v) -> str | None:
     return None if v is None else str(v)
 
 
-def _edge_values(cols, types, type_ids, keys, where, required, default=None) -> np.ndarray:
+def _edge_values(cols, types, type_ids, keys, where, type_file, required, default=None) -> np.ndarray:
     """An edge attribute: per edge where the group has it, else its type's column."""
     out = np.full(type_ids.size, np.nan)
     for k in keys:
@@ -699,12 +978,20 @@ def _edge_values(cols, types, type_ids, keys, where, required, default=None) -> 
         if not mine.any():
             continue
         row = types[int(t)]
-        value = next((row[k] for k in keys if row.get(k, "").strip() not in ("", "NULL", "None")), None)
-        if value is None:
+        key = next((k for k in keys if row.get(k, "").strip() not in ("", "NULL", "None")), None)
+        if key is None:
             if default is None:
                 raise ConfigError(f"{where}: edge type {t} has no '{required}' (per edge or in the edge types file)")
-            value = default
-        out[mine] = float(value)
+            out[mine] = default
+            continue
+        try:
+            value = float(row[key])
+        except ValueError:
+            raise ConfigError(f"{where}: edge type {t}: {key} {row[key]!r} in '{type_file}' is not a number") from None
+        if not math.isfinite(value):
+            raise ConfigError(f"{where}: edge type {t}: {key} is {'NaN' if math.isnan(value) else value} in "
+                              f"'{type_file}'; give a finite number (or NULL and the value per edge)")
+        out[mine] = value
     return out
 
 
