@@ -225,6 +225,12 @@ def test_dynamics_params_null_means_nests_defaults(circuit):
     assert net.population("cortex.E").params["C_m_pF"] == NEURON_MODELS["iaf_psc_alpha"].parameters["C_m_pF"].default
 
 
+def test_a_zero_capacitance_of_iaf_psc_delta_is_refused(tmp_path, capsys):
+    config = write_network(tmp_path / "net", template="nest:iaf_psc_delta", clamp=False)
+    (config.parent / "components" / "exc.json").write_text(json.dumps({"C_m": 0.0}))
+    refused(config, tmp_path, capsys, "nest:iaf_psc_delta", "C_m = 0 pF", "not positive")
+
+
 def test_a_dynamics_file_that_is_not_an_object_is_refused(circuit, tmp_path, capsys):
     (circuit.parent / "components" / "exc.json").write_text("[1, 2]")
     refused(circuit, tmp_path, capsys, "exc.json", "not a JSON object")
@@ -292,7 +298,10 @@ def test_a_bad_edge_type_value_is_refused(circuit, tmp_path, capsys, value, word
     ("simulation", lambda s: s.update(inputs=[1]), ["'inputs'", "a JSON object"]),
     ("simulation", lambda s: s["inputs"]["lgn"].update(node_set=5), ["node set 5", "an object of node attributes"]),
     ("simulation", lambda s: s["inputs"]["lgn"].pop("input_file"), ["input 'lgn'", "no 'input_file'"]),
+    ("simulation", lambda s: s.update(manifest=["x"]), ["'manifest'", "a JSON object"]),
+    ("simulation", lambda s: s["reports"]["membrane_potential"].update(file_name=5), ["file_name", "5"]),
     ("circuit", lambda c: c["networks"].update(nodes=c["networks"]["nodes"][0]), ["networks.nodes", "a list"]),
+    ("circuit", lambda c: c["components"].update(point_neuron_models_dir=5), ["point_neuron_models_dir", "5"]),
 ])
 def test_a_config_section_of_the_wrong_kind_is_refused(circuit, tmp_path, capsys, where, change, words):
     edit_json(circuit if where == "simulation" else circuit.parent / "circuit_config.json", change)

@@ -97,6 +97,12 @@ def _is_number(value) -> bool:
     return isinstance(value, numbers.Real) and not isinstance(value, bool) and not math.isnan(value)
 
 
+def _object(value, where: str) -> dict:
+    if not isinstance(value, dict):
+        raise ConfigError(f"{where} must be a JSON object ({{\"name\": value, ...}}), not {json.dumps(value)}")
+    return value
+
+
 def _positive_ms(value, where: str, name: str, example: str) -> float:
     """A time in ms that must be a finite positive number (a step, a duration, an interval)."""
     if not _is_number(value) or not 0 < value < math.inf:
@@ -141,7 +147,7 @@ def _expand(value, manifest: dict, base: Path):
 
 
 def _manifest(cfg: dict, base: Path) -> dict:
-    raw = dict(cfg.get("manifest", {}))
+    raw = dict(_object(cfg.get("manifest", {}), "SONATA config 'manifest'"))
     raw.setdefault("$BASE_DIR", str(base))
     raw.setdefault("$configdir", str(base))
     out = {}
@@ -501,6 +507,8 @@ def _to_ranvier(nest_name: str, nest: dict, where: str) -> tuple[str, dict]:
         if unknown:
             raise ConfigError(f"{where}: nest:iaf_psc_delta parameter(s) {unknown} are not supported; "
                               f"supported: {sorted(NEST_DEFAULTS['iaf_psc_delta'])}")
+        if q["C_m"] <= 0:                                     # I_e / C_m below
+            raise ConfigError(f"{where}: nest:iaf_psc_delta C_m = {q['C_m']:g} pF is not positive")
         return "lifca", {"tau_m_ms": q["tau_m"], "theta_mV": q["V_th"] - q["E_L"], "reset_mV": q["V_reset"] - q["E_L"],
                          "tau_arp_ms": q["t_ref"], "dc_mV_per_ms": q["I_e"] / q["C_m"],
                          "initial_V_mV": q["V_m"] - q["E_L"]}
@@ -517,6 +525,9 @@ def _to_ranvier(nest_name: str, nest: dict, where: str) -> tuple[str, dict]:
 
 def _dynamics_file(components: dict, name: str, where: str) -> dict:
     folder = components.get("point_neuron_models_dir")
+    if folder is not None and not isinstance(folder, str):
+        raise ConfigError(f"SONATA config: components.point_neuron_models_dir must be a folder's path, not "
+                          f"{json.dumps(folder)}")
     candidates = [Path(folder) / name] if folder else []
     for c in candidates:
         if c.is_file():
@@ -599,12 +610,6 @@ def _on_grid(times: np.ndarray, dt: float) -> np.ndarray:
     times arriving at a grid-based neuron)."""
     steps = np.ceil(times / dt - 1e-9)
     return steps
-
-
-def _object(value, where: str) -> dict:
-    if not isinstance(value, dict):
-        raise ConfigError(f"{where} must be a JSON object ({{\"name\": value, ...}}), not {json.dumps(value)}")
-    return value
 
 
 def _entries(networks: dict, kind: str, files: tuple) -> list:
@@ -842,6 +847,8 @@ def load(config_path, *, dt_ms: float | None = None):
                 first = net.population(rname).first_id
                 gids += [first + k for k, nid in enumerate(node_ids.tolist()) if nid in chosen]
         interval = _positive_ms(rep.get("dt", dt), where, "dt", '"dt": 0.1 (the sampling interval)')
+        if not isinstance(rep.get("file_name", ""), str):
+            raise ConfigError(f"{where}: file_name must be a file name, not {json.dumps(rep['file_name'])}")
         file_name = Path(rep.get("file_name", f"{name}.h5")).name
         if not gids:       # a report asked for and never written
             raise ConfigError(f"{where}: its cells ({_set_label(rep.get('cells'))}) select no neuron (virtual "
