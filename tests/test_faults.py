@@ -182,6 +182,55 @@ def test_python_api_failure_on_one_rank_stops_every_rank(launch, tmp_path, excep
     assert "rank 0 finished" not in job.stdout
 
 
+EXIT_SCRIPT = """\
+import os, sys
+import ranvier
+
+sim = ranvier.Simulation(ranvier.models.dpsnn(neurons=400, synapses_per_neuron=100), threads=1)
+if sim.rank == 1:
+    print("rank 1 exits", file=sys.stderr, flush=True)
+    {exit}
+sim.run({duration})
+print("rank 0 finished", flush=True)
+"""
+
+
+@needs_mpiexec
+@pytest.mark.parametrize("how, line, status", [
+    ("sys.exit(3)", "exited with status 3 (sys.exit, or an exit status chosen on this rank alone)", 3),
+    ("raise SystemExit(5)", "exited with status 5 (sys.exit, or an exit status chosen on this rank alone)", 5),
+    ("os._exit(4)", "os._exit(4)", 4),
+], ids=["sys.exit", "SystemExit", "os._exit"])
+def test_a_rank_that_exits_alone_stops_every_rank(launch, tmp_path, how, line, status):
+    """A script whose rank 1 ends before sim.run() while the others simulate: SystemExit used to
+    leave rank 1 in MPI_Finalize and the others in their first collective forever; os._exit was
+    reported by the death watch as a SIGKILL. Both end the job as an exception does, with their
+    own status and one line saying what they were."""
+    pytest.importorskip("mpi4py")
+    script = tmp_path / "script.py"
+    script.write_text(EXIT_SCRIPT.format(exit=how, duration=LONG_MS))
+    job = launch([mpiexec_path(), "-n", "3", sys.executable, script], cwd=tmp_path)
+    job.wait_for("rank 1 exits", timeout=120)
+    job.wait(timeout=STOP_S)
+    assert job.proc.returncode == status, job.stderr
+    assert error_lines(job.stderr) == [f"ranvier: error: rank 1 of 3: {line}; stopping every rank"], job.stderr
+    assert "SIGKILL" not in job.stderr and "rank 0 finished" not in job.stdout
+
+
+@needs_mpiexec
+def test_a_script_that_ends_normally_on_every_rank_finalizes_mpi(tmp_path):
+    """MPI ends with the process (the engine's exit hook): after a normal end, every rank
+    finalizes and the job's status is 0, with nothing on stderr but the run's own lines."""
+    pytest.importorskip("mpi4py")
+    script = tmp_path / "script.py"
+    script.write_text(EXIT_SCRIPT.format(exit="pass", duration=50))
+    done = subprocess.run([mpiexec_path(), "-n", "2", sys.executable, script], cwd=tmp_path, env=subprocess_env(),
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.count("rank 0 finished") == 2
+    assert not error_lines(done.stderr) and "Abort" not in done.stderr
+
+
 CLI_SCRIPT = """\
 import sys
 from ranvier import cli, simulation

@@ -14,6 +14,7 @@
 #include <memory>
 
 #include "bench/calibration.hpp"
+#include "comm/communicator.hpp"
 #include "comm/primitive_bench.hpp"
 #include "core/crash_report.hpp"
 #include "core/distributions.hpp"
@@ -136,6 +137,12 @@ NB_MODULE(_engine, m) {
   m.def("crash_report_installed", &crash_report_installed);
   m.def("set_crash_notify_fd", &set_crash_notify_fd, "fd"_a,
         "A socket told 'failing' before the crash line (-1: none; ranvier.deathwatch)");
+  m.def("finalize_mpi_at_exit", &finalize_mpi_at_exit,
+        "MPI_Finalize at the process's exit after status 0, else a line and MPI_Abort (comm/communicator.hpp); "
+        "False where it cannot be installed");
+  m.def("set_exit_report", &set_exit_report, "prefix"_a, "suffix"_a, "notify_fd"_a);
+  m.def("set_exit_agreed", &set_exit_agreed, "agreed"_a,
+        "The exit status is the same on every rank: MPI_Finalize whatever it is");
   m.def("build_info", []() {
     nb::dict d;
     d["version"] = RANVIER_VERSION;

@@ -127,4 +127,17 @@ bool have_mpi();
 bool have_persistent_mpi();
 std::string mpi_library_name();
 
+// How MPI ends with the process (mpi4py, told by ranvier not to finalize at exit, leaves it to
+// this): glibc's on_exit hands the exit status over, which Python's own exit hooks never see.
+// After status 0, or a status every rank chose together (set_exit_agreed), MPI_Finalize as
+// usual; after any other status on a rank of several, one line on stderr and MPI_Abort with that
+// status, so that a rank leaving alone (sys.exit(3) in a script) stops the job instead of waiting
+// in MPI_Finalize for ranks that wait for it. False where it cannot be installed (no MPI, no
+// on_exit): MPI is then left to mpi4py.
+bool finalize_mpi_at_exit();
+// The line's words around "exited with status N" (the crash report's), and the death watch's
+// socket (-1: none), told "failing" first.
+void set_exit_report(const std::string& prefix, const std::string& suffix, int notify_fd);
+void set_exit_agreed(bool agreed);
+
 }  // namespace ranvier

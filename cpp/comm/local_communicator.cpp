@@ -189,6 +189,9 @@ std::unique_ptr<Communicator> make_communicator(bool use_mpi, int64_t) {
 bool have_mpi() { return false; }
 bool have_persistent_mpi() { return true; }
 std::string mpi_library_name() { return "none"; }
+bool finalize_mpi_at_exit() { return false; }
+void set_exit_report(const std::string&, const std::string&, int) {}
+void set_exit_agreed(bool) {}
 #endif
 
 }  // namespace ranvier

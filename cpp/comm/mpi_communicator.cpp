@@ -1,8 +1,13 @@
 // The only file that includes mpi.h.
 #include <mpi.h>
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <atomic>
 #include <climits>
+#include <cstdio>
+#include <cstdlib>
 #include <stdexcept>
 
 #include "comm/communicator.hpp"
@@ -409,5 +414,68 @@ std::string mpi_library_name() {
   std::string s(version, len);
   return s.substr(0, s.find('\n'));
 }
+
+namespace {
+
+// Process-wide by nature, as the exit itself is: set once from Python's main thread.
+char g_exit_prefix[256] = "ranvier: error: ";
+char g_exit_suffix[128] = "; stopping every rank";
+std::atomic<int> g_exit_notify_fd{-1};
+std::atomic<bool> g_exit_agreed{false};
+bool g_exit_guarded = false;
+
+void copy_text(char* to, size_t size, const std::string& from) {
+  const size_t n = std::min(size - 1, from.size());
+  std::copy(from.data(), from.data() + n, to);
+  to[n] = '\0';
+}
+
+void end_mpi(int status, void*) {
+  int initialized = 0, finalized = 0;
+  MPI_Initialized(&initialized);
+  MPI_Finalized(&finalized);
+  if (!initialized || finalized) return;
+  int size = 1, rank = 0;
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  if (status == 0 || size == 1 || g_exit_agreed.load()) {
+    MPI_Finalize();
+    return;
+  }
+  const int notify = g_exit_notify_fd.load();
+  if (notify >= 0) {
+    static const char failing[] = "failing\n";
+    ssize_t ignored = write(notify, failing, sizeof(failing) - 1);
+    (void)ignored;
+  }
+  char line[512];
+  const int n = std::snprintf(line, sizeof(line), "\n%sexited with status %d (sys.exit, or an exit status chosen on "
+                              "this rank alone)%s\n", g_exit_prefix, status, g_exit_suffix);
+  if (n > 0) {
+    ssize_t ignored = write(STDERR_FILENO, line, std::min<size_t>(size_t(n), sizeof(line) - 1));
+    (void)ignored;
+  }
+  usleep(300000);  // the launcher forwards stderr through proxies that the abort ends
+  MPI_Abort(MPI_COMM_WORLD, status);
+}
+
+}  // namespace
+
+bool finalize_mpi_at_exit() {
+#if defined(__GLIBC__)
+  if (!g_exit_guarded) g_exit_guarded = on_exit(end_mpi, nullptr) == 0;
+  return g_exit_guarded;
+#else
+  return false;
+#endif
+}
+
+void set_exit_report(const std::string& prefix, const std::string& suffix, int notify_fd) {
+  copy_text(g_exit_prefix, sizeof(g_exit_prefix), prefix);
+  copy_text(g_exit_suffix, sizeof(g_exit_suffix), suffix);
+  g_exit_notify_fd.store(notify_fd);
+}
+
+void set_exit_agreed(bool agreed) { g_exit_agreed.store(agreed); }
 
 }  // namespace ranvier

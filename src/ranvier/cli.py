@@ -28,6 +28,7 @@ from .commands.arguments import (  # noqa: F401 -- the shared argument types, im
     Parser, UsageError, assignment, name_list, non_negative_float, positive_float, positive_int,
     positive_int_list, seed)
 from .errors import ConfigError, Terminated
+from .parallel import agree_on_exit
 
 EXIT_BAD_INPUT = 2
 
@@ -226,11 +227,14 @@ def main(argv=None) -> int:
     if stdout is not None and not isinstance(stdout, _ClosedPipeTolerant):
         sys.stdout = _ClosedPipeTolerant(stdout)
     try:
-        return _dispatch(argv, rank)
+        status = _dispatch(argv, rank)
+        agree_on_exit()           # each rank's status is the command's own: MPI ends normally
+        return status
     except (UsageError, ConfigError) as e:
         if rank == 0:
             message = " ".join(str(e).split())       # one line, whatever the message holds
             _say(f"ranvier: error: {message}")
+        agree_on_exit()           # refused on every rank alike, before anything was built
         return EXIT_BAD_INPUT
     except (Exception, KeyboardInterrupt) as e:
         if _traceback_wanted() and _single_process():

@@ -106,6 +106,7 @@ class MPIComm:
             _install_abort_hook()
             install_crash_report(self.rank, self.size)
             _watch_deaths(comm, node, sum(1 for _, node_rank, _ in self.rank_hosts if node_rank == 0))
+            _report_exit(self.rank, self.size)
         node.Free()
 
     def gather(self, obj):
@@ -204,6 +205,7 @@ def import_mpi():
     LD_LIBRARY_PATH: with the engine's copy made global first, there is one libmpi in the process,
     the one LD_LIBRARY_PATH chose (README: "MPI: the bundled MPICH and a cluster's own")."""
     if "mpi4py.MPI" not in sys.modules and os.name == "posix" and _engine_loaded_mpi():
+        _end_mpi_with_the_process()
         import ctypes
         # MPICH's ABI (the wheel, Intel MPI, Cray MPICH, MVAPICH), then Open MPI's
         sonames = (("libmpi.12.dylib", "libmpi.40.dylib") if sys.platform == "darwin"
@@ -216,6 +218,29 @@ def import_mpi():
                 pass        # not the one the engine loaded
     from mpi4py import MPI
     return MPI
+
+
+def _end_mpi_with_the_process() -> None:
+    """MPI_Finalize moves from mpi4py's exit hook to the engine's, which knows the exit status
+    (cpp/comm/communicator.hpp, finalize_mpi_at_exit): a rank that ends alone with a status other
+    than 0 (sys.exit(3)) then stops the job instead of waiting in MPI_Finalize for the others.
+    Only before mpi4py.MPI is imported (mpi4py reads rc.finalize then), and only where the
+    engine's hook is in place."""
+    from . import _engine
+    if _engine.finalize_mpi_at_exit():
+        import mpi4py
+        mpi4py.rc.finalize = False
+
+
+def agree_on_exit() -> None:
+    """The process's exit status is one every rank chose (the command line's status, decided on
+    every rank alike): MPI ends normally whatever it is. Without MPI, nothing."""
+    if sys.modules.get("mpi4py.MPI") is not None:
+        try:
+            from . import _engine
+            _engine.set_exit_agreed(True)
+        except (ImportError, AttributeError):
+            pass
 
 
 def make_comm(comm=None):
@@ -290,22 +315,22 @@ def world_rank_size() -> tuple[int, int]:
     return launcher_rank(), launcher_size()
 
 
-def failure_line(exc: BaseException, rank: int, size: int) -> str:
-    return f"ranvier: error: rank {rank} of {size}: {describe_failure(exc)}; stopping every rank"
-
-
 def stop_every_rank(exc: BaseException) -> None:
     """After exc on this rank alone: one line naming the rank on stderr, then MPI_Abort on
     COMM_WORLD (status 130 for an interrupt, 1 otherwise), which ends every rank of the job.
     Not collective: the other ranks may be computing or waiting anywhere. Starts MPI first when
     the failure came before it (the others wait in MPI_Init for this rank). Returns only where
     there is no MPI job to stop (one process, or no mpi4py)."""
+    _stop_every_rank(describe_failure(exc), exit_code(exc))
+
+
+def _stop_every_rank(what: str, status: int) -> None:
     rank, size = world_rank_size()
     if _death_watch is not None:        # this rank's end is reported here: the watch says nothing
         _death_watch.failing()
     try:       # one write, newlines included: the launcher interleaves the ranks' writes, and
         # another rank's line (or rank 0's progress bar) may have stopped mid-line
-        sys.stderr.write("\n" + failure_line(exc, rank, size) + "\n")
+        sys.stderr.write(f"\nranvier: error: rank {rank} of {size}: {what}; stopping every rank\n")
         sys.stderr.flush()
     except Exception:                            # stderr gone: stopping the job matters more
         pass
@@ -318,7 +343,7 @@ def stop_every_rank(exc: BaseException) -> None:
     # The launcher forwards a rank's stderr through its proxies, and an abort kills them: give the
     # line (and a traceback printed just before) a moment to get out.
     time.sleep(ABORT_GRACE_S)
-    MPI.COMM_WORLD.Abort(exit_code(exc))
+    MPI.COMM_WORLD.Abort(status)
 
 
 def install_crash_report(rank: int, size: int) -> bool:
@@ -360,6 +385,16 @@ def _watch_deaths(comm, node, nodes: int) -> None:
         pass
 
 
+def _report_exit(rank: int, size: int) -> None:
+    """The words of the engine's line for a rank that exits alone (finalize_mpi_at_exit)."""
+    try:
+        from . import _engine
+    except ImportError:
+        return
+    fd = _death_watch.fileno() if _death_watch is not None else -1
+    _engine.set_exit_report(f"ranvier: error: rank {rank} of {size}: ", "; stopping every rank", fd)
+
+
 def _install_abort_hook() -> None:
     """sys.excepthook, once, chained: an exception no one caught on this rank ends the job."""
     global _abort_hook_installed
@@ -380,3 +415,18 @@ def _install_abort_hook() -> None:
         stop_every_rank(exc if exc is not None else exc_type())
 
     sys.excepthook = abort_on_uncaught
+
+    # os._exit ends the process at once: no exception, no exit hook, no MPI_Finalize. On this
+    # rank (not in a child it forked) a status other than 0 stops the job with its line, as an
+    # exception does; 0 is a deliberate end, told to the death watch as one.
+    real_exit, rank_pid = os._exit, os.getpid()
+
+    def exit_on_rank(status):
+        if os.getpid() == rank_pid:
+            if status:
+                _stop_every_rank(f"os._exit({status})", status)
+            elif _death_watch is not None:
+                _death_watch.done()
+        real_exit(status)
+
+    os._exit = exit_on_rank

@@ -326,9 +326,10 @@ def _simulate(args, cfg, network, sim, meter, fit, out, rank) -> int:
     finally:
         if bar:
             bar.close()
-    # collective: every rank hands its plastic synapses over before rank 0 goes on alone
+    # collective: every rank hands its plastic synapses over before rank 0 goes on alone. The
+    # condition must be the same on every rank: `out` is rank 0's alone, `args.out` everyone's.
     final = weights_io.distributions(sim) if plastic else None
-    gathered = weights_io.gather_plastic(sim) if plastic and out is not None else None
+    gathered = weights_io.gather_plastic(sim) if plastic and args.out is not None else None
     if sim.rank != 0:
         return 0
     summary = result.summary(fit)
