@@ -26,6 +26,7 @@ target's connect stream, keyed by its global id: the same synapses on any decomp
 from __future__ import annotations
 
 import math
+import numbers
 from dataclasses import dataclass
 
 import numpy as np
@@ -53,8 +54,9 @@ class ColumnGrid:
     def validate(self, where: str) -> None:
         for name in ("columns_x", "columns_y"):
             v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+            if isinstance(v, bool) or not isinstance(v, numbers.Integral) or v < 1:
                 raise ConfigError(f"{where}: grid '{name}' must be a positive integer, got {v!r}")
+            object.__setattr__(self, name, int(v))      # a NumPy integer as a Python int (frozen dataclass)
         if self.law not in LAWS:
             raise ConfigError(f"{where}: grid 'law' must be one of {list(LAWS)}, got {self.law!r}")
         if self.boundary not in BOUNDARIES:
@@ -64,7 +66,7 @@ class ColumnGrid:
             if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v <= 0:
                 raise ConfigError(f"{where}: grid '{name}' must be a positive number of column spacings, got {v!r}")
         d = self.decimals
-        if d is not None and (isinstance(d, bool) or not isinstance(d, int) or not 0 <= d <= 12):
+        if d is not None and (isinstance(d, bool) or not isinstance(d, numbers.Integral) or not 0 <= d <= 12):
             raise ConfigError(f"{where}: grid 'decimals' must be an integer from 0 to 12 (the DPSNN release rounds its "
                               f"kernel to 3), or None for the exact kernel; got {d!r}")
 

@@ -55,6 +55,27 @@ MAX_NORMAL_DEVIATE = _inverse_normal(_uniform_of_word(2**32 - 1))
 MAX_EXPONENTIAL_DEVIATE = -math.log(_uniform_of_word(0))
 
 
+def _check_population_name(name) -> None:
+    """Refuses names the output cannot hold: spikes.h5 keeps each population's spikes in the HDF5
+    group /spikes/<name>, which cannot be empty or '.', and in which '/' nests groups and NUL
+    ends the name."""
+    if not isinstance(name, str):
+        raise ConfigError(f"Population: 'name' must be a string (Population(name, size, params, ...)), got "
+                          f"{name!r:.60} ({type(name).__name__})")
+    rule = ("is empty" if not name else "is '.'" if name == "." else "contains '/'" if "/" in name else
+            "contains NUL" if "\0" in name else None)
+    if rule:
+        raise ConfigError(f"population {name!r}: the name {rule}; spikes.h5 keeps each population's spikes in an "
+                          f"HDF5 group of its name, which cannot be empty or '.', nor hold '/' or NUL: choose another")
+
+
+def _population_size(name: str, size) -> int:
+    """A positive integer (a NumPy integer too, as a Python int), refused otherwise (booleans too)."""
+    if isinstance(size, bool) or not isinstance(size, numbers.Integral) or size <= 0:
+        raise ConfigError(f"population '{name}': 'size' must be a positive integer, got {size!r}")
+    return int(size)
+
+
 @dataclass
 class Population:
     """`size` neurons of one model (a key of NEURON_MODELS; ranvier.neurons lists their
@@ -82,12 +103,20 @@ class Population:
     # The parameters that validate() filled in from the model's defaults.
     defaulted: set = field(default_factory=set, init=False, repr=False, compare=False)
 
+    def __post_init__(self):
+        # A wrong positional type (Population(5, 10, params)) is named here, not at the build.
+        _check_population_name(self.name)
+        self.size = _population_size(self.name, self.size)
+
     def validate(self) -> None:
+        _check_population_name(self.name)
         where = f"population '{self.name}'"
         if self.area is not None and (not isinstance(self.area, str) or not self.area):
             raise ConfigError(f"{where}: 'area' must be a non-empty string or None, got {self.area!r}")
-        if not isinstance(self.size, int) or isinstance(self.size, bool) or self.size <= 0:
-            raise ConfigError(f"{where}: 'size' must be a positive integer, got {self.size!r}")
+        self.size = _population_size(self.name, self.size)
+        if not isinstance(self.excitatory, (bool, np.bool_)):
+            raise ConfigError(f"{where}: 'excitatory' must be true or false, got {self.excitatory!r}")
+        self.excitatory = bool(self.excitatory)
         if isinstance(self.tau_minus_ms, bool) or not isinstance(self.tau_minus_ms, numbers.Real) or \
                 not self.tau_minus_ms > 0 or not math.isfinite(self.tau_minus_ms):
             raise ConfigError(f"{where}: 'tau_minus_ms' (the STDP trace of its spikes) must be a positive number "
@@ -125,8 +154,10 @@ CONNECTION_RULES = ("probability", "total_synapses", "indegree", "outdegree", "s
 # The delay fields of the two distributions; none of them combines with a constant delay_ms.
 DELAY_LAW_FIELDS = ("delay_offset_ms", "delay_scale_ms", "delay_cut_ms", "delay_step_ms", "delay_mean_ms",
                     "delay_sd_ms", "delay_redraw_below_ms", "delay_redraw_above_ms")
-# Engine-side limits: a target's in-degree from one projection is a 32-bit count.
+# Engine-side limits: a target's in-degree from one projection is a 32-bit count; a drive's
+# synapses per neuron a signed 64-bit one (DriveSpec::n_synapses, cpp/core/spec.hpp).
 MAX_DEGREE = 2**32 - 1
+MAX_DRIVE_SYNAPSES = 2**63 - 1
 
 
 def _count(where: str, name: str, value) -> int:
@@ -534,8 +565,10 @@ class PoissonDrive:
 
     def validate(self) -> None:
         where = f"external drive of '{self.target}'"
-        if not isinstance(self.n_synapses, int) or self.n_synapses < 0:
-            raise ConfigError(f"{where}: 'n_synapses' must be a non-negative integer, got {self.n_synapses!r}")
+        self.n_synapses = _count(where, "n_synapses", self.n_synapses)
+        if self.n_synapses > MAX_DRIVE_SYNAPSES:
+            raise ConfigError(f"{where}: 'n_synapses' = {self.n_synapses} is more than the engine's 64-bit count "
+                              f"holds: at most {MAX_DRIVE_SYNAPSES}")
         _positive(where, "rate_hz", self.rate_hz, allow_zero=True)
         if isinstance(self.weight, bool) or not isinstance(self.weight, numbers.Real) or \
                 not math.isfinite(self.weight):
@@ -556,7 +589,8 @@ class Network:
 
     @property
     def size(self) -> int:
-        return sum(p.size for p in self.populations)
+        # Whatever else the list holds is refused by check_parts, with its name.
+        return sum(p.size for p in self.populations if isinstance(p, Population))
 
     @property
     def column_grid(self):
@@ -573,38 +607,75 @@ class Network:
         raise ConfigError(f"no population named '{name}'; populations: {[p.name for p in self.populations]}")
 
     def add_population(self, pop: Population) -> Population:
-        if any(p.name == pop.name for p in self.populations):
-            raise ConfigError(f"population '{pop.name}' is defined twice")
+        self._check_population(pop, {p.name for p in self.populations})
         pop.first_id = self.size
-        pop.validate()
         self.populations.append(pop)
         return pop
 
     def connect(self, proj: Projection) -> Projection:
-        if not isinstance(proj, Projection):
-            raise ConfigError(f"connect needs a ranvier Projection, got {type(proj).__name__}")
-        proj.validate(self.population(proj.source), self.population(proj.target))
+        self._check_projection(proj)
         self.projections.append(proj)
         return proj
 
     def drive(self, d: PoissonDrive) -> PoissonDrive:
-        self.population(d.target)
-        if any(other.target == d.target for other in self.drives):
-            raise ConfigError(f"population '{d.target}' already has a Poisson drive; give it one drive "
-                              f"with the summed rate (n_synapses * rate_hz)")
-        d.validate()
+        self._check_drive(d, {other.target for other in self.drives})
         self.drives.append(d)
         return d
 
     def inject(self, source):
         """A current source (rv.StepCurrent, rv.DCCurrent, rv.NoiseCurrent) on a population's neurons."""
+        self._check_current(source)
+        self.currents.append(source)
+        return source
+
+    # The checks of add_population, connect, drive and inject; validate() runs them again on
+    # what is there at build time.
+    @staticmethod
+    def _check_population(pop, names_before) -> None:
+        if not isinstance(pop, Population):
+            raise ConfigError(f"add_population needs a ranvier Population, got {type(pop).__name__}")
+        if pop.name in names_before:
+            raise ConfigError(f"population '{pop.name}' is defined twice")
+        pop.validate()
+
+    def _check_projection(self, proj) -> None:
+        if not isinstance(proj, Projection):
+            raise ConfigError(f"connect needs a ranvier Projection, got {type(proj).__name__}")
+        proj.validate(self.population(proj.source), self.population(proj.target))
+
+    def _check_drive(self, d, targets_before) -> None:
+        if not isinstance(d, PoissonDrive):
+            raise ConfigError(f"drive needs a ranvier PoissonDrive, got {type(d).__name__}")
+        self.population(d.target)
+        if d.target in targets_before:
+            raise ConfigError(f"population '{d.target}' already has a Poisson drive; give it one drive "
+                              f"with the summed rate (n_synapses * rate_hz)")
+        d.validate()
+
+    def _check_current(self, source) -> None:
         from .devices import CURRENT_SOURCES
         if not isinstance(source, CURRENT_SOURCES):
             raise ConfigError(f"inject needs a ranvier StepCurrent, DCCurrent or NoiseCurrent, got "
                               f"{type(source).__name__}")
         source.validate(self.population(source.target))
-        self.currents.append(source)
-        return source
+
+    def check_parts(self) -> None:
+        """Every population, projection, drive and current source checked again as when it was
+        added, so that a field changed since (net.projections[0].probability = 7.0) is refused
+        with the same message; global ids are assigned again from the sizes as they are now."""
+        first, names = 0, set()
+        for p in self.populations:
+            self._check_population(p, names)
+            names.add(p.name)
+            p.first_id, first = first, first + p.size
+        for pr in self.projections:
+            self._check_projection(pr)
+        targets = set()
+        for d in self.drives:
+            self._check_drive(d, targets)
+            targets.add(d.target)
+        for c in self.currents:
+            self._check_current(c)
 
     def projection_synapses(self, pr: Projection) -> float:
         """The synapses a projection is expected to make (exact but for the pairwise rule)."""
@@ -649,9 +720,11 @@ class Network:
         return NEURON_MODELS[pop.model].placement_rate_hz(pop.params, default_hz)
 
     def validate(self, resolution_ms: float) -> None:
-        """Checks that need the time grid: every delay and period is a whole number of steps."""
+        """Every part checked again (check_parts), then the checks that need the time grid: every
+        delay and period is a whole number of steps, and fits the engine's fields."""
         if not self.populations:
             raise ConfigError("the network has no populations")
+        self.check_parts()
 
         for pr in self.projections:
             where = f"projection {pr.source}->{pr.target}"
