@@ -21,8 +21,10 @@ relative deviation (within 10 %?), and, as the noise floor, how far two seeds of
 simulator fall apart. NEST is built here from the Ranvier `Network` object itself, so the two
 cannot drift apart.
 
-    python bench/multi_area_nest.py --data ../shared/data/multi-area-model --scale 0.01 --k-scale 0.1 \\
-        --duration-ms 10000 --threads 2 --out results/multi-area-nest.json
+    python bench/multi_area_nest.py --scale 0.01 --k-scale 0.1 --duration-ms 10000 --threads 2 \\
+        --out results/multi-area-nest.json
+
+The model's data is the multi-area-model data set (docs/data.md), or the folder --data names.
 
 Needs the `nest` extra (pip install "nest-simulator>=3.10").
 """
@@ -33,7 +35,6 @@ import dataclasses
 import hashlib
 import json
 import math
-import os
 import subprocess
 import sys
 import tempfile
@@ -291,7 +292,7 @@ def _mean_rates(runs: list[dict]) -> dict:
 
 
 def _forward(a) -> list[str]:
-    args = ["--data", a.data, "--scale", str(a.scale), "--k-scale", str(a.k_scale), "--state", a.state,
+    args = [*(["--data", a.data] if a.data else []), "--scale", str(a.scale), "--k-scale", str(a.k_scale), "--state", a.state,
             "--duration-ms", str(a.duration_ms), "--transient-ms", str(a.transient_ms),
             "--threads", str(a.threads), "--resolution-ms", str(a.resolution_ms),
             "--inter-area-delay-min-ms", str(a.inter_area_delay_min_ms), "--out", a.out,
@@ -355,7 +356,8 @@ def _check_digest(label: str, digest: dict, exported: dict) -> None:
 
 def parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--data", default=os.environ.get("RANVIER_MULTI_AREA_DATA", "../shared/data/multi-area-model"))
+    ap.add_argument("--data", default=None, help="the folder with structure.npz (default: the multi-area-model "
+                                                 "data set, docs/data.md)")
     ap.add_argument("--scale", type=float, default=0.01)
     ap.add_argument("--k-scale", type=float, default=0.01)
     ap.add_argument("--state", default="ground")

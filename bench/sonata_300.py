@@ -3,7 +3,9 @@ by 100 virtual nodes) on Ranvier, against the output NEST produced for it (BMTK 
 0.001 ms), and against NEST 3.10 on this machine given the network Ranvier read (the `nest`
 extra; skipped without it), at several resolutions; and Ranvier on 1 and 2 ranks.
 
-    python bench/sonata_300.py [--data ../shared/data/sonata/300_pointneurons] [--out DIR]
+    python bench/sonata_300.py [--data data/sonata/300_pointneurons] [--out DIR]
+
+The example is the sonata-300 data set (docs/data.md); --data names another copy of it.
 
 Prints one row per (simulator, dt): spikes, per-type rates and their ratio to the reference,
 per-neuron rate correlation, reference spikes matched within 1 ms, wall seconds.
@@ -21,9 +23,7 @@ from pathlib import Path
 import numpy as np
 
 import ranvier as rv
-from ranvier import sonata
-
-ROOT = Path(__file__).resolve().parent.parent
+from ranvier import datasets, sonata
 
 
 def ranvier_run(config, dt, threads=2):
@@ -126,10 +126,15 @@ def identical(a, b, dt):
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--data", default=str(ROOT.parent / "shared" / "data" / "sonata" / "300_pointneurons"))
+    ap.add_argument("--data", default=None, help="the example's folder (default: 300_pointneurons/ of the "
+                                                 "sonata-300 data set, docs/data.md)")
     ap.add_argument("--dt", default="0.001,0.01,0.1", help="resolutions (ms), comma-separated")
     ap.add_argument("--out", default=None, help="write results.json and results.md here")
     args = ap.parse_args(argv)
+    if args.data is None:
+        if not datasets.present("sonata-300"):
+            raise SystemExit(f"ranvier: error: {datasets.missing('sonata-300')}")
+        args.data = datasets.folder("sonata-300") / "300_pointneurons"
     config = Path(args.data) / "simulation_config.json"
     reference = sonata.read_spikes(Path(args.data) / "output" / "spikes.h5")
     try:

@@ -38,13 +38,10 @@ MICROCIRCUIT_TEST = {"thalamus": True, "th_start_ms": 50.0, "th_duration_ms": 20
 # The multi-area test network: small heterogeneous areas firing fast, so that a short run has
 # traffic on both pathways of the two-tier exchange (`neurons` is the mean area size, `synapses` K).
 MAM_TEST = {"n_areas": 4, "rate_hz": 40.0, "rate_sd": 12.0, "area_size_sd_fraction": 0.3}
-# The multi-area model (its data in ../shared/data, tests/test_multi_area.py): `neurons` of its 4.13
-# million, in-degrees scaled by `synapses` / 1000; inter-area delays cut at 1 ms (the study's cutoff,
-# so that the two-tier exchange has D = 10), and membranes started near threshold so that a short
-# run has traffic.
-MULTI_AREA_DATA = __import__("pathlib").Path(
-    os.environ.get("RANVIER_MULTI_AREA_DATA")
-    or __import__("pathlib").Path(__file__).resolve().parents[1].parent / "shared/data/multi-area-model")
+# The multi-area model (its data set where ranvier.datasets finds it, tests/test_multi_area.py):
+# `neurons` of its 4.13 million, in-degrees scaled by `synapses` / 1000; inter-area delays cut at
+# 1 ms (the study's cutoff, so that the two-tier exchange has D = 10), and membranes started near
+# threshold so that a short run has traffic.
 MULTI_AREA_TEST = {"inter_area_delay_min_ms": 1.0, "V0_mean_mV": -58.0, "V0_sd_mV": 5.0}
 
 # The burst network (tests/test_conservation.py): every neuron starts at V = H with the same
@@ -386,7 +383,7 @@ def run_config(model="dpsnn", neurons=2048, synapses=1125, ms=300.0, threads=1, 
                               area_size_sd=MAM_TEST["area_size_sd_fraction"] * neurons,
                               delay_ratio=delay_ratio, d_min_ms=d_min_ms)
     elif model == "multi-area":
-        net = rv.models.build("multi-area", data=str(MULTI_AREA_DATA), scale=neurons / 4130057,
+        net = rv.models.build("multi-area", scale=neurons / 4130057,        # the data set's own folder
                               k_scale=synapses / 1000, **MULTI_AREA_TEST)
     elif model == "mam-benchmark-study":   # the study's rules: `neurons` per area (spread), in-degree `synapses`
         net = rv.models.build("mam-benchmark-study", n_areas=areas, area_size=neurons, indegree=synapses,

@@ -22,8 +22,8 @@ from pathlib import Path
 
 import pytest
 
+import data_sets
 from conftest import ROOT, mpiexec_path, subprocess_env
-from mpi_runner import MULTI_AREA_DATA
 
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
 COMMAND_WORDS = ("ranvier", "mpiexec", "python", "pip")
@@ -48,11 +48,8 @@ NEST_DPSNN_SMALL = "--neurons 500 --synapses-per-neuron 50 --threads 1"
 GRID_2X2 = "--neurons 5000 --set columns_x=2 --set columns_y=2 --duration-ms 600"
 GRID_SEARCH = "--neurons 5000 --columns 2x2 --duration-ms 300 --drive 0.5"
 UP_SEARCH = "--neurons 2048 --duration-ms 300 --g-c 0.1 --drive 0.5"
-# bench/multi_area_nest.py: the model's data from ../shared/data (or $RANVIER_MULTI_AREA_DATA), 2 areas.
-MAM_NEST_SMALL = (f"--data {MULTI_AREA_DATA} --scale 0.002 --k-scale 0.05 --areas V1 V2 --duration-ms 200 "
-                  "--transient-ms 100 --threads 1")
-MAM_NEST_SKIP = None if (MULTI_AREA_DATA / "structure.npz").is_file() else \
-    f"needs the multi-area model's data ({MULTI_AREA_DATA}; tests/test_multi_area.py is skipped without it too)"
+# bench/multi_area_nest.py on 2 areas (the model's data set: skipped without it, tests/data_sets.py)
+MAM_NEST_SMALL = "--scale 0.002 --k-scale 0.05 --areas V1 V2 --duration-ms 200 --transient-ms 100 --threads 1"
 STDP_SMALL = "--neurons 1000 --synapses-per-neuron 100 --duration-ms 200 --transient-ms 50 --threads 1"
 
 
@@ -161,36 +158,43 @@ SCALED: dict[str, Scaled] = {
     "--set J_BF=0.382635 --set external_weight_F_mV=0.832761 --set lateral_length=0.6 --set lateral_cutoff=5.0 "
     "--set lateral_decimals=3 --set lateral_inhibitory=local --duration-ms 6000 --threads 2 --out results/release-sw":
         Scaled("--neurons 20000 --set columns_x=4 --set columns_y=4 --duration-ms 200"),
-    # docs/workloads/multi-area.md, docs/multi-area.md: the model's data is read from ../shared/data
-    "ranvier run --model multi-area --set data=../shared/data/multi-area-model --set scale=0.002 --set k_scale=0.1 "
-    "--duration-ms 1000":
-        Scaled(skip="needs ../shared/data (tests/test_multi_area.py runs the same command when the folder is there)"),
-    "ranvier run --model multi-area --set data=../shared/data/multi-area-model --set scale=0.2 --set k_scale=0.25 "
-    "--duration-ms 10000 --threads 2 --out results/multi-area-0.2":
-        Scaled(skip="needs ../shared/data and 12 GB (the largest run here; tests/test_multi_area.py runs the model small)"),
-    "ranvier run --model multi-area --set data=../shared/data/multi-area-model --set scale=0.05 --set k_scale=1.0 "
-    "--duration-ms 10000 --threads 2 --out results/multi-area-0.05":
-        Scaled(skip="needs ../shared/data and 12 GB (the largest run here; tests/test_multi_area.py runs the model small)"),
-    "ranvier bench structure-aware multi-area --ranks 2 --set data=../shared/data/multi-area-model --set scale=0.01 "
-    "--set k_scale=0.1 --set inter_area_delay_min_ms=1.0 --duration-ms 2000 --repeats 3 --out results/structure-aware":
-        Scaled(skip="needs ../shared/data (tests/test_multi_area.py runs this bench on the model, scaled down)"),
+    # docs/workloads/multi-area.md, docs/multi-area.md: the model reads its data set (skipped without it)
+    "ranvier run --model multi-area --set scale=0.002 --set k_scale=0.1 --duration-ms 1000": Scaled("--duration-ms 100"),
+    "ranvier run --model multi-area --set scale=0.2 --set k_scale=0.25 --duration-ms 10000 --threads 2 "
+    "--out results/multi-area-0.2":
+        Scaled(skip="12 GB (the largest run here; tests/test_multi_area.py runs the model small)"),
+    "ranvier run --model multi-area --set scale=0.05 --set k_scale=1.0 --duration-ms 10000 --threads 2 "
+    "--out results/multi-area-0.05":
+        Scaled(skip="12 GB (the largest run here; tests/test_multi_area.py runs the model small)"),
+    "ranvier bench structure-aware multi-area --ranks 2 --set scale=0.01 --set k_scale=0.1 "
+    "--set inter_area_delay_min_ms=1.0 --duration-ms 2000 --repeats 3 --out results/structure-aware":
+        Scaled(skip="tests/test_multi_area.py runs this bench on the model, scaled down"),
     "ranvier report results/structure-aware":
-        Scaled(skip="reads the folder of the bench above, which needs ../shared/data; tests/test_multi_area.py writes "
-                    "the report of that bench run scaled down"),
-    "python bench/multi_area_nest.py --data ../shared/data/multi-area-model --scale 0.01 --k-scale 0.1 "
-    "--duration-ms 5000 --threads 2 --parallel --out results/multi-area-nest.json":
-        Scaled(MAM_NEST_SMALL, needs="nest", skip=MAM_NEST_SKIP),
-    "python bench/multi_area_nest.py --data ../shared/data/multi-area-model --scale 0.01 --k-scale 0.1 "
-    "--duration-ms 5000 --threads 2 --seeds 1,2 --connectivity law --out results/multi-area-nest-law.json":
-        Scaled(MAM_NEST_SMALL, needs="nest", skip=MAM_NEST_SKIP),
+        Scaled(skip="reads the folder of the bench above; tests/test_multi_area.py writes the report of that bench "
+                    "run scaled down"),
+    "python bench/multi_area_nest.py --scale 0.01 --k-scale 0.1 --duration-ms 5000 --threads 2 --parallel "
+    "--out results/multi-area-nest.json":
+        Scaled(MAM_NEST_SMALL, needs="nest"),
+    "python bench/multi_area_nest.py --scale 0.01 --k-scale 0.1 --duration-ms 5000 --threads 2 --seeds 1,2 "
+    "--connectivity law --out results/multi-area-nest-law.json":
+        Scaled(MAM_NEST_SMALL, needs="nest"),
     # docs/sonata.md
     "python examples/sonata/make_network.py sonata-small": Scaled(),
     "ranvier run sonata-small/simulation_config.json --out results/sonata": Scaled(),
     "mpiexec -n 2 ranvier run sonata-small/simulation_config.json --out results/sonata-2 --threads 1": Scaled(),
     "ranvier run ../shared/data/sonata/300_pointneurons/simulation_config.json --out results/sonata-300":
-        Scaled(skip="needs ../shared/data (tests/test_sonata.py runs the example when the folder is there)"),
+        Scaled(skip="tests/test_sonata.py runs the example where its data set is here"),
     "python bench/sonata_300.py --out docs/measurements/sonata-300":
-        Scaled(skip="needs ../shared/data and the nest extra (run for docs/measurements/sonata-300)"),
+        Scaled(skip="the example at three resolutions, with the nest extra (run for docs/measurements/sonata-300)"),
+    # docs/data.md: the data sets (a fetch downloads from GitHub; run where the data set is here)
+    "python -m ranvier.datasets list": Scaled(),
+    "python -m ranvier.datasets fetch multi-area-model":
+        Scaled(skip="downloads from GitHub and installs packages: tests/test_datasets.py runs the fetch offline, "
+                    "from a local archive"),
+    "python -m ranvier.datasets fetch sonata-300":
+        Scaled(skip="downloads from GitHub: tests/test_datasets.py runs the fetch offline, from a local archive"),
+    "ranvier run data/sonata/300_pointneurons/simulation_config.json --out results/sonata-300":
+        Scaled("--duration-ms 100"),
     # README, a cluster's own MPI: site-specific (a module system, a placeholder path, srun)
     "module load cray-mpich-abi": Scaled(skip="needs a Cray module system"),
     "export LD_LIBRARY_PATH=/path/to/mpi/lib:$LD_LIBRARY_PATH": Scaled(skip="a placeholder for the site's MPI folder"),
@@ -372,6 +376,7 @@ def scratch(tmp_path_factory):
     folder = tmp_path_factory.mktemp("documented")
     for name in ("examples", "bench"):
         (folder / name).symlink_to(ROOT / name)
+    data_sets.link_data_root(folder)                    # data/...: the data sets, where they are here
     shutil.copytree(ROOT / "docs", folder / "docs")     # commands may write there (a new reference)
     return folder
 
@@ -395,6 +400,8 @@ def test_documented_command_runs(item, scratch):
         pytest.fail(f"not in SCALED: {command}")
     if how.skip:
         pytest.skip(how.skip)
+    if data_sets.missing_for(command):
+        pytest.skip(data_sets.missing_for(command))
     if how.needs and not _available(how.needs):
         pytest.skip(f"needs {how.needs}")
     if command.startswith("mpiexec") and mpiexec_path() is None:

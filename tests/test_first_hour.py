@@ -14,6 +14,7 @@ from pathlib import Path
 import h5py
 import numpy as np
 import pytest
+import data_sets
 from conftest import ROOT, assert_bad_input, needs_mpiexec, read_csv, subprocess_env
 
 import ranvier as rv
@@ -192,15 +193,20 @@ def test_every_documented_command_is_valid(where, command, capsys, tmp_path, mon
     argv = ranvier_argv(command)
     if SYNOPSIS.search(" ".join(argv)):
         pytest.skip("a synopsis")
-    # docs/sonata.md: its commands read the network the page's first command writes, and the data
-    # folder beside the repository (checked by tests/test_sonata.py where it is there)
+    # A command that reads a data set (the multi-area model, data/...): skipped with the reason
+    # without it; else checked in a folder like the repository's root, whose data/ is the data root.
+    if data_sets.missing_for(command):
+        pytest.skip(data_sets.missing_for(command))
+    if data_sets.needed_by(command):
+        data_sets.link_data_root(tmp_path)
+        (tmp_path / "examples").symlink_to(ROOT / "examples")
+        monkeypatch.chdir(tmp_path)
+    # docs/sonata.md: its commands read the network the page's first command writes
     if any(a.startswith("sonata-small/") for a in argv):
         sys.path.insert(0, str(ROOT / "examples" / "sonata"))
         from make_network import write_network
         write_network(tmp_path / "sonata-small")
         monkeypatch.chdir(tmp_path)
-    if any(a.startswith("../shared/") for a in argv) and not (ROOT / argv[1]).exists():
-        pytest.skip("the data folder beside the repository is not here")
     try:
         check_documented(argv)
     except (cli.UsageError, rv.ConfigError) as e:

@@ -7,8 +7,9 @@
 - Clear errors: no data folder, a wrong one, bad scales, unknown areas.
 - Decomposition invariance: conventional and two-tier exchange, every placement, 1-4 ranks.
 
-The data (CC BY-NC-SA, not shipped with Ranvier) is read from ../shared/data/multi-area-model
-(or the folder $RANVIER_MULTI_AREA_DATA names); without it the module is skipped.
+The data (CC BY-NC-SA, not shipped with Ranvier) is the multi-area-model data set (docs/data.md:
+$RANVIER_DATA/multi-area-model, or the repository's data/); without it the module is skipped,
+with the command that gets it.
 """
 from __future__ import annotations
 
@@ -20,17 +21,26 @@ from conftest import ROOT
 from test_areas import PLACEMENTS, assert_same, mam_sweep
 
 import ranvier as rv
+from ranvier import datasets as ranvier_datasets
 from ranvier import multi_area
 from ranvier.errors import ConfigError
 
-from mpi_runner import MULTI_AREA_DATA as DATA     # ../shared/data/multi-area-model, or $RANVIER_MULTI_AREA_DATA
+import data_sets
 
-pytestmark = pytest.mark.skipif(not (DATA / "structure.npz").is_file(),
-                                reason=f"{DATA} is not here (../shared/data/multi-area-model, "
-                                       f"or $RANVIER_MULTI_AREA_DATA)")
+DATA = data_sets.folder("multi-area-model")
+pytestmark = pytest.mark.skipif(not data_sets.present("multi-area-model"),
+                                reason=ranvier_datasets.missing("multi-area-model"))
 
 MS = 30.0
 SMALL = dict(model="multi-area", neurons=4000, synapses=20, ms=MS)
+
+
+def data_root_holding_it(tmp_path):
+    """A data root (for $RANVIER_DATA) whose multi-area-model/ is the data set found here."""
+    root = tmp_path / "data-root"
+    root.mkdir()
+    (root / "multi-area-model").symlink_to(DATA.resolve(), target_is_directory=True)
+    return root
 
 
 @pytest.fixture(scope="module")
@@ -111,8 +121,10 @@ def test_areas_subset_and_the_study_cutoff():
 
 
 def test_errors_name_the_field_and_the_fix(tmp_path, monkeypatch):
-    monkeypatch.delenv(multi_area.DATA_ENV, raising=False)
-    with pytest.raises(ConfigError, match=r"'data' must name the folder .*RANVIER_MULTI_AREA_DATA"):
+    monkeypatch.setenv("RANVIER_DATA", str(tmp_path))
+    monkeypatch.delenv("RANVIER_MULTI_AREA_DATA", raising=False)
+    with pytest.raises(ConfigError, match=r"multi-area-model data set .* is not in .*python -m ranvier.datasets "
+                                          r"fetch multi-area-model"):
         rv.models.build("multi-area")
     with pytest.raises(ConfigError, match="has no structure.npz"):
         rv.models.build("multi-area", data=str(tmp_path))
@@ -124,7 +136,10 @@ def test_errors_name_the_field_and_the_fix(tmp_path, monkeypatch):
         rv.models.build("multi-area", data=str(DATA), state="awake")
     with pytest.raises(ConfigError, match=r"'areas'.*\['V9'\] unknown"):
         rv.models.build("multi-area", data=str(DATA), areas=["V1", "V9"])
-    monkeypatch.setenv(multi_area.DATA_ENV, str(DATA))
+    monkeypatch.setenv("RANVIER_MULTI_AREA_DATA", str(DATA))      # the data set's own variable, kept
+    assert len(rv.models.build("multi-area", scale=0.001).populations) == 254
+    monkeypatch.delenv("RANVIER_MULTI_AREA_DATA")
+    monkeypatch.setenv("RANVIER_DATA", str(data_root_holding_it(tmp_path)))
     assert len(rv.models.build("multi-area", scale=0.001).populations) == 254
 
 
@@ -217,20 +232,23 @@ def test_structure_aware_bench_refuses_the_models_own_short_delays():
 
 
 def test_the_documented_command_runs(tmp_path):
-    """docs/workloads/multi-area.md's `ranvier run --model multi-area --set data=...`, shortened."""
+    """docs/workloads/multi-area.md's `ranvier run --model multi-area ...`, shortened: the data set found
+    through $RANVIER_DATA, and without it one line that says how to get it."""
     import subprocess
     import sys
 
     from conftest import subprocess_env
-    done = subprocess.run([sys.executable, "-m", "ranvier", "run", "--model", "multi-area", "--set", f"data={DATA}",
+    env = {**subprocess_env(), "RANVIER_DATA": str(data_root_holding_it(tmp_path)), "RANVIER_MULTI_AREA_DATA": ""}
+    done = subprocess.run([sys.executable, "-m", "ranvier", "run", "--model", "multi-area",
                            "--set", "scale=0.002", "--set", "k_scale=0.1", "--duration-ms", "100"],
-                          cwd=tmp_path, env=subprocess_env(), capture_output=True, text=True, timeout=300)
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
     assert "multi-area" in done.stdout and "32 areas" in done.stdout
     bad = subprocess.run([sys.executable, "-m", "ranvier", "run", "--model", "multi-area", "--duration-ms", "100"],
-                         cwd=tmp_path, env={**subprocess_env(), multi_area.DATA_ENV: ""}, capture_output=True,
+                         cwd=tmp_path, env={**env, "RANVIER_DATA": str(tmp_path)}, capture_output=True,
                          text=True, timeout=300)
-    assert bad.returncode != 0 and "'data' must name the folder" in bad.stderr and "Traceback" not in bad.stderr
+    assert bad.returncode == 2 and "Traceback" not in bad.stderr
+    assert bad.stderr.count("\n") == 1 and "python -m ranvier.datasets fetch multi-area-model" in bad.stderr
 
 
 def test_the_models_own_downscaled_nest_reference():

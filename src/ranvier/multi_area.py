@@ -3,7 +3,8 @@
 32 areas, each a layered microcircuit of up to 8 populations of iaf_psc_exp neurons (TH has no
 layer 4: 254 populations), with the model's population sizes, in-degrees (the stabilised K),
 weights, intra-area delays and distance-dependent inter-area delays. The numbers are read from
-the model's derived data (structure.npz, see ../shared/data/multi-area-model/README.md): that
+the model's derived data (structure.npz, the multi-area-model data set of docs/data.md, which
+`python -m ranvier.datasets fetch multi-area-model` derives from the model's repository): that
 data is CC BY-NC-SA, so none of it ships with Ranvier; the loader takes the folder's path.
 
 Scaling follows the model's own (multiarea_model.py): `scale` multiplies the neuron numbers and
@@ -14,18 +15,18 @@ full-scale rates in the data (docs/workloads/multi-area.md).
 from __future__ import annotations
 
 import math
-import os
 from pathlib import Path
 
+from . import datasets
 from .errors import ConfigError
 from .model_parameters import check_overrides, check_scales
 from .network import Network, PoissonDrive, Population, Projection
 
-DATA_ENV = "RANVIER_MULTI_AREA_DATA"
+DATA_SET = "multi-area-model"         # ranvier.datasets: where the data is looked for, how to get it
 STATES = ("ground", "metastable")
 
 MULTI_AREA_DEFAULTS = {
-    "data": None,                  # folder with structure.npz; left out: $RANVIER_MULTI_AREA_DATA
+    "data": None,                  # folder with structure.npz; left out: the multi-area-model data set (docs/data.md)
     "state": "ground",             # "ground" (chi = 1) or "metastable" (chi = 1.9, chi_I = 2): the cortico-cortical weights
     "scale": 0.01,                 # neuron numbers (and synapse totals) scaled by this
     "k_scale": 1.0,                # in-degrees scaled by this, with the weight and DC compensation
@@ -38,15 +39,17 @@ MULTI_AREA_DEFAULTS = {
 
 
 def data_folder(path) -> Path:
-    """The folder holding structure.npz: `path`, or $RANVIER_MULTI_AREA_DATA."""
-    where = path if path is not None else (os.environ.get(DATA_ENV) or None)
-    if where is None:
-        raise ConfigError("multi-area: 'data' must name the folder with the model's structure.npz (for example "
-                          f"../shared/data/multi-area-model); set data = \"...\" or ${DATA_ENV}")
-    folder = Path(where).expanduser()
+    """The folder holding structure.npz: `path`, else the multi-area-model data set's folder
+    ($RANVIER_MULTI_AREA_DATA, else multi-area-model/ in $RANVIER_DATA or ./data; docs/data.md)."""
+    if path is None:
+        if not datasets.present(DATA_SET):
+            raise ConfigError(f"multi-area: {datasets.missing(DATA_SET)}; or set data = \"FOLDER\" to the folder "
+                              f"that holds structure.npz")
+        return datasets.folder(DATA_SET)
+    folder = Path(path).expanduser()
     if not (folder / "structure.npz").is_file():
-        raise ConfigError(f"multi-area: 'data' = {str(where)!r} has no structure.npz; give the folder of the "
-                          f"model's derived data (../shared/data/multi-area-model)")
+        raise ConfigError(f"multi-area: 'data' = {str(path)!r} has no structure.npz; give the folder of the "
+                          f"model's derived data (`{datasets.dataset(DATA_SET).fetch_command}` makes it, docs/data.md)")
     return folder
 
 

@@ -1,8 +1,10 @@
 """The structure-aware study on a fixed multi-area network (the multi-area model, or any network
 with areas), at one rank count:
 
-    ranvier bench structure-aware multi-area --ranks 2 --set data=../shared/data/multi-area-model \\
-        --set scale=0.005 --set inter_area_delay_min_ms=1.0 --duration-ms 2000 --repeats 3
+    ranvier bench structure-aware multi-area --ranks 2 --set scale=0.005 \\
+        --set inter_area_delay_min_ms=1.0 --duration-ms 2000 --repeats 3
+
+(the multi-area model reads its data set, docs/data.md, or the folder `--set data=...` names)
 
 Unlike weak-scaling / heterogeneity / cycle-times (areas.py), which give every rank one area of
 a model with n_areas, the network stays as it is and the placements differ:
