@@ -139,6 +139,7 @@ def main(argv=None) -> int:
         results = [measure(name, WORKLOADS[name], Path(tmp)) for name in names]
     print(table(results, reference))
     if a.out:
+        Path(a.out).parent.mkdir(parents=True, exist_ok=True)
         Path(a.out).write_text(json.dumps({"results": results}, indent=1) + "\n")
         print(f"written to {a.out}")
     if reference:

@@ -113,6 +113,7 @@ def main(argv=None) -> int:
     text = "\n".join(table + ["", "| file | scenario | outcome | why |", "|---|---|---|---|"] + lines)
     print(text)
     if args.out:
+        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
         Path(args.out).write_text(text + "\n")
     return 0
 
