@@ -4,9 +4,9 @@ Every byte of every file of a checkpoint is covered by a digest (checkpoint.json
 included): an edited checkpoint is refused in one line naming the checkpoint, the file and the
 reason. A checkpoint of another Ranvier version is refused as docs/checkpoints.md says.
 `ranvier run --resume` that passes over a damaged newest checkpoint says so in one line and
-resumes the one before with the uninterrupted run's spikes. network.pickle names only Ranvier's
-own network classes: a pickle that would run code is refused before it does, even with matching
-digests."""
+resumes the one before with the uninterrupted run's spikes. Counters are checked after a
+resumed run as after any other. network.pickle names only Ranvier's own network classes: a
+pickle that would run code is refused before it does, even with matching digests."""
 from __future__ import annotations
 
 import hashlib
@@ -79,6 +79,42 @@ def test_a_checkpoint_of_another_ranvier_version_is_refused(saved, tmp_path):
     edit_meta(path, lambda m: m.update(ranvier_version="0.0.9"))
     message = refused(path, "Ranvier 0.0.9", f"Ranvier {rv.__version__}", "ranvier==0.0.9")
     assert message.startswith(f"checkpoint '{path}'"), message
+
+
+# -- the counters after a resume -----------------------------------------------------------------
+@pytest.mark.parametrize("counter, change", [
+    ("spikes_emitted", -1000),
+    ("spikes_emitted", +7),
+    ("spikes_delivered", +10**6),
+    ("spikes_received", +3),
+    ("events_scheduled", -5),
+    ("events_expected", +5),
+    ("synaptic_events_recurrent", +5),
+])
+def test_a_resumed_run_with_altered_counters_is_caught(saved, counter, change):
+    """The second line of defence: the counters taken from a checkpoint (here altered in memory,
+    past the digest) must still balance with the run's own at the end."""
+    sim = rv.Simulation.resume(saved, threads=1)
+    sim._counter_offset[counter] += change
+    with pytest.raises(RuntimeError, match="spike conservation violated"):
+        sim.run(20.0)
+
+
+def test_an_unaltered_resumed_run_balances(saved):
+    res = rv.Simulation.resume(saved, threads=1).run(20.0)
+    c = res.counters
+    assert c["spikes_emitted"] == res.spikes_total > 0
+    assert 0 < c["spikes_delivered"] <= c["spikes_received"]
+
+
+def test_a_resumed_run_recorded_only_in_part_balances(tmp_path):
+    """Counts of the part before the checkpoint without spikes (record_spikes=False): the recording
+    does not count every spike, and that is no imbalance."""
+    sim = rv.Simulation(small_network(), threads=1, seed=3, record_spikes=False)
+    sim.run(30.0)
+    sim.save(tmp_path / "ck")
+    res = rv.Simulation.resume(tmp_path / "ck", threads=2).run(20.0)
+    assert res.counters["spikes_emitted"] > res.spikes_total > 0
 
 
 # -- network.pickle runs no code -----------------------------------------------------------------

@@ -33,7 +33,8 @@ before, and says which it skipped and why in one line on stderr.
 
 The resumed run's spikes, rates, counters and duration cover the whole run; its timings
 (simulate_seconds, the phases, cycle statistics, deadlines, imbalance) and state traces cover
-the part after the resume.
+the part after the resume. Its counters are checked as any run's (Result.check_conservation),
+the part before the checkpoint included.
 """
 from __future__ import annotations
 
@@ -171,6 +172,7 @@ def save(sim, path, *, keep_spikes: bool = True, extra_files: dict | None = None
             "requested_steps": int(sim.requested_steps),
             "drive_steps": int(sim.drive_steps),
             "counters": totals,
+            **_counted(sim),
             "written_by": {"ranks": sim.size, "threads": sim.threads, "exchange": sim.exchange,
                            "placement": sim.placement, "overlap": sim.overlap},
             "files": {name: {"bytes": len(data), "sha256": hashlib.sha256(data).hexdigest()}
@@ -186,6 +188,15 @@ def save(sim, path, *, keep_spikes: bool = True, extra_files: dict | None = None
     if error is not None:
         raise error
     return path
+
+
+def _counted(sim) -> dict:
+    """What Result.check_conservation needs to know of the run up to now, resumes included: the
+    most ranks any part ran on (each rank delivers a spike at most once), and whether the
+    recording counted every spike (record_spikes=False counts none)."""
+    before = sim.resumed_from or {}
+    return {"counted_on_ranks": max(sim.size, int(before.get("counted_on_ranks", 0))),
+            "every_spike_recorded": bool(sim.record_spikes) and bool(before.get("every_spike_recorded", True))}
 
 
 def _merge(parts: list[dict]) -> dict:
@@ -629,7 +640,8 @@ def restore(sim, ck: Checkpoint) -> None:
     # scheduled again on restore: the events that were pending at the checkpoint
     sim._counter_offset["events_scheduled"] -= int(meta["counters"]["events_pending"])
     sim.resumed_from = {"checkpoint": str(ck.path), "step": step, "time_ms": step * sim.resolution_ms,
-                        "written_by": meta["written_by"]}
+                        "written_by": meta["written_by"], "counted_on_ranks": int(meta["counted_on_ranks"]),
+                        "every_spike_recorded": bool(meta["every_spike_recorded"])}
     if sim.rank == 0:
         _restore_recording(sim, ck.columns("recording.npz"))
         if "spike_segments" in meta and sim.recording is not None and not _counts_only(sim.recording):

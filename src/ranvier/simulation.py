@@ -1006,8 +1006,11 @@ class Result:
                 "external": self.counters["synaptic_events_external"]}
 
     def check_conservation(self) -> None:
-        """No spike lost or duplicated: raises RuntimeError if the counters disagree."""
+        """No spike lost or duplicated: raises RuntimeError if the counters disagree. A resumed run's
+        counters hold those of its checkpoint too, checked the same way: what the resume took up
+        must balance with what the run did after it."""
         c = self.counters
+        before = self.resumed_from or {}
         problems = []
         if c["spikes_sent"] != c["spikes_received"]:
             problems.append(f"spike records sent {c['spikes_sent']} != received {c['spikes_received']}")
@@ -1016,6 +1019,16 @@ class Result:
                             f"out-degrees {c['events_expected']}")
         if c["events_scheduled"] != c["synaptic_events_recurrent"] + c["events_pending"]:
             problems.append("synaptic events scheduled != delivered + pending")
+        # spikes_delivered: received spikes with a synapse on the rank, so each at most once a rank
+        ranks = max(self.ranks, int(before.get("counted_on_ranks", self.ranks)))
+        if c["spikes_delivered"] > c["spikes_received"]:
+            problems.append(f"spikes delivered {c['spikes_delivered']} > records received {c['spikes_received']}")
+        if c["spikes_delivered"] > c["spikes_emitted"] * ranks:
+            problems.append(f"spikes delivered {c['spikes_delivered']} > emitted {c['spikes_emitted']} x {ranks} "
+                            f"rank(s)")
+        # the recording counts every spike emitted, unless some part of the run did not record them
+        if self.record_spikes and before.get("every_spike_recorded", True) and c["spikes_emitted"] != self.spikes_total:
+            problems.append(f"spikes emitted {c['spikes_emitted']} != recorded {self.spikes_total}")
         if problems:
             raise RuntimeError("spike conservation violated: " + "; ".join(problems))
 
