@@ -350,3 +350,17 @@ def test_simulation_resume_of_a_folder_says_which_it_skipped(saved, tmp_path, ca
     err = capsys.readouterr().err.strip().splitlines()
     assert err == [f"ranvier: note: skipped checkpoint '{run / 'step-000000001000'}': state.npz does not match "
                    f"the SHA-256 written with it; resuming '{run / 'step-000000000500'}'"], err
+
+
+@pytest.mark.parametrize("kind", ["json-missing", "state-bit-flipped"])
+def test_a_run_resumed_in_its_own_folder_replaces_the_damaged_checkpoint(finished, tmp_path, capsys, kind):
+    """Resumed into the run's own folder (its --out, where its checkpoints are), the run saves again
+    at the damaged checkpoint's step: the damaged one is replaced by a whole one, and the run ends
+    as the uninterrupted one."""
+    damage, _ = DAMAGE[kind]
+    run = tmp_path / "a"
+    assert cli.main([*RUN, "--duration-ms", "200", "--checkpoint-every", "100ms", "--out", str(run)]) == 0
+    damage(run / "checkpoints" / NEWEST, run)
+    assert cli.main(["run", "--resume", str(run), "--duration-ms", "300", "--quiet"]) == 0, capsys.readouterr().err
+    assert same_spike_files(run / "spikes.h5", finished / "whole" / "spikes.h5") > 100
+    checkpoint.read_meta(run / "checkpoints" / NEWEST)          # whole again

@@ -336,8 +336,10 @@ def _npz(columns: dict) -> bytes:
 
 
 def _write_folder(path: Path, files: dict, meta: dict) -> None:
-    """All files into a hidden sibling, flushed, then one rename: whole or not at all."""
-    if path.exists() and not (path.is_dir() and (path / META).is_file()):
+    """All files into a hidden sibling, flushed, then one rename: whole or not at all. An existing
+    checkpoint at `path` is replaced, a damaged one too (a run resumed past it saves its step
+    again); any other folder is refused."""
+    if path.exists() and not (path.is_dir() and ((path / META).is_file() or all((path / f).is_file() for f in FILES))):
         raise OSError(f"'{path}' exists and is not a checkpoint")
     path.parent.mkdir(parents=True, exist_ok=True)
     meta = json.loads(json.dumps(meta))         # as it will be read back (tuples as lists, ...)
