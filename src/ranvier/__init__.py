@@ -1,21 +1,14 @@
 """Ranvier: fast, decomposition-invariant simulation of spiking cortical networks."""
-from importlib.metadata import PackageNotFoundError, version as _version
-
-try:
-    __version__ = _version("ranvier")
-except PackageNotFoundError:  # pragma: no cover - running from a source tree
-    __version__ = "0.0.0+local"
-
 import os as _os
 
 from .parallel import launched_with_mpi as _launched_with_mpi
 
-# The CPUs this process may use, read before the OpenMP runtime (loaded below) pins this thread
-# to the first of them: the processes that `ranvier bench` starts get them all back.
+# The CPUs this process may use, read before the OpenMP runtime (loaded with the engine) pins
+# this thread to the first of them: the processes that `ranvier bench` starts get them all back.
 _cpus_at_import = _os.sched_getaffinity(0) if hasattr(_os, "sched_getaffinity") else None
 
 # Pin OpenMP threads to cores (measured here: real-time factor 0.79 -> 0.62 on 2 threads).
-# libgomp reads these when the engine loads, so they are set before the import below. Under
+# libgomp reads these when the engine loads, so they are set here, before any import of it. Under
 # mpiexec every rank would pin to the same first cores: there the launcher binds (-bind-to core).
 if not _launched_with_mpi():
     _os.environ.setdefault("OMP_PROC_BIND", "close")
@@ -29,14 +22,38 @@ from .resources import choose_wait_policy as _choose_wait_policy  # noqa: E402
 
 _wait_policy_chosen = _choose_wait_policy()
 
-from . import activity, models, random
-from .errors import ConfigError
-from .devices import DCCurrent, NoiseCurrent, StepCurrent
-from .grid import ColumnGrid
-from .network import Network, PoissonDrive, Population, Projection
-from .plasticity import STDP, STDPPowerLaw
-from .weights import WeightRecorder
-from .simulation import PHASES, Result, Simulation
+# The public names are imported when first used (PEP 562): `import ranvier` stays cheap, so the
+# `ranvier` command sets up its signal handling before NumPy, h5py and the engine load (an
+# interrupt in those seconds is an interrupt of the run, status 130, not a traceback).
+_PUBLIC = {
+    "ConfigError": "errors", "ColumnGrid": "grid", "DCCurrent": "devices", "NoiseCurrent": "devices",
+    "StepCurrent": "devices", "Network": "network", "Population": "network", "Projection": "network",
+    "PoissonDrive": "network", "STDP": "plasticity", "STDPPowerLaw": "plasticity", "WeightRecorder": "weights",
+    "Simulation": "simulation", "Result": "simulation", "PHASES": "simulation",
+}
+_SUBMODULES = ("models", "activity", "random")
 
-__all__ = ["ConfigError", "ColumnGrid", "DCCurrent", "NoiseCurrent", "StepCurrent", "Network", "Population", "Projection", "PoissonDrive", "STDP", "STDPPowerLaw", "WeightRecorder", "Simulation",
-           "Result", "PHASES", "models", "activity", "random", "__version__"]
+__all__ = [*_PUBLIC, *_SUBMODULES, "__version__"]
+
+
+def __getattr__(name: str):
+    import importlib
+
+    if name == "__version__":
+        from importlib.metadata import PackageNotFoundError, version
+        try:
+            value = version("ranvier")
+        except PackageNotFoundError:  # pragma: no cover - running from a source tree
+            value = "0.0.0+local"
+    elif name in _PUBLIC:
+        value = getattr(importlib.import_module(f".{_PUBLIC[name]}", __name__), name)
+    elif name in _SUBMODULES:
+        value = importlib.import_module(f".{name}", __name__)
+    else:
+        raise AttributeError(f"module 'ranvier' has no attribute {name!r}")
+    globals()[name] = value        # looked up once
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(__all__))

@@ -21,9 +21,9 @@ import signal
 import sys
 import threading
 
+# Light imports only: main() sets up the handling of signals before the commands, and NumPy,
+# h5py and the engine with them, are imported (seconds on a loaded machine).
 from . import config as cfgmod
-from . import report
-from .commands import bench, energy, info, run
 from .commands.arguments import (  # noqa: F401 -- the shared argument types, importable from here too
     Parser, UsageError, assignment, name_list, non_negative_float, positive_float, positive_int,
     positive_int_list, seed)
@@ -32,8 +32,12 @@ from .parallel import agree_on_exit
 
 EXIT_BAD_INPUT = 2
 
-# The commands, in the order of `ranvier --help`: name -> module with add_parser and command(args).
-COMMANDS = {"run": run, "info": info, "report": report, "energy": energy, "bench": bench}
+
+def commands() -> dict:
+    """The commands, in the order of `ranvier --help`: name -> module with add_parser and command(args)."""
+    from . import report
+    from .commands import bench, energy, info, run
+    return {"run": run, "info": info, "report": report, "energy": energy, "bench": bench}
 
 
 def _launcher_rank() -> int:
@@ -45,12 +49,13 @@ def _launcher_rank() -> int:
 def make_parser(exchanges, placements) -> Parser:
     parser = Parser(prog="ranvier", allow_abbrev=False,
                     description="Ranvier: fast, decomposition-invariant spiking network simulation.")
-    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
-    run.add_parser(commands, exchanges, placements)
-    info.add_parser(commands)
-    report.add_parser(commands)
-    energy.add_parser(commands)
-    bench.add_parser(commands, exchanges)
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
+    table = commands()
+    table["run"].add_parser(subparsers, exchanges, placements)
+    table["info"].add_parser(subparsers)
+    table["report"].add_parser(subparsers)
+    table["energy"].add_parser(subparsers)
+    table["bench"].add_parser(subparsers, exchanges)
     return parser
 
 
@@ -78,7 +83,7 @@ def _dispatch(argv, rank: int) -> int:
         from .parallel import refuse_mpiexec_without_mpi
         refuse_mpiexec_without_mpi()
     _check_path_flags(args)
-    return COMMANDS[args.command].command(args)
+    return commands()[args.command].command(args)
 
 
 class _ClosedPipeTolerant:
@@ -174,13 +179,29 @@ def _on_sigterm(signum, frame):
 
 
 def _install_handlers():
-    """SIGTERM raises Terminated; a crash writes one line (the engine's crash report). Returns
-    what puts back the handlers found (main() may run inside another program: tests)."""
+    """SIGINT raises KeyboardInterrupt and SIGTERM Terminated; a crash writes one line (the
+    engine's crash report). Returns what puts back the handlers found (main() may run inside
+    another program: tests).
+
+    SIGINT is taken even where the process inherited it ignored: a shell starts a background
+    job (`ranvier run ... &` in a script, a test runner started with &) with SIGINT ignored, and
+    Python keeps that, so `kill -INT` and a launcher's forwarded Ctrl-C were lost and the run
+    went on to its end. A handler of the program that runs main() (not Python's default) is
+    left as it is."""
     undo = []
     if threading.current_thread() is threading.main_thread():
-        if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
-            signal.signal(signal.SIGTERM, _on_sigterm)
-            undo.append(lambda: signal.signal(signal.SIGTERM, signal.SIG_DFL))
+        for sig, handler in ((signal.SIGINT, signal.default_int_handler), (signal.SIGTERM, _on_sigterm)):
+            found = signal.getsignal(sig)
+            if found in (signal.SIG_IGN, signal.SIG_DFL, None) or (sig == signal.SIGINT and found is handler):
+                signal.signal(sig, handler)
+                undo.append(lambda sig=sig, found=found: signal.signal(sig, signal.SIG_DFL if found is None else found))
+    return lambda: [u() for u in reversed(undo)]
+
+
+def _install_crash_report():
+    """The engine's one-line crash report (loads the engine); returns what takes it back."""
+    undo = []
+    if threading.current_thread() is threading.main_thread():
         try:
             from . import _engine
             from .parallel import install_crash_report, launcher_rank, launcher_size
@@ -221,12 +242,14 @@ def main(argv=None) -> int:
     """
     global _sigterm_received
     _sigterm_received = False
+    restore_handlers = _install_handlers()       # first: an interrupt from here on is the run's
     rank = _launcher_rank()
-    restore_handlers = _install_handlers()
     stdout = sys.stdout
     if stdout is not None and not isinstance(stdout, _ClosedPipeTolerant):
         sys.stdout = _ClosedPipeTolerant(stdout)
+    undo_crash_report = None
     try:
+        undo_crash_report = _install_crash_report()
         status = _dispatch(argv, rank)
         agree_on_exit()           # each rank's status is the command's own: MPI ends normally
         return status
@@ -243,6 +266,8 @@ def main(argv=None) -> int:
             e = Terminated()                   # what a library made of the one _on_sigterm raised
         return _failed(e)
     finally:
+        if undo_crash_report is not None:
+            undo_crash_report()
         restore_handlers()
         if isinstance(sys.stdout, _ClosedPipeTolerant):
             sys.stdout.flush()                       # a pipe closed early shows here, not at exit

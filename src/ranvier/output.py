@@ -18,14 +18,17 @@ Rules that keep users' files safe:
 """
 from __future__ import annotations
 
+import contextlib
 import errno
 import fcntl
 import json
 import math
 import os
 import shutil
+import signal
 import socket
 import tempfile
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -242,8 +245,9 @@ class OutputFolder:
             needed = sum(f.stat().st_size for f in tmp.iterdir() if f.is_file())
             self.abandon()
             raise OutputError(write_failure(self.shown, e, needed)) from None
-        self._replace_destination()
-        self._release()
+        with interrupts_held():           # the new folder takes the old one's place whole
+            self._replace_destination()
+            self._release()
         return self.shown
 
     def _replace_destination(self) -> None:
@@ -267,6 +271,26 @@ class OutputFolder:
             self.staging = None
         self._release()
         self._remove_parents()
+
+
+@contextlib.contextmanager
+def interrupts_held():
+    """SIGINT and SIGTERM wait until the block is done, then act as they would have (the run
+    then ends as interrupted, status 130 or 143, with the block complete). Only in the main
+    thread, where Python runs signal handlers; elsewhere the block runs as it is."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    held = []
+    previous = {sig: signal.signal(sig, lambda signum, frame: held.append(signum))
+                for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler if handler is not None else signal.SIG_DFL)
+        for sig in held[:1]:
+            signal.raise_signal(sig)      # to the handler that was there before
 
 
 def _sync(folder: Path) -> None:
