@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from conftest import PNG_MAGIC, assert_bad_input, needs_mpiexec, ranvier_cli, read_csv
 
-from ranvier import cli
+from ranvier import cli, speedup
 from ranvier.bench import areas as bench_areas
 from ranvier.bench import common, runner
 from ranvier.bench import scaling as bench_scaling
@@ -134,15 +134,17 @@ def test_energy_figures_read_the_runs_energy_report():
     assert "no energy" in bench_scaling.energy_figures(synthetic_summary(energy=None))
 
 
-def strong_runs():
-    """Medians (repeats 1, 2, 3): 1x1 RTF 2.0, 2x1 1.25, 4x1 0.8, 2x2 0.5."""
+def strong_runs(oversubscribed=()):
+    """Medians (repeats 1, 2, 3): 1x1 RTF 2.0, 2x1 1.25, 4x1 0.8, 2x2 0.5; on a machine with enough
+    cores for all but the (ranks, threads) in `oversubscribed`."""
     runs = []
     for ranks, threads, rtfs in ((1, 1, (2.0, 2.2, 1.9)), (2, 1, (1.25, 1.3, 1.2)), (4, 1, (0.8, 0.9, 0.7)),
                                  (2, 2, (0.5, 0.6, 0.4))):
         for repeat, rtf in enumerate(rtfs, 1):
-            runs.append(bench_scaling.run_row(synthetic_summary(ranks, threads, rtf=rtf, rss=(2**20,) * 4,
-                                                                energy=measured_energy(joules=10.0 * repeat)),
-                                              repeat=repeat))
+            row = bench_scaling.run_row(synthetic_summary(ranks, threads, rtf=rtf, rss=(2**20,) * 4,
+                                                          energy=measured_energy(joules=10.0 * repeat)), repeat=repeat)
+            row["oversubscribed"] = int((ranks, threads) in oversubscribed)
+            runs.append(row)
     return runs
 
 
@@ -160,8 +162,50 @@ def test_strong_scaling_speedup_and_efficiency_against_the_fewest_cores():
     assert by[(2, 2)]["computation_pct"] == pytest.approx(50.0)
 
 
+def test_one_definition_of_speedup_and_efficiency():
+    """ranvier.speedup: speedup = baseline RTF / RTF, efficiency = speedup / (cores / baseline cores);
+    weak scaling: efficiency = the speedup; none where oversubscribed."""
+    assert speedup.scaling(0.5, 4, 2.0, 1) == speedup.Scaling(4.0, 1.0)
+    assert speedup.scaling(1.25, 2, 2.0, 1) == speedup.Scaling(1.6, 0.8)
+    assert speedup.scaling(2.5, 4, 2.0, 1, weak=True) == speedup.Scaling(0.8, 0.8)
+    assert speedup.scaling(1.6, 8, 5.0, 4, oversubscribed=True) == speedup.Scaling(3.125, None, "oversubscribed")
+    assert speedup.scaling(1.6, 8, 5.0, 4, base_oversubscribed=True).efficiency is None
+    assert speedup.is_oversubscribed(2, 4, 2) and speedup.is_oversubscribed(1, 3, 2)
+    assert not speedup.is_oversubscribed(2, 1, 2) and not speedup.is_oversubscribed(4, 4, None)
+
+
+def test_oversubscribed_configurations_get_no_efficiency():
+    """The issue's case: 1 rank x 4 threads on 2 cores (spinning, RTF 5.0) as the baseline of 2 ranks x
+    4 threads (RTF 1.6) read as a parallel efficiency of 156 %; now neither has one."""
+    runs = [bench_scaling.run_row(synthetic_summary(r, 4, rtf=rtf)) for r, rtf in ((1, 5.0), (2, 1.6))]
+    for row in runs:
+        row["oversubscribed"] = 1
+    summary = bench_scaling.summarize(runs, bench_scaling.STRONG)
+    assert [s["speedup"] for s in summary] == pytest.approx([1.0, 3.125])
+    assert [s["efficiency"] for s in summary] == [None, None]
+    table = bench_scaling.format_scaling_table(summary, bench_scaling.STRONG).splitlines()
+    assert all(line.split()[7] == "-" and line.endswith("oversubscribed") for line in table[-2:]), table
+    # in a sweep, only the rows over the machine's cores lose their efficiency
+    by = {(s["ranks"], s["threads"]): s for s in
+          bench_scaling.summarize(strong_runs(oversubscribed={(4, 1), (2, 2)}), bench_scaling.STRONG)}
+    assert by[(2, 1)]["efficiency"] == pytest.approx(0.8)
+    assert by[(4, 1)]["efficiency"] is None and by[(2, 2)]["efficiency"] is None
+    assert by[(2, 2)]["speedup"] == pytest.approx(4.0)
+
+
+def test_the_command_words_speedup_as_it_computes_it(capsys):
+    """speedup = RTF at the baseline / RTF (the former caption had the ratio the other way round)."""
+    summary = bench_scaling.summarize(strong_runs(), bench_scaling.STRONG)
+    bench_scaling.print_tables(summary, bench_scaling.STRONG, repeats=3)
+    out = capsys.readouterr().out
+    assert speedup.definition("1 core(s)") in out
+    assert "speedup = real-time factor at 1 core(s) / real-time factor" in out
+    assert "speedup = RTF / RTF" not in out
+
+
 def test_weak_scaling_efficiency_is_the_ratio_of_real_time_factors():
-    runs = [bench_scaling.run_row(synthetic_summary(r, 1, rtf=rtf)) for r, rtf in ((2, 1.0), (1, 0.8), (4, 1.6))]
+    runs = [dict(bench_scaling.run_row(synthetic_summary(r, 1, rtf=rtf)), oversubscribed=0)
+            for r, rtf in ((2, 1.0), (1, 0.8), (4, 1.6))]
     summary = bench_scaling.summarize(runs, bench_scaling.WEAK)
     assert [s["ranks"] for s in summary] == [1, 2, 4]
     assert [s["efficiency"] for s in summary] == pytest.approx([1.0, 0.8, 0.5])     # 0.8 / RTF
@@ -256,7 +300,9 @@ def test_strong_scaling_runs_the_grid_with_repeats_outermost(tmp_path, launched,
     assert "ranvier report " + str(out) in captured.out
     assert "energy: unavailable:" in captured.out
     saved = json.loads((out / "strong_scaling.json").read_text())
-    assert [s["efficiency"] for s in saved["summary"]] == pytest.approx([1.0, 1.0, 1.0, 1.0])   # RTF = 1 / cores
+    # RTF = 1 / cores: efficiency 1, but 2 x 2 on 2 cores is oversubscribed and has none
+    assert [s["efficiency"] for s in saved["summary"]][:3] == pytest.approx([1.0, 1.0, 1.0])
+    assert saved["summary"][3]["efficiency"] is None and saved["summary"][3]["oversubscribed"]
 
 
 def test_generic_weak_scaling_grows_the_size_with_the_cores(tmp_path, launched, capsys):

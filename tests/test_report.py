@@ -19,7 +19,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from ranvier import report
+from ranvier import report, speedup
 from ranvier.errors import ConfigError
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -187,6 +187,34 @@ def test_report_holds_every_section_and_run(archives, scaling_report):
     assert "Compass: A scalable simulator for an architecture for cognitive computing" in md
     # theory next to measurement
     assert "delivery time per synaptic event" in md
+
+
+def scaling_variant(src: Path, dst: Path, ranks: int, threads: int, rtf: float, cores: int) -> Path:
+    """A copy of a real archive relabelled as a run of ranks x threads at real-time factor `rtf` on a
+    node of `cores` cores (environment.json)."""
+    variant(src, dst, environment=environment(cores_logical=cores, ranks=ranks, ranks_per_node=ranks,
+                                              threads_per_rank=threads))
+    s = summary(dst)
+    s.update(ranks=ranks, threads=threads, real_time_factor=rtf)
+    (dst / "summary.json").write_text(json.dumps(s))
+    return dst
+
+
+def test_strong_scaling_of_oversubscribed_runs_shows_no_efficiency(archives, tmp_path):
+    """The issue's case: 1 rank x 4 threads on 2 cores (RTF 5.0) as the baseline of 2 ranks x 4
+    threads (RTF 1.6) read "parallel efficiency 156.2 %"; neither is parallel work, so neither has one.
+    On a node with the cores for them, the same runs have one (speedup 3.125 on twice the cores)."""
+    for cores, expected in ((2, ["oversubscribed", "oversubscribed"]), (8, ["100.0", report._fixed(156.25)])):
+        folder = tmp_path / f"node-{cores}"
+        for ranks, rtf in ((1, 5.0), (2, 1.6)):
+            scaling_variant(archives.t1, folder / f"r{ranks}", ranks, 4, rtf, cores)
+        md = read_report([folder], tmp_path / f"report-{cores}").md
+        section = md[md.index("## 4. Strong scaling"):md.index("## 5.")]
+        assert speedup.definition("the smallest core count of the line") in section
+        rows = [[c.strip() for c in line.strip("|").split("|")] for line in section.splitlines()
+                if line.startswith("| all runs")]
+        assert [row[-1] for row in rows] == expected, rows
+        assert [row[-2] for row in rows] == ["1.00", report.sig(5.0 / 1.6)]     # the speedup: a ratio of times
 
 
 def test_markdown_mirrors_html(scaling_report):

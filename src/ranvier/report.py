@@ -33,6 +33,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from . import speedup
 from .errors import ConfigError
 from .recording import STEADY_START_MS
 
@@ -80,6 +81,13 @@ class Run:
         return int(self.summary["ranks"]) * int(self.summary["threads"])
 
     @property
+    def oversubscribed(self) -> bool:
+        """More threads than cores on its node, as environment.json says (unknown without it: no)."""
+        env = self.environment or {}
+        ranks_on_node = int(env.get("ranks_per_node") or self.summary["ranks"])
+        return speedup.is_oversubscribed(ranks_on_node, int(self.summary["threads"]), env.get("cores_logical"))
+
+    @property
     def key(self) -> tuple:
         """What makes two runs repeats of one configuration."""
         s = self.summary
@@ -105,6 +113,10 @@ class Config:
     @property
     def cores(self) -> int:
         return self.runs[0].cores
+
+    @property
+    def oversubscribed(self) -> bool:
+        return any(r.oversubscribed for r in self.runs)
 
     def rtfs(self) -> list[float]:
         return [r.rtf for r in self.runs]
@@ -831,8 +843,7 @@ def _draw_scaling(fig, series: dict[str, list[Config]]):
 def section_scaling(ctx) -> Section:
     sec = Section("4. Strong scaling",
                   "Real-time factor per configuration (line: median over repeats, bars: min to max) against total "
-                  "cores; speedup = median real-time factor at the smallest core count of the line / median "
-                  "real-time factor, parallel efficiency = speedup / core ratio.")
+                  f"cores; {speedup.definition('the smallest core count of the line')}.")
     if len({c.cores for c in ctx.configs}) < 2:
         sec.blocks.append("All runs use the same number of cores: no scaling to show.")
         return sec
@@ -842,11 +853,13 @@ def section_scaling(ctx) -> Section:
                              lambda f: _draw_scaling(f, series), size=(8, 4.8)))
     rows = []
     for name, cs in series.items():
-        base = _median(cs[0].rtfs())
+        base = cs[0]
         for c in cs:
-            speedup = base / _median(c.rtfs())
-            rows.append([name, c.label, str(c.cores), sig(min(c.rtfs())), sig(_median(c.rtfs())), sig(speedup),
-                         _fixed(100 * speedup * cs[0].cores / c.cores)])
+            figures = speedup.scaling(_median(c.rtfs()), c.cores, _median(base.rtfs()), base.cores,
+                                      oversubscribed=c.oversubscribed, base_oversubscribed=base.oversubscribed)
+            efficiency = (figures.note or DASH) if figures.efficiency is None else _fixed(100 * figures.efficiency)
+            rows.append([name, c.label, str(c.cores), sig(min(c.rtfs())), sig(_median(c.rtfs())),
+                         sig(figures.speedup), efficiency])
     sec.blocks.append(Table(["line", "configuration", "cores", "real-time factor (min)", "real-time factor (median)",
                              "speedup", "parallel efficiency %"], rows))
     return sec

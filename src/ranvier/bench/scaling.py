@@ -32,6 +32,7 @@ from pathlib import Path
 import numpy as np
 
 from .. import config as cfgmod
+from .. import speedup
 from ..commands.arguments import assignment, non_negative_float, positive_float, positive_int, positive_int_list
 from ..energy import KINDS as ENERGY_KINDS
 from ..errors import ConfigError
@@ -262,7 +263,7 @@ def run_row(summary: dict, repeat: int = 1, archive="") -> dict:
     has_energy = isinstance(energy, dict)
     return {
         "ranks": ranks, "threads": threads, "cores": ranks * threads,
-        "oversubscribed": int(ranks * threads > (os.cpu_count() or 1)), "repeat": repeat,
+        "oversubscribed": int(speedup.is_oversubscribed(ranks, threads, os.cpu_count())), "repeat": repeat,
         "model": summary.get("model", ""), "neurons": summary.get("neurons"), "synapses": summary.get("synapses"),
         "duration_ms": summary.get("duration_ms"), "real_time_factor": float(summary["real_time_factor"]),
         "simulate_seconds": wall, "build_seconds": float(summary.get("build_seconds") or 0.0),
@@ -289,9 +290,8 @@ def _median(group, key):
 
 def summarize(runs: list[dict], mode: str = STRONG) -> list[dict]:
     """One entry per (ranks, threads), sorted by cores: medians over repeats, the minimum
-    real-time factor, and against the configuration with the fewest cores (`base`):
-      strong: speedup = base RTF / RTF (medians), efficiency = speedup x base cores / cores;
-      weak:   efficiency = base RTF / RTF (constant work per core: ideally 1), no speedup.
+    real-time factor, and the speed-up and efficiency against the configuration with the fewest
+    cores (ranvier.speedup; weak scaling: the efficiency only; none where oversubscribed).
     Energy figures only when every repeat of the configuration measured energy."""
     groups: dict[tuple, list[dict]] = {}
     for run in runs:
@@ -316,13 +316,10 @@ def summarize(runs: list[dict], mode: str = STRONG) -> list[dict]:
     if summary:
         base = min(summary, key=lambda s: (s["cores"], s["ranks"]))
         for s in summary:
-            ratio = base["rtf_median"] / s["rtf_median"] if s["rtf_median"] > 0 else None
-            if mode == STRONG:
-                s["speedup"] = ratio
-                s["efficiency"] = ratio * base["cores"] / s["cores"] if ratio is not None else None
-            else:
-                s["speedup"] = None
-                s["efficiency"] = ratio
+            figures = speedup.scaling(s["rtf_median"], s["cores"], base["rtf_median"], base["cores"], weak=mode == WEAK,
+                                      oversubscribed=s["oversubscribed"], base_oversubscribed=base["oversubscribed"])
+            s["speedup"] = figures.speedup if mode == STRONG else None
+            s["efficiency"] = figures.efficiency
             s["base_cores"] = base["cores"]
     return summary
 
@@ -377,10 +374,7 @@ def print_tables(summary: list[dict], mode: str, repeats: int) -> None:
           f"computation = deliver + update + collocate, communication = communicate, barrier = synchronize")
     print(format_profile_table(summary))
     base = summary[0]["base_cores"] if summary else 1
-    if mode == STRONG:
-        what = (f"speedup = RTF / RTF at {base} core(s) (medians), efficiency = speedup x {base} / cores")
-    else:
-        what = f"efficiency = RTF at {base} core(s) / RTF (medians; ideally 1 at constant work per core)"
+    what = speedup.definition(f"{base} core(s)", weak=mode == WEAK)
     print(f"\n{mode} scaling: real-time factor (wall s per simulated s); {what}; peak RSS of the largest rank")
     print(format_scaling_table(summary, mode))
     energy = format_energy(summary)
@@ -577,7 +571,7 @@ def add_parser(benches, exchanges) -> None:
                     "one run at a time, each a real `ranvier run` (mpiexec -n R for several ranks) that leaves its "
                     "run archive in DIR/runs/r{R}-t{T}-{k}. Prints the profile (computation, communication, "
                     "barrier as % of the wall time), the real-time factor with speedup and parallel efficiency "
-                    "against the fewest cores, and the energy where the runs measured it; writes "
+                    "against the fewest cores (docs/measuring.md), and the energy where the runs measured it; writes "
                     "strong_scaling.csv (one row per run), strong_scaling.json and strong_scaling.png.")
     strong.add_argument("workload", metavar="WORKLOAD", help="a model name (dpsnn, ...) or a config .toml")
     strong.add_argument("--ranks", type=positive_int_list, required=True, metavar="R1,R2,...",
