@@ -248,7 +248,7 @@ def test_cgroup_limits_are_read_for_the_process_and_its_ancestors(tmp_path):
     limits = resources._cgroup_limits(str(cgroup), str(mountinfo))
     assert sorted(round(x.room_bytes / 2**30, 2) for x in limits) == [1.5, 3.0]
     assert all(not x.per_process for x in limits)
-    assert any("memory.max of" in x.what and "allows 3.0 GiB more" in x.what for x in limits)
+    assert any("memory.max of" in x.what and "allows 3 GiB more" in x.what for x in limits)
     assert any("memory.limit_in_bytes" in x.what and "allows 1.5 GiB more" in x.what for x in limits)
 
 

@@ -144,11 +144,16 @@ def load(path) -> RunConfig:
     path = Path(path)
     text = read_text_file(path, "config file", MAX_CONFIG_BYTES,
                           "; give the path of a .toml file (see examples/dpsnn.toml)")
+    text = text.removeprefix("\ufeff")          # a byte-order mark, as some editors write UTF-8
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
         raise ConfigError(f"config file '{path}' is not valid TOML: {e}") from None
     where = f"config file '{path}'"
+    if not data:      # empty, or comments only: running the default job instead would be a guess
+        raise ConfigError(f"{where} sets nothing (no model, [parameters] or [simulation]); name a model in it "
+                          f"(model = \"dpsnn\", see examples/dpsnn.toml), or run 'ranvier run' without a file for "
+                          f"the default job")
     _unknown(where, data, TOP_LEVEL_KEYS)
     model = data.get("model", DEFAULT_MODEL)
     if not isinstance(model, str):
@@ -241,8 +246,9 @@ def whole_cycles(duration_ms: float, cycle_ms: float, resolution_ms: float) -> i
     return -(-steps // steps_per_cycle)
 
 
-def check_simulation(cfg: RunConfig, network) -> None:
-    """What Simulation.run checks only after the build is checked here, before anything is built."""
+def check_simulation(cfg: RunConfig, network) -> float:
+    """What Simulation.run checks only after the build is checked here, before anything is built.
+    Returns the communication interval (ms), whose whole multiples the run advances by."""
     s = cfg.simulation
     resolution = _number("resolution_ms", s["resolution_ms"])
     if resolution <= 0:
@@ -277,6 +283,9 @@ def check_simulation(cfg: RunConfig, network) -> None:
     n = duration / resolution
     if not math.isfinite(n):                      # more steps than a float counts: far beyond 2^32 cycles
         raise _too_long(s["duration_ms"], duration, cycle_ms, interval)
+    if round(n) < 1:
+        raise ConfigError(f"[simulation] 'duration_ms' = {s['duration_ms']} is shorter than one step of "
+                          f"{resolution:g} ms (resolution_ms); simulate at least {resolution:g} ms")
     if abs(n - round(n)) > 1e-9 * max(1.0, n):
         nearest = " or ".join(f"{k * resolution:g}" for k in (math.floor(n), math.ceil(n)) if k > 0)
         raise ConfigError(f"[simulation] 'duration_ms' = {s['duration_ms']} is not a multiple of the resolution "
@@ -288,6 +297,7 @@ def check_simulation(cfg: RunConfig, network) -> None:
     if not isinstance(s["barrier"], bool):
         raise ConfigError(f"[simulation] 'barrier' must be true or false, got {s['barrier']!r}")
     check_weight_settings(s)
+    return cycle_ms
 
 
 def _too_long(given, duration: float, cycle_ms: float, interval: str) -> ConfigError:

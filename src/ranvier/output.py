@@ -146,12 +146,15 @@ class OutputFolder:
             check_target(self.shown, force)         # again, under the lock: a folder put back counts
             self.staging = Path(tempfile.mkdtemp(prefix=f".{absolute.name}.", suffix=STAGING_SUFFIX, dir=self.parent))
             self._watcher = leftovers.Watcher(self.staging, self.lock_path, self.checkpoints, self._made_parents)
-        except BaseException:
+        except BaseException as e:
             if self.staging is not None:
                 shutil.rmtree(self.staging, ignore_errors=True)
                 self.staging = None
             self._release()
             self._remove_parents()
+            if isinstance(e, OSError):      # /proc, /sys, a read-only mount: os.access said writable
+                raise ConfigError(f"--out '{path}': cannot write in '{self.parent}' ({e.strerror or e}); choose a "
+                                  f"folder on a writable disk") from None
             raise
 
     # -- claiming ---------------------------------------------------------------------

@@ -182,7 +182,7 @@ class FileRecording(Recording):
     """
 
     RAW = {"ids": ".spike-ids.raw", "steps": ".spike-steps.raw", "timers": ".cycle-timers.raw"}
-    BLOCK = 1 << 20                     # records per block when reading back: memory stays flat
+    BLOCK = 1 << 18                     # records per block when reading back: memory stays flat
 
     def __init__(self, folder, *args, **kwargs):
         super().__init__(*args, **kwargs)
@@ -233,17 +233,36 @@ class FileRecording(Recording):
         return self.spikes_total * SPIKE_BYTES_IN_FILE + self.cycles * self.ranks * TIMER_BYTES_PER_CYCLE + overhead
 
     # -- reading back (during the run: the binary files) -----------------------------------
-    def _array(self, key, dtype=np.int64):
-        path = self.folder / self.RAW[key]
-        size = path.stat().st_size // np.dtype(dtype).itemsize
-        return np.memmap(path, dtype=dtype, mode="r", shape=(size,)) if size else np.zeros(0, dtype)
+    # Read with plain reads, a block at a time, never mapped: pages of a mapped file count in the
+    # process's memory (RSS, and a cgroup's limit) until it ends, so mapping the whole record to
+    # write spikes.h5 made the end of a run need memory in proportion to its length.
+    def _length(self, key, dtype=np.int64) -> int:
+        return (self.folder / self.RAW[key]).stat().st_size // np.dtype(dtype).itemsize
+
+    def _read(self, key, first: int, count: int, dtype=np.int64) -> np.ndarray:
+        item = np.dtype(dtype).itemsize
+        return np.fromfile(self.folder / self.RAW[key], dtype=dtype, count=count, offset=first * item)
+
+    def _spike_blocks(self):
+        """(ids, steps) of every recorded spike, BLOCK at a time, in the order recorded."""
+        n = self._length("ids")
+        for lo in range(0, n, self.BLOCK):
+            count = min(self.BLOCK, n - lo)
+            yield self._read("ids", lo, count), self._read("steps", lo, count)
+
+    def _timer_rows(self, first: int, count: int) -> np.ndarray:
+        """Cycles [first, first + count) of the timers: [cycle, rank, phase]."""
+        per_cycle = self.ranks * len(self.phases)
+        flat = self._read("timers", first * per_cycle, count * per_cycle, np.float64)
+        return flat.reshape(-1, self.ranks, len(self.phases))
 
     def spikes(self):
         if self.error is not None:
             return None
         if self.closed:
             return read_spike_file(self.spikes_path, self.names, self.first_ids, self.resolution_ms)
-        return np.array(self._array("ids")), np.array(self._array("steps"))
+        n = self._length("ids")
+        return self._read("ids", 0, n), self._read("steps", 0, n)
 
     def population_counts(self, start_ms, stop_ms, end_ms):
         if counted_window(start_ms, stop_ms, end_ms):
@@ -253,12 +272,11 @@ class FileRecording(Recording):
                              f"[0, {STEADY_START_MS:g}) ms and from {STEADY_START_MS:g} ms on were kept")
         if self.closed:
             return super().population_counts(start_ms, stop_ms, end_ms)
-        ids, steps = self._array("ids"), self._array("steps")
         out = np.zeros(len(self.names), dtype=np.int64)
-        for lo in range(0, ids.shape[0], self.BLOCK):
-            t = steps[lo:lo + self.BLOCK] * self.resolution_ms
+        for ids, steps in self._spike_blocks():
+            t = steps * self.resolution_ms
             keep = (t >= start_ms) & (t < stop_ms)
-            out += np.bincount(self.population_of(np.asarray(ids[lo:lo + self.BLOCK])[keep]), minlength=len(self.names))
+            out += np.bincount(self.population_of(ids[keep]), minlength=len(self.names))
         return out
 
     def cycle_timers(self):
@@ -270,9 +288,9 @@ class FileRecording(Recording):
             with h5py.File(self.timers_path, "r") as f:
                 ds = f["cycle_seconds"]
                 return ds[:, max(0, ds.shape[1] - MAX_STATISTICS_CYCLES):, :]
-        flat = self._array("timers", np.float64)
-        timers = flat.reshape(-1, self.ranks, len(self.phases))
-        return np.ascontiguousarray(timers[max(0, timers.shape[0] - MAX_STATISTICS_CYCLES):].transpose(1, 0, 2))
+        cycles = self._length("timers", np.float64) // (self.ranks * len(self.phases))
+        first = max(0, cycles - MAX_STATISTICS_CYCLES)
+        return np.ascontiguousarray(self._timer_rows(first, cycles - first).transpose(1, 0, 2))
 
     # -- the files ---------------------------------------------------------------------
     def close(self) -> None:
@@ -310,7 +328,6 @@ class FileRecording(Recording):
     def _write_spike_file(self) -> None:
         import h5py
 
-        ids, steps = self._array("ids"), self._array("steps")
         totals = self.counts.sum(axis=0) if self.keep is None else self.kept
         sorting = h5py.enum_dtype(SONATA_SORTING, basetype="i1")
         with h5py.File(self.spikes_path, "w") as f:
@@ -325,9 +342,7 @@ class FileRecording(Recording):
                 stamps.append(pop.create_dataset("timestamps", shape=(int(n),), dtype=np.float64))
                 stamps[-1].attrs["units"] = "ms"
             at = np.zeros(len(self.names), dtype=np.int64)
-            for lo in range(0, ids.shape[0], self.BLOCK):
-                block_ids = np.asarray(ids[lo:lo + self.BLOCK])
-                block_steps = np.asarray(steps[lo:lo + self.BLOCK])
+            for block_ids, block_steps in self._spike_blocks():
                 pops = self.population_of(block_ids)
                 for p in np.unique(pops):
                     mine = pops == p
@@ -339,17 +354,16 @@ class FileRecording(Recording):
     def _write_timer_file(self) -> None:
         import h5py
 
-        flat = self._array("timers", np.float64)
-        timers = flat.reshape(-1, self.ranks, len(self.phases))
+        cycles = self._length("timers", np.float64) // (self.ranks * len(self.phases))
         with h5py.File(self.timers_path, "w") as f:
-            ds = f.create_dataset("cycle_seconds", shape=(self.ranks, timers.shape[0], len(self.phases)),
-                                  dtype=np.float64)
+            ds = f.create_dataset("cycle_seconds", shape=(self.ranks, cycles, len(self.phases)), dtype=np.float64)
             ds.attrs["phases"] = np.array(self.phases, dtype=h5py.string_dtype())
             if self.cycle_ms is not None:
                 ds.attrs["cycle_ms"] = self.cycle_ms
             block = max(1, self.BLOCK // self.ranks)
-            for lo in range(0, timers.shape[0], block):
-                ds[:, lo:lo + block, :] = np.asarray(timers[lo:lo + block]).transpose(1, 0, 2)
+            for lo in range(0, cycles, block):
+                rows = self._timer_rows(lo, min(block, cycles - lo))
+                ds[:, lo:lo + rows.shape[0], :] = rows.transpose(1, 0, 2)
 
     def moved_to(self, folder) -> None:
         """The folder was renamed (published): read from its new place."""

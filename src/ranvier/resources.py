@@ -25,8 +25,15 @@ def cores() -> int:
     return os.cpu_count() or 1
 
 
-def _gib(x: float) -> str:
-    return f"{x / 2**30:.1f} GiB"
+def peak_rss_bytes() -> int:
+    """This process's peak resident memory so far (getrusage's ru_maxrss)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024   # Linux reports KiB
+
+
+def gib(x: float) -> str:
+    """Bytes in GiB to three significant digits: an estimate just above a limit must not read as
+    the same number ("1.02 GiB ... allows 0.998 GiB more", not "1.0 GiB ... 1.0 GiB")."""
+    return f"{x / 2**30:.3g} GiB"
 
 
 @dataclass
@@ -72,7 +79,7 @@ def _address_space_limit() -> MemoryLimit | None:
     if soft == resource.RLIM_INFINITY or soft < 0:
         return None
     room = max(0, soft - _vm_size_bytes())
-    return MemoryLimit(room, f"ulimit -v allows {_gib(room)} more (limit {_gib(soft)}, virtual memory counts)", True)
+    return MemoryLimit(room, f"ulimit -v allows {gib(room)} more (limit {gib(soft)}, virtual memory counts)", True)
 
 
 def _read_int(path: str) -> int | None:
@@ -153,7 +160,7 @@ def _cgroup_limits(cgroup: str = "/proc/self/cgroup", mountinfo: str = "/proc/se
                 used = _read_int(os.path.join(folder, usage_file)) or 0
                 room = max(0, limit - used)
                 limits.append(MemoryLimit(room, f"the {name} memory limit ({limit_file} of {folder}) allows "
-                                                f"{_gib(room)} more (limit {_gib(limit)})", False))
+                                                f"{gib(room)} more (limit {gib(limit)})", False))
     return limits
 
 
@@ -162,7 +169,7 @@ def memory_limits() -> list[MemoryLimit]:
     limits = []
     available = _available_memory_bytes()
     if available is not None:
-        limits.append(MemoryLimit(available, f"{_gib(available)} available", False))
+        limits.append(MemoryLimit(available, f"{gib(available)} available", False))
     address_space = _address_space_limit()
     if address_space is not None:
         limits.append(address_space)

@@ -9,7 +9,6 @@ from __future__ import annotations
 import math
 import numbers
 import os
-import resource
 import sys
 import time
 from typing import NamedTuple
@@ -43,14 +42,28 @@ class DurationRounded(UserWarning):
     to the end of the last cycle (the message says to when)."""
 
 
-def _peak_rss_bytes() -> int:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024   # Linux reports KiB
-
-
 def _choose(where: str, value, allowed) -> str:
     if value not in allowed:
         raise ConfigError(f"{where} must be one of {list(allowed)}, got {value!r}")
     return value
+
+
+def _check_stream_folder(folder) -> None:
+    """stream_to must be a folder this process can write: made now (before the build), or a
+    one-line ConfigError naming what is in the way."""
+    from pathlib import Path
+
+    path = Path(folder)
+    if path.exists() and not path.is_dir():
+        raise ConfigError(f"stream_to = '{folder}' is a file, not a folder; give a folder for spikes.h5 and timers.h5")
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        probe = path / ".ranvier-write-check"
+        probe.touch()
+        probe.unlink()
+    except OSError as e:
+        raise ConfigError(f"stream_to = '{folder}': cannot write there ({e.strerror or e}); give a folder on a "
+                          f"writable disk") from None
 
 
 CHUNK_MS = 100.0           # a run's default chunk (simulated ms): spikes and timers leave the engine
@@ -168,6 +181,15 @@ class Simulation:
             raise ConfigError(f"record_spikes must be true, false or \"counts\", got {record_spikes!r}")
         if stream_to is not None and record_spikes is not True:
             raise ConfigError("stream_to writes the spikes to files: it needs record_spikes = true")
+        refusal = None                   # rank 0 records (stream_to may be given there alone): it decides
+        if stream_to is not None and self.comm.rank == 0:
+            try:
+                _check_stream_folder(stream_to)
+            except ConfigError as e:
+                refusal = str(e)
+        refusal = self.comm.bcast(refusal)
+        if refusal is not None:
+            raise ConfigError(refusal)
         self.record_spikes, self.stream_to = record_spikes, stream_to
         self.record_spikes_of = None
         if record_spikes_of is not None:
@@ -393,6 +415,9 @@ class Simulation:
         if not (duration > 0 and math.isfinite(duration)):
             raise ConfigError(f"duration_ms must be positive, got {duration_ms!r}")
         steps = duration / self.resolution_ms
+        if round(steps) < 1:
+            raise ConfigError(f"duration_ms = {duration_ms!r} is shorter than one step of {self.resolution_ms:g} ms "
+                              f"(resolution_ms); run at least {self.resolution_ms:g} ms")
         if abs(steps - round(steps)) > 1e-9 * max(1.0, steps):
             raise ConfigError(f"duration_ms = {duration_ms} is not a multiple of the resolution "
                               f"{self.resolution_ms} ms")
@@ -729,7 +754,7 @@ class Result:
         self.resumed_from = sim.resumed_from           # a resumed run: its checkpoint (ranvier.checkpoint)
 
         counters = eng.counters()
-        local = dict(counters=counters, rss=_peak_rss_bytes(), pace_wait=eng.pace_wait_seconds,
+        local = dict(counters=counters, rss=resources.peak_rss_bytes(), pace_wait=eng.pace_wait_seconds,
                      partners=len(eng.partner_ranks()),
                      synapses=eng.synapse_count(), store_bytes=eng.synapse_bytes())
         if sim.record_state:

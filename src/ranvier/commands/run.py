@@ -186,7 +186,9 @@ def command(args) -> int:
     if args.out is not None:
         check_target(args.out, args.force)      # on every rank: the same answer, before anything is made
     network = models.build(cfg.model, **cfg.parameters)
-    cfgmod.check_simulation(cfg, network)
+    cycle_ms = cfgmod.check_simulation(cfg, network)
+    _check_checkpoint_interval(args.checkpoint_every, cycle_ms)
+    _check_weight_settings(cfg.simulation, network)
     # on every rank, so that bad options stop all ranks before the build
     meter = energy.choose_meter(args.energy, power_trace=args.power_trace, clock_offset_s=args.clock_offset_s,
                                 power_model=args.power_model, cores=args.threads)
@@ -200,8 +202,6 @@ def command(args) -> int:
                                                target=network.projections[j].target, index=j, synapses=n,
                                                interval_ms=float(settings.get("weight_interval_ms", 100.0)))
                      for j in weights_io.edge_population_names(network)] if n else None
-        if n and not recorders:
-            raise ConfigError("record_weights (--record-weights): the network has no plastic projection")
         kwargs = cfg.simulation_kwargs()
         if args.out is not None:       # a SONATA config's reports choose the recorded state
             kwargs.update(_sonata_recording(network, cfg))
@@ -232,6 +232,32 @@ def command(args) -> int:
         if out is not None:
             out.abandon()              # nothing half-written stays behind; an earlier folder is untouched
         raise
+
+
+def _check_checkpoint_interval(every_ms, cycle_ms: float) -> None:
+    """Checkpoints are taken between communication intervals: at least one interval apart."""
+    if every_ms is not None and every_ms < cycle_ms * (1 - 1e-9):
+        raise ConfigError(f"--checkpoint-every {every_ms:g}ms is shorter than the communication interval of "
+                          f"{cycle_ms:g} ms, between which checkpoints are taken; give at least {cycle_ms:g}ms")
+
+
+def _check_weight_settings(settings: dict, network) -> None:
+    """The plastic weights' settings do something only with plastic projections, and the
+    recorder's interval only with the recorder: set otherwise, they are refused, not ignored."""
+    plastic = bool(weights_io.edge_population_names(network))
+    interval_set = settings.get("weight_interval_ms", cfgmod.SIMULATION_DEFAULTS["weight_interval_ms"]) \
+        != cfgmod.SIMULATION_DEFAULTS["weight_interval_ms"]
+    given = [f"{key} ({flag})" for flag, key, is_set in (
+        ("--initial-weights", "initial_weights", settings.get("initial_weights") is not None),
+        ("--record-weights", "record_weights", bool(settings.get("record_weights"))),
+        ("--weight-interval-ms", "weight_interval_ms", interval_set)) if is_set]
+    if given and not plastic:
+        raise ConfigError(f"{given[0]}: the network has no plastic projection, so it would do nothing (static "
+                          f"weights are the seed's, the same at every moment); leave it out, or make a projection "
+                          f"plastic (docs/plasticity.md)")
+    if interval_set and not settings.get("record_weights"):
+        raise ConfigError(f"--weight-interval-ms (weight_interval_ms) is the interval of the weight recorder: give "
+                          f"--record-weights N too, or leave it out")
 
 
 def _checkpoint_to_resume(args):
@@ -333,6 +359,7 @@ def _simulate(args, cfg, network, sim, meter, fit, out, rank) -> int:
     if sim.rank != 0:
         return 0
     summary = result.summary(fit)
+    _note_peak_memory(summary)         # the summary's own statistics included
     if plastic:                        # the weight distributions, initial and final (the report draws them)
         summary["plasticity"] = {name: {"initial": initial[name], "final": final[name],
                                         "synapse": repr(network.projections[j].synapse)}
@@ -354,6 +381,7 @@ def _simulate(args, cfg, network, sim, meter, fit, out, rank) -> int:
             sonata.write_report(out.staging / "state.h5", result.state, network, sonata.native_info(network), sim.seed)
         if gathered is not None:       # weights.h5: SONATA edges, and the recorders' samples
             weights_io.write_weights(out.staging / "weights.h5", sim, gathered, result.weight_traces)
+        _note_peak_memory(summary)     # summary.json's: the writing of the results included
         env = environment.collect(sim.size, sim.comm.ranks_on_node, sim.threads, transport=parallel.transport(sim.comm))
         written = out.publish(resolved_dict(cfg, network, sim), summary, env)
         rec.moved_to(out.path)
@@ -366,6 +394,13 @@ def _simulate(args, cfg, network, sim, meter, fit, out, rank) -> int:
     if not args.quiet:
         print(f"results written to {written}/")
     return 0
+
+
+def _note_peak_memory(summary: dict) -> None:
+    """Rank 0's peak memory in the summary, now: after the run, rank 0 alone makes the summary and
+    writes the results, and the peak of a long run can come then."""
+    from ..resources import peak_rss_bytes
+    summary["peak_rss_bytes"][0] = max(summary["peak_rss_bytes"][0], peak_rss_bytes())
 
 
 def _checkpoint_folder(out) -> Path:
