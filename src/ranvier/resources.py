@@ -25,6 +25,82 @@ def cores() -> int:
     return os.cpu_count() or 1
 
 
+# -- cores taken by other work (the default thread count) -------------------------------------
+# A thread that shares its core with another busy process gets part of it, and every cycle of a
+# run waits for its slowest thread: on 2 cores with one busy process beside it, 2 threads ran at
+# a real-time factor of 0.55 where 1 thread ran at 0.38. So the default counts the cores that
+# other work keeps busy, measured from /proc/stat while this process waits, and leaves them out.
+LOAD_WINDOW_S = 0.1            # the window: 10 jiffies of /proc/stat per CPU
+LOAD_REUSED_S = 2.0            # a measurement this recent stands (Simulations made one after another)
+BUSY_CORE = 0.75               # other work above this much of a core takes it
+
+
+def _cpu_jiffies() -> dict | None:
+    """cpu number -> (busy, total) jiffies from /proc/stat; None where it cannot be read."""
+    try:
+        with open("/proc/stat") as f:
+            lines = [line.split() for line in f if line.startswith("cpu") and line[3:4].isdigit()]
+    except OSError:
+        return None
+    jiffies = {}
+    for fields in lines:
+        # user nice system idle iowait irq softirq steal (guest time is counted in user already);
+        # steal is a virtual machine's core taken by its host: busy, as far as this run goes
+        values = [int(v) for v in fields[1:9]]
+        jiffies[int(fields[0][3:])] = (sum(values) - values[3] - values[4], sum(values))
+    return jiffies
+
+
+_last_load: tuple[float, float] | None = None     # (time.monotonic(), cores busy elsewhere)
+
+
+def cores_busy_elsewhere(cpus=None) -> float | None:
+    """How many of `cpus` (default: those this process may run on) other processes keep busy, in
+    cores: measured over LOAD_WINDOW_S while this process waits (it would otherwise take part of
+    what it measures), less what this process used meanwhile. None where /proc/stat cannot be read."""
+    import time
+    global _last_load
+    if _last_load is not None and time.monotonic() - _last_load[0] < LOAD_REUSED_S:
+        return _last_load[1]
+    if cpus is None:
+        cpus = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else range(cores())
+    t0, own0, first = time.monotonic(), time.process_time(), _cpu_jiffies()
+    if first is None:
+        return None
+    time.sleep(LOAD_WINDOW_S)
+    t1, own1, last = time.monotonic(), time.process_time(), _cpu_jiffies()
+    if last is None:
+        return None
+    busy = sum((last[c][0] - first[c][0]) / (last[c][1] - first[c][1]) for c in cpus
+               if c in first and c in last and last[c][1] > first[c][1])
+    value = max(0.0, busy - (own1 - own0) / max(1e-9, t1 - t0))
+    _last_load = (time.monotonic(), value)
+    return value
+
+
+def default_threads(ranks_on_node: int) -> tuple[int, str | None]:
+    """Threads per rank when none are asked for: the node's cores shared by its ranks; in one
+    process, less the cores that other work keeps busy now. Returns (threads, a note saying why
+    fewer, or None)."""
+    n = cores()
+    threads = max(1, n // ranks_on_node)
+    if ranks_on_node > 1:            # the launcher places ranks and their threads
+        return threads, None
+    busy = cores_busy_elsewhere()
+    if busy is None:
+        return threads, None
+    free = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else n
+    taken = int(busy + 1 - BUSY_CORE)          # a core counts as taken above BUSY_CORE of it
+    if taken <= 0 or threads <= 1:
+        return threads, None
+    chosen = max(1, min(threads, free - taken))
+    if chosen == threads:
+        return threads, None
+    return chosen, (f"other processes keep {busy:.1f} of this node's {n} cores busy: running {chosen} thread(s) "
+                    f"instead of {threads}, which would wait for each other on the shared cores (--threads or "
+                    f"threads= chooses)")
+
+
 def peak_rss_bytes() -> int:
     """This process's peak resident memory so far (getrusage's ru_maxrss)."""
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024   # Linux reports KiB

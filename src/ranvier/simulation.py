@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import math
 import numbers
-import os
 import sys
 import time
 from typing import NamedTuple
@@ -75,7 +74,9 @@ class Simulation:
     """A network built on this process's share of the ranks, ready to run.
 
     threads: OpenMP threads per rank (default: the cores available divided by the ranks on
-    this node). exchange: spike-exchange strategy. placement: how neurons map to ranks and
+    this node; in one process, less the cores other processes keep busy, measured over 0.1 s:
+    threads sharing a core with other work make every cycle wait for them, and a note says so).
+    exchange: spike-exchange strategy. placement: how neurons map to ranks and
     threads. seed: the network instance and all its noise derive from it alone.
     comm: an mpi4py communicator; by default COMM_WORLD under mpiexec, none otherwise.
     barrier: time a barrier before each exchange as 'synchronize' (separates waiting from
@@ -135,8 +136,9 @@ class Simulation:
         if not (self.resolution_ms > 0 and math.isfinite(self.resolution_ms)):
             raise ConfigError(f"resolution_ms must be a positive number, got {resolution_ms!r}")
         self.comm = make_comm(comm)
-        if threads is None:
-            threads = max(1, (os.cpu_count() or 1) // self.comm.ranks_on_node)
+        threads_note = None
+        if threads is None:          # the node's cores shared by its ranks, less those other work keeps busy
+            threads, threads_note = resources.default_threads(self.comm.ranks_on_node)
         if not isinstance(threads, int) or isinstance(threads, bool) or threads < 1:
             raise ConfigError(f"threads must be a positive integer, got {threads!r}")
         # Far more threads than cores only slows a run down (and hints at a typo): refused, on
@@ -148,6 +150,8 @@ class Simulation:
                               f"{cores} cores of {node}; use at most {resources.MAX_THREADS_PER_CORE * cores} (the "
                               f"default, cores / ranks on the node, is {max(1, cores // self.comm.ranks_on_node)})")
         self.threads = threads
+        if threads_note is not None:
+            print(f"ranvier: note: {threads_note}", file=sys.stderr, flush=True)
         strategy = self.tier_exchange if self.exchange == TWO_TIER else self.exchange
         if strategy.startswith("persistent-") and self.comm.size > 1 and \
                 not _engine.build_info().get("mpi_persistent"):

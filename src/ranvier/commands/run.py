@@ -44,7 +44,8 @@ def add_parser(commands, exchanges, placements) -> None:
                           "its last whole communication interval (the minimum delay), so a duration between "
                           "two of them simulates to the next, with a note")
     run.add_argument("--threads", type=positive_int, metavar="K",
-                     help="threads per rank (default: cores of the node / ranks on it)")
+                     help="threads per rank (default: cores of the node / ranks on it; in one process, less the cores "
+                          "other processes keep busy, measured over 0.1 s before the build)")
     run.add_argument("--exchange", choices=exchanges, help="spike-exchange strategy")
     run.add_argument("--placement", choices=placements, help="neuron-to-rank/thread placement")
     run.add_argument("--seed", type=seed, metavar="S", help="network and noise seed")
