@@ -38,6 +38,7 @@ __all__ = [*_PUBLIC, *_SUBMODULES, "__version__"]
 
 def __getattr__(name: str):
     import importlib
+    import importlib.util
 
     if name == "__version__":
         from importlib.metadata import PackageNotFoundError, version
@@ -47,8 +48,8 @@ def __getattr__(name: str):
             value = "0.0.0+local"
     elif name in _PUBLIC:
         value = getattr(importlib.import_module(f".{_PUBLIC[name]}", __name__), name)
-    elif name in _SUBMODULES:
-        value = importlib.import_module(f".{name}", __name__)
+    elif name in _SUBMODULES or (not name.startswith("__") and importlib.util.find_spec(f"{__name__}.{name}")):
+        value = importlib.import_module(f".{name}", __name__)    # any module, as after an eager import
     else:
         raise AttributeError(f"module 'ranvier' has no attribute {name!r}")
     globals()[name] = value        # looked up once
