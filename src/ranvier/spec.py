@@ -28,6 +28,7 @@ import numpy as np
 
 from . import _engine, resources
 from .errors import ConfigError
+from .network import MAX_NORMAL_DEVIATE
 from .neurons import NEURON_MODELS
 from .plasticity import plasticity_spec
 
@@ -46,6 +47,9 @@ DRIVE_CHUNK = 512                      # neurons whose events are listed at once
 DRIVE_EVENT_BYTES = 21                 # per listed event: neuron, word, weight, place (4 B each), tail flag, tail index
 POISSON_TABLE_MAX_ENTRIES = 2**31 - 1  # the table's CDF is indexed by int
 MIN_FRACTION_BITS = 8                  # the coarsest fixed-point scale of synaptic input (fraction_bits)
+# A synapse's weight, a drive event's efficacy and a neuron's input sum per step are signed 32-bit
+# words in units of 2^-fraction_bits of the target's input unit (cpp/core/local_network.hpp).
+INPUT_WORD_MAX = 2**31 - 1
 MAX_NEURONS = 2**40
 TWO_TIER = "two-tier"                  # the structure-aware exchange (ranvier.simulation)
 
@@ -101,25 +105,33 @@ def packs(network, bits: int) -> bool:
     return round(max_weights(network)[0] * 2.0 ** bits) < 2.0 ** (31 - target_bits) - 1
 
 
-def fraction_bits(network, min_delay_ms: float) -> int:
-    """Fixed-point scale 2^-bits for synaptic input, so that no sum can overflow int32.
-
-    Bound: every synapse of the largest plausible in-degree arriving in one step at the
-    largest weight. Where a coarser scale still resolves the smallest mean weight to 1/1024
-    of itself, the scale is lowered until every weight fits beside a neuron index in 32
-    bits, so the engine can store synapses in 4 bytes instead of 8. The choice depends on
-    the network alone, never on the decomposition.
-    """
+def input_bound(network, min_delay_ms: float) -> float:
+    """The largest input per step fraction_bits plans for: every synapse of the largest plausible
+    in-degree arriving in one step at the largest weight, with the largest drive's events of a
+    drive window."""
     net = network
-    max_synapse, max_weight = max_weights(net)
+    _, max_weight = max_weights(net)
     in_degree = 0.0
     for p in net.populations:
         k = sum(pr.largest_indegree(net.population(pr.source).size, p.size)
                 for pr in net.projections if pr.target == p.name)
         in_degree = max(in_degree, k + 8 * math.sqrt(k + 1))
     external = max((d.n_synapses * d.rate_hz * 1e-3 * min_delay_ms for d in net.drives), default=0.0)
-    bound = max(max_weight, 1e-9) * (in_degree + external + 16 * math.sqrt(external + 1) + 16)
-    overflow_bits = math.floor(math.log2((2**31 - 1) / bound))
+    return max(max_weight, 1e-9) * (in_degree + external + 16 * math.sqrt(external + 1) + 16)
+
+
+def fraction_bits(network, min_delay_ms: float) -> int:
+    """Fixed-point scale 2^-bits for synaptic input, so that no sum can overflow int32.
+
+    Bound: input_bound. Where a coarser scale still resolves the smallest mean weight to 1/1024
+    of itself, the scale is lowered until every weight fits beside a neuron index in 32
+    bits, so the engine can store synapses in 4 bytes instead of 8. The choice depends on
+    the network alone, never on the decomposition. Where even the coarsest scale
+    (MIN_FRACTION_BITS) cannot hold the bound, check_fixed_point decides what is refused.
+    """
+    net = network
+    max_synapse, _ = max_weights(net)
+    overflow_bits = math.floor(math.log2(INPUT_WORD_MAX / input_bound(net, min_delay_ms)))
     fallback = int(max(MIN_FRACTION_BITS, min(24, overflow_bits)))
     target_bits = max(1, math.ceil(math.log2(max(net.size, 2))))
     if target_bits >= 31:          # 2^31 neurons or more: no 4-byte synapse can hold the index
@@ -131,6 +143,132 @@ def fraction_bits(network, min_delay_ms: float) -> int:
     if packed_bits < overflow_bits and smallest * 2.0 ** packed_bits >= 1024:
         return packed_bits
     return fallback
+
+
+# -- what the fixed point holds (refused before the build: a word that overflows wraps silently) --
+def _in_unit(value: float, unit: str) -> str:
+    return f"{value:g} {unit}" if unit else f"{value:g}"
+
+
+def _weight_reach(pr, unit: str) -> list[tuple[str, float]]:
+    """(what the user gave, the largest |weight| it gives a synapse) for a projection: its weights
+    as drawn (in (0, 2 weight), or weight + 6.5 sd where clipped: the engine's max_abs_weight),
+    and the bound of its plastic weights (STDP's w_max; the power law's saturate, as documented)."""
+    label = pr.origin.get("weight", "weight")
+    weights = pr.weight_array()
+    if weights is not None:
+        if not weights.size:
+            return []
+        i = int(np.argmax(np.abs(weights)))
+        out = [(f"'{label}[{i}]' = {_in_unit(weights[i], unit)}", abs(float(weights[i])))]
+    elif pr.weight_sd > 0:
+        reach = abs(pr.weight) + 6.5 * pr.weight_sd if pr.weight_clip else 2 * abs(pr.weight)
+        law = "weight + 6.5 sd, clipped" if pr.weight_clip else "2 x weight"
+        out = [(f"'{label}' = {_in_unit(pr.weight, unit)} with '{pr.origin.get('weight_sd', 'weight_sd')}' = "
+                f"{_in_unit(pr.weight_sd, unit)} (drawn weights reach {law}: {_in_unit(reach, unit)})", reach)]
+    else:
+        out = [(f"'{label}' = {_in_unit(pr.weight, unit)}", abs(float(pr.weight)))]
+    if pr.synapse is not None and hasattr(pr.synapse, "w_max"):
+        out.append((f"'w_max' = {_in_unit(pr.synapse.w_max, unit)}", abs(pr.synapse.w_max)))
+    return out
+
+
+def _most_synapses(pr, source_size: int, target_size: int) -> float:
+    """The most synapses of a projection onto one neuron: exact where the rule fixes it (in-degree,
+    lists), else the mean and 8 standard deviations (at most every source, for pairs)."""
+    k = pr.largest_indegree(source_size, target_size)
+    if pr.indegree is not None or pr.is_list:
+        return k
+    most = k + 8 * math.sqrt(k + 1)
+    return min(most, source_size) if pr.probability is not None else most
+
+
+def check_fixed_point(network, bits: int, min_delay_ms: float, resolution_ms: float) -> None:
+    """Refuses what the engine's fixed point of synaptic input cannot hold at this network's
+    scale, 2^-bits of each target's input unit (fraction_bits: chosen per network from its
+    weights and in-degrees; coarser than 2^-MIN_FRACTION_BITS only where every weight then fits
+    a 4-byte synapse): a weight (as drawn, or as plasticity can make it) or a drive event beyond
+    a signed 32-bit word, which would wrap (1e9 mV became -8388608 mV); a non-zero weight that
+    rounds to 0 (lost); and, where the scale cannot hold fraction_bits' bound, a neuron whose
+    input in one step can overflow its 32-bit sum. Plastic weights are kept in double precision
+    and rounded when delivered, so their initial values may be small."""
+    step = 2.0 ** -bits
+    largest = INPUT_WORD_MAX * step
+    scale_text = (f"in steps of 2^-{bits} {{unit}} at this network's scale, which is chosen per network from its "
+                  f"largest weights and in-degrees")
+
+    def fits(value: float) -> bool:
+        return np.rint(abs(value) / step) <= INPUT_WORD_MAX
+
+    def lost(value) -> np.ndarray:
+        value = np.asarray(value, dtype=np.float64)
+        return (value != 0) & (np.rint(np.abs(value) / step) == 0)
+
+    def too_large(where: str, what: str, unit: str):
+        return ConfigError(f"{where}: {what} does not fit the engine's synaptic input, signed 32-bit words "
+                           f"{scale_text.format(unit=unit)}: the largest |weight| is {_in_unit(largest, unit)}; "
+                           f"lower it")
+
+    def rounds_to_zero(where: str, what: str, unit: str):
+        return ConfigError(f"{where}: {what} to 0 in the engine's synaptic input, signed 32-bit words "
+                           f"{scale_text.format(unit=unit)}: the smallest |weight| it keeps is just above "
+                           f"{_in_unit(step / 2, unit)}; raise it, or lower the network's largest weights")
+
+    net = network
+    units = {p.name: NEURON_MODELS[p.model].input_unit or "" for p in net.populations}
+    for pr in net.projections:
+        where, unit = f"projection {pr.source}->{pr.target}", units[pr.target]
+        for what, reach in _weight_reach(pr, unit):
+            if not fits(reach):
+                raise too_large(where, what, unit)
+        if pr.synapse is not None:
+            continue
+        label, weights = pr.origin.get("weight", "weight"), pr.weight_array()
+        if weights is None and lost(pr.weight):
+            raise rounds_to_zero(where, f"'{label}' = {_in_unit(pr.weight, unit)} rounds", unit)
+        if weights is not None and lost(weights).any():
+            at = np.flatnonzero(lost(weights))
+            more = f" and {at.size - 1} more non-zero weight(s) round" if at.size > 1 else " rounds"
+            raise rounds_to_zero(where, f"'{label}[{at[0]}]' = {_in_unit(weights[at[0]], unit)}{more}", unit)
+    for d in net.drives:
+        if not d.n_synapses or d.rate_hz <= 0:
+            continue
+        where, unit = f"external drive of '{d.target}'", units[d.target]
+        label, sd_label = d.origin.get("weight", "weight"), d.origin.get("weight_sd", "weight_sd")
+        reach = abs(d.weight) + MAX_NORMAL_DEVIATE * d.weight_sd
+        what = f"'{label}' = {_in_unit(d.weight, unit)}" + (
+            f" with '{sd_label}' = {_in_unit(d.weight_sd, unit)} (events reach {reach:.6g} {unit})"
+            if d.weight_sd > 0 else "")
+        if not fits(reach):
+            raise too_large(where, what, unit)
+        if lost(d.weight):
+            raise rounds_to_zero(where, f"'{label}' = {_in_unit(d.weight, unit)} rounds", unit)
+    if input_bound(net, min_delay_ms) / step <= INPUT_WORD_MAX:
+        return
+    # fraction_bits' bound overflows even at this scale: each population's own input decides.
+    for p in net.populations:
+        parts = []
+        for pr in net.projections:
+            if pr.target == p.name:
+                k = _most_synapses(pr, net.population(pr.source).size, p.size)
+                what = _weight_reach(pr, units[p.name])[0][0]
+                parts.append((k * max_abs_weight(pr),
+                              f"projection {pr.source}->{p.name}: {what}, up to {k:.6g} synapses per neuron"))
+        for d in net.drives:     # events per step: their efficacies add up around the mean
+            if d.target == p.name and d.n_synapses and d.rate_hz > 0:
+                e = d.n_synapses * d.rate_hz * 1e-3 * resolution_ms
+                events = e + 8 * math.sqrt(e + 1) + 16
+                parts.append((events * abs(d.weight) + 8 * math.sqrt(events) * d.weight_sd,
+                              f"external drive of '{p.name}': {drive_text(d)} of '{d.origin.get('weight', 'weight')}' "
+                              f"= {_in_unit(d.weight, units[p.name])}, up to {events:.3g} events per neuron"))
+        total = sum(x for x, _ in parts)
+        if total / step > INPUT_WORD_MAX:
+            unit = units[p.name]
+            most = max(parts)[1]
+            raise ConfigError(f"population '{p.name}' can receive {_in_unit(total, unit)} of input in one step (most "
+                              f"of it from {most}), more than the engine's 32-bit input sums hold at the coarsest "
+                              f"scale these weights allow, 2^-{bits} {unit}: {_in_unit(largest, unit)}; lower the "
+                              f"weights or the in-degrees")
 
 
 def bytes_per_synapse_peak(network, bits: int) -> float:
@@ -162,6 +300,41 @@ def rule_bytes(network, threads: int, ranks: int) -> float:
             weights, delays = pr.weight_array() is not None, pr.delay_array_ms() is not None
             total += entries * (16 + 16 + 16 * weights + 10 * delays) + 8.0 * (local_synapses + local_targets)
     return total
+
+
+# -- counts the engine keeps in 32 (or 24) bits ----------------------------------------------------
+MAX_SYNAPSES_PER_THREAD = 2**32 - 1          # a thread's store is indexed by uint32 (SynapseStore)
+MAX_PLASTIC_PER_PROJECTION_THREAD = 2**31    # a plastic synapse's weight index (network_build.cpp)
+MAX_PLASTIC_INCOMING = 2**24 - 1             # a target spike's reads (PostSpike::reads, plasticity.hpp)
+
+
+def check_counts(network, ranks: int, threads: int) -> None:
+    """Refuses, before the build, what the engine would refuse after pass 1: more synapses on one
+    thread than its 32-bit store holds, more plastic synapses of one projection on a thread
+    than their 31-bit weight index, or more incoming plastic synapses per neuron than the 24 bits
+    that count a target spike's reads. The fullest thread holds at least the mean share,
+    and some neuron at least the mean in-degree, so nothing the engine can build is refused."""
+    net, share = network, ranks * threads
+    per_thread = net.expected_synapses() / share
+    if per_thread > MAX_SYNAPSES_PER_THREAD:
+        raise ConfigError(f"the network's {net.expected_synapses():.3g} synapses give {per_thread:.3g} per thread on "
+                          f"{ranks} rank(s) x {threads} thread(s); a thread holds at most 2^32 - 1: use more threads "
+                          f"or ranks (at least {math.ceil(net.expected_synapses() / MAX_SYNAPSES_PER_THREAD)} in all)")
+    plastic_in: dict = {}
+    for pr in net.projections:
+        if pr.synapse is None:
+            continue
+        synapses = net.projection_synapses(pr)
+        if synapses / share > MAX_PLASTIC_PER_PROJECTION_THREAD:
+            raise ConfigError(f"projection {pr.source}->{pr.target}: {synapses:.3g} plastic synapses give "
+                              f"{synapses / share:.3g} per thread on {ranks} rank(s) x {threads} thread(s); a thread "
+                              f"holds at most 2^31 of one plastic projection: use more threads or ranks")
+        plastic_in[pr.target] = plastic_in.get(pr.target, 0.0) + synapses / net.population(pr.target).size
+    for name, k in plastic_in.items():
+        if k > MAX_PLASTIC_INCOMING:
+            raise ConfigError(f"population '{name}': {k:.10g} incoming plastic synapses per neuron; the engine counts "
+                              f"them in 24 bits, at most 2^24 - 1 = {MAX_PLASTIC_INCOMING}: lower the plastic "
+                              f"in-degree")
 
 
 # -- the external drive (Engine::drive in cpp/core/engine.cpp) ---------------------------------
@@ -280,11 +453,13 @@ class EngineSpec:
 
         check_drives(network, resolution_ms, self.drive_steps)
         self.fraction_bits = fraction_bits(network, self.min_delay_ms)
+        check_fixed_point(network, self.fraction_bits, self.min_delay_ms, resolution_ms)
         self.packed = packs(network, self.fraction_bits)
         self.bytes_per_synapse_peak = BYTES_PER_SYNAPSE_PEAK_PACKED if self.packed else BYTES_PER_SYNAPSE_PEAK
         self.memory_parts = self._memory_parts()
         self.memory_estimate_bytes = int(sum(self.memory_parts.values()))
         self._check_memory(comm, max_memory_bytes)
+        check_counts(network, self.ranks, threads)
 
         self.populations, self.projections, self.drives = self._engine_specs()
         targeted = {c.target for c in network.currents}
