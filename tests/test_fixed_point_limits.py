@@ -170,6 +170,78 @@ def test_a_drive_weight_that_rounds_to_zero_is_refused():
     rv.Simulation(net, threads=1)
 
 
+# -- step counts -----------------------------------------------------------------------------------
+def test_a_refractory_period_beyond_the_32_bit_counter_is_refused():
+    largest = re.escape(f"{(2**31 - 1) * 0.1:.6g}")
+    for value in (1e9, np.array([2.0] * 19 + [1e9]), rv.random.Uniform(1.0, 1e9)):
+        net = e_to_i(1.0)
+        net.population("I").params["tau_arp_ms"] = value
+        with pytest.raises(rv.ConfigError, match=rf"population 'I': 'tau_arp_ms'.* the largest is {largest} ms"):
+            rv.Simulation(net, threads=1)
+
+
+def test_artificial_intervals_beyond_the_engines_draw_are_refused():
+    net = rv.Network()
+    net.add_population(rv.Population("C", 10, {"isi_min_ms": 1.0, "isi_max_ms": 1e9}, model="artificial"))
+    with pytest.raises(rv.ConfigError, match=r"population 'C': 'isi_max_ms' - 'isi_min_ms' .*2\^32 steps"):
+        rv.Simulation(net, threads=1)
+    net = rv.Network()
+    net.add_population(rv.Population("C", 10, {"isi_min_ms": 1e300, "isi_max_ms": 1e300}, model="artificial"))
+    with pytest.raises(rv.ConfigError, match=r"population 'C': 'isi_max_ms' = 1e\+300 ms .*steps"):
+        rv.Simulation(net, threads=1)
+
+
+def test_an_ignore_and_fire_period_beyond_the_step_counter_is_refused():
+    net = rv.Network()
+    net.add_population(rv.Population("C", 10, {"rate_hz": 1e-300}, model="ignore_and_fire"))
+    with pytest.raises(rv.ConfigError, match=r"population 'C': 'rate_hz' = 1e-300 .*steps"):
+        rv.Simulation(net, threads=1)
+    net = rv.Network()
+    net.add_population(rv.Population("C", 10, {"rate_hz": 1e-9}, model="ignore_and_fire"))
+    rv.Simulation(net, threads=1)             # 1e13 steps: fits
+
+
+def test_a_poisson_window_beyond_any_run_never_fires():
+    """A window bound beyond the step counter lies beyond any run: exact as 'never'."""
+    for params in ({"rate_hz": 500.0, "start_ms": 1e300, "stop_ms": 1e301},
+                   {"rate_hz": np.full(10, 500.0), "start_ms": np.full(10, 1e300), "stop_ms": np.full(10, 1e301)}):
+        net = rv.Network()
+        net.add_population(rv.Population("P", 10, params, model="poisson_source"))
+        res = rv.Simulation(net, threads=1, resolution_ms=0.01).run(10.0)
+        assert res.spike_ids.size == 0
+    net = rv.Network()                        # stop far away at a fine resolution: runs to the end
+    net.add_population(rv.Population("P", 10, {"rate_hz": 500.0, "stop_ms": 1e17}, model="poisson_source"))
+    assert rv.Simulation(net, threads=1, resolution_ms=0.01).run(10.0).spike_ids.size > 0
+
+
+@pytest.mark.parametrize("model, params", [
+    ("spike_train", {"spike_times_ms": [1.0, 1e20]}),
+    ("inhomogeneous_poisson", {"rate_times_ms": [0.0, 1e300], "rates_hz": [1.0, 2.0]}),
+])
+def test_event_times_beyond_the_step_counter_are_refused(model, params):
+    net = rv.Network()
+    net.add_population(rv.Population("P", 3, params, model=model))
+    with pytest.raises(rv.ConfigError, match=r"population 'P': .*1e\+(20|300) ms.*steps of 0\.1 ms.*at most"):
+        rv.Simulation(net, threads=1)
+
+
+def test_current_times_beyond_the_step_counter_are_refused():
+    net = rv.Network()
+    net.add_population(rv.Population("P", 3, {}, model="psc_exp"))
+    net.inject(rv.StepCurrent("P", times_ms=[1.0, 1e20], amplitudes_pA=[100.0, 0.0]))
+    with pytest.raises(rv.ConfigError, match=r"current source on 'P': time 1e\+20 ms .*at most"):
+        rv.Simulation(net, threads=1)
+    net = rv.Network()
+    net.add_population(rv.Population("P", 3, {}, model="psc_exp"))
+    net.inject(rv.NoiseCurrent("P", mean_pA=10.0, std_pA=1.0, dt_ms=1e300))
+    with pytest.raises(rv.ConfigError, match=r"noise current on 'P': dt_ms 1e\+300 ms .*at most"):
+        rv.Simulation(net, threads=1)
+    net = rv.Network()                        # a noise window that ends beyond any run: to the end
+    net.add_population(rv.Population("P", 3, {}, model="psc_exp"))
+    net.inject(rv.NoiseCurrent("P", mean_pA=10.0, std_pA=1.0, dt_ms=1.0, stop_ms=1e300))
+    rv.Simulation(net, threads=1).run(2.0)
+
+
 # -- counts ----------------------------------------------------------------------------------------
 def test_drive_synapse_counts_are_integers_that_fit():
     with pytest.raises(rv.ConfigError, match=r"external drive of 'I': 'n_synapses' must be a non-negative integer, "

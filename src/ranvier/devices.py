@@ -24,6 +24,7 @@ from typing import Sequence
 import numpy as np
 
 from .errors import ConfigError
+from .neurons import MAX_TIME_STEPS, steps_beyond
 
 
 @dataclass
@@ -93,8 +94,9 @@ class NoiseCurrent:
         where = f"noise current on '{self.target}'"
         spec.targets = _global_ids(pop, self.neurons).tolist()
         (interval,) = _on_grid(where, "dt_ms", [self.dt_ms], resolution_ms)
-        (start,) = _on_grid(where, "start_ms", [self.start_ms], resolution_ms)
-        stop = _on_grid(where, "stop_ms", [self.stop_ms], resolution_ms)[0] if self.stop_ms is not None else 2**62
+        (start,) = _on_grid(where, "start_ms", [self.start_ms], resolution_ms, bound=True)
+        stop = _on_grid(where, "stop_ms", [self.stop_ms], resolution_ms, bound=True)[0] \
+            if self.stop_ms is not None else MAX_TIME_STEPS
         if interval < 1:
             raise ConfigError(f"{where}: 'dt_ms' must be at least one step ({resolution_ms} ms)")
         spec.noise_interval_steps, spec.start_step, spec.stop_step = int(interval), int(start), int(stop)
@@ -137,14 +139,21 @@ def _global_ids(pop, neurons) -> np.ndarray:
     return (pop.first_id + local).astype(np.uint64)
 
 
-def _on_grid(where: str, what: str, times, resolution_ms: float) -> np.ndarray:
+def _on_grid(where: str, what: str, times, resolution_ms: float, bound: bool = False) -> np.ndarray:
+    """The steps of times (ms): refused off the grid, and beyond the engine's 64-bit step counts
+    unless `bound` (a window's end: held at the last step counted, beyond any run either way)."""
     steps = np.asarray(times, dtype=np.float64) / resolution_ms
     off = np.abs(steps - np.rint(steps)) > 1e-9 * np.maximum(1.0, steps)
     if off.any():
         t = float(np.asarray(times)[off][0])
         raise ConfigError(f"{where}: {what} {t:g} ms is not a whole number of steps of {resolution_ms} ms; round it "
                           f"or change resolution_ms")
-    return np.rint(steps).astype(np.int64)
+    beyond = steps > MAX_TIME_STEPS
+    if beyond.any() and not bound:
+        t = float(np.asarray(times)[beyond][0])
+        raise ConfigError(f"{where}: {what} {t:g} ms is {t / resolution_ms:.3g} steps of {resolution_ms:g} ms; "
+                          f"{steps_beyond(resolution_ms)}")
+    return np.rint(np.minimum(steps, MAX_TIME_STEPS)).astype(np.int64)
 
 
 def _numbers(where: str, key: str, values) -> np.ndarray:

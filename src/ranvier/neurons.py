@@ -42,6 +42,11 @@ from .random import Distribution, Lognormal, Normal
 
 INITIAL_STATES = ("reset", "uniform")     # lifca: V = H, c = 0; or V ~ U[H, theta)
 INITIAL_V = "initial_V_mV"                # the engine's per-neuron name of the initial potential (neuron_model.hpp)
+# The engine's step counts: a neuron's refractory counter is 32-bit (ThreadNeurons::refractory);
+# times, periods and window bounds are 64-bit steps, kept to 2^62 so that a step plus an
+# interval cannot overflow (runs last far fewer steps).
+MAX_REFRACTORY_STEPS = 2**31 - 1
+MAX_TIME_STEPS = 2**62
 
 
 @dataclass(frozen=True)
@@ -150,6 +155,38 @@ def _whole_steps(pop, key: str, resolution_ms: float) -> None:
     whole_steps(f"population '{pop.name}'", key, value, pop.origin, resolution_ms)
 
 
+def steps_beyond(resolution_ms: float) -> str:
+    """Why a time beyond MAX_TIME_STEPS is refused, and what fits, for messages."""
+    return (f"the engine counts steps in 64 bits: at most {MAX_TIME_STEPS * resolution_ms:.6g} ms at resolution "
+            f"{resolution_ms:g} ms")
+
+
+def _refractory_fits(pop, resolution_ms: float) -> None:
+    """tau_arp_ms (one number, every value of an array, every draw of a distribution) in steps
+    that the engine's 32-bit refractory counter holds."""
+    h, value = resolution_ms, pop.params["tau_arp_ms"]
+    label = pop.origin.get("tau_arp_ms", "tau_arp_ms")
+    if isinstance(value, Distribution):
+        top, what = value.bounds()[1], f"'{label}' = {value!r} draws up to"
+    elif isinstance(value, np.ndarray):
+        i = int(np.argmax(value))
+        top, what = float(value[i]), f"'{label}' of neuron {i} ="
+    else:
+        top, what = float(value), f"'{label}' ="
+    if round(top / h) > MAX_REFRACTORY_STEPS:
+        raise ConfigError(f"population '{pop.name}': {what} {top:g} ms, {top / h:.3g} steps of {h:g} ms; the engine "
+                          f"counts a refractory period in 32 bits: the largest is {MAX_REFRACTORY_STEPS * h:.6g} ms")
+
+
+def _times_fit(pop, what: str, times_ms, resolution_ms: float) -> None:
+    """Event times (ms) within the engine's 64-bit step counts; `what` names the first beyond."""
+    beyond = np.flatnonzero(np.asarray(times_ms, dtype=np.float64) / resolution_ms > MAX_TIME_STEPS)
+    if beyond.size:
+        t = float(np.asarray(times_ms)[beyond[0]])
+        raise ConfigError(f"population '{pop.name}': {what} {t:g} ms, {t / resolution_ms:.3g} steps of "
+                          f"{resolution_ms:g} ms; {steps_beyond(resolution_ms)}")
+
+
 def _engine_values(value, tag: int):
     """An array or a distribution as the engine's NeuronValues."""
     from . import _engine
@@ -255,14 +292,15 @@ class NeuronModel:
         return cls._tag(name)
 
     @classmethod
-    def _per_neuron_spec(cls, pop, s) -> dict:
+    def _per_neuron_spec(cls, pop, s, params=None) -> dict:
         """Sets s.parameters (every parameter by name; the mean of one that varies) and
-        s.per_neuron (the arrays and distributions, and the initial V where it is per neuron).
-        Returns s.parameters, for the model's fields."""
-        per = {k: _engine_values(v, cls._value_tag(pop, k)) for k, v in pop.params.items() if is_per_neuron(v)}
+        s.per_neuron (the arrays and distributions, and the initial V where it is per neuron),
+        from `params` (the population's by default). Returns s.parameters, for the model's fields."""
+        params = pop.params if params is None else params
+        per = {k: _engine_values(v, cls._value_tag(pop, k)) for k, v in params.items() if is_per_neuron(v)}
         if is_per_neuron(pop.initial):
             per[INITIAL_V] = _engine_values(pop.initial, cls._tag("initial"))
-        scalars = {k: _mean(v) for k, v in pop.params.items()}
+        scalars = {k: _mean(v) for k, v in params.items()}
         s.parameters, s.per_neuron = scalars, per
         return scalars
 
@@ -332,6 +370,7 @@ class Lifca(NeuronModel):
     @classmethod
     def check_resolution(cls, pop, resolution_ms):
         _whole_steps(pop, "tau_arp_ms", resolution_ms)
+        _refractory_fits(pop, resolution_ms)
 
     @classmethod
     def to_engine(cls, pop, resolution_ms):
@@ -419,6 +458,7 @@ class PscExp(NeuronModel):
     @classmethod
     def check_resolution(cls, pop, resolution_ms):
         _whole_steps(pop, "tau_arp_ms", resolution_ms)
+        _refractory_fits(pop, resolution_ms)
 
     @classmethod
     def to_engine(cls, pop, resolution_ms):
@@ -457,6 +497,10 @@ class IgnoreAndFire(NeuronModel):
         if round(period) < 1:
             raise ConfigError(f"population '{pop.name}': 'rate_hz' = {pop.params['rate_hz']} gives a period "
                               f"below one step of {resolution_ms} ms")
+        if not period <= MAX_TIME_STEPS:          # infinite too: the rate 1e-310 Hz
+            raise ConfigError(f"population '{pop.name}': 'rate_hz' = {pop.params['rate_hz']:g} Hz gives a period of "
+                              f"{period:.3g} steps of {resolution_ms:g} ms; the engine counts steps in 64 bits: the "
+                              f"smallest rate is {1000.0 / (MAX_TIME_STEPS * resolution_ms):.3g} Hz")
 
     @classmethod
     def known_rate_hz(cls, params):
@@ -489,8 +533,18 @@ class Artificial(NeuronModel):
 
     @classmethod
     def check_resolution(cls, pop, resolution_ms):
+        where, h = f"population '{pop.name}'", resolution_ms
         for key in cls.parameters:
-            whole_steps(f"population '{pop.name}'", key, pop.params[key], pop.origin, resolution_ms, minimum=1)
+            whole_steps(where, key, pop.params[key], pop.origin, h, minimum=1)
+        shortest, longest = (float(pop.params[k]) for k in ("isi_min_ms", "isi_max_ms"))
+        low, high = round(shortest / h), round(longest / h)
+        if high > MAX_TIME_STEPS:
+            raise ConfigError(f"{where}: 'isi_max_ms' = {longest:g} ms is {high:.3g} steps of {h:g} ms; "
+                              f"{steps_beyond(h)}")
+        if high - low >= 2**32:                   # the interval is drawn from one 32-bit word
+            raise ConfigError(f"{where}: 'isi_max_ms' - 'isi_min_ms' = {longest - shortest:g} ms spans "
+                              f"{high - low + 1:.3g} steps of {h:g} ms; the engine draws an interval over at most "
+                              f"2^32 steps: a difference of at most {(2**32 - 1) * h:.6g} ms")
 
     @classmethod
     def known_rate_hz(cls, params):
@@ -545,12 +599,16 @@ class PoissonSource(NeuronModel):
 
     @classmethod
     def to_engine(cls, pop, resolution_ms):
-        q, s = pop.params, cls._spec()
+        # A window bound beyond the engine's step counts lies beyond any run: held at the last
+        # step it counts, where it is never reached either.
+        latest = MAX_TIME_STEPS * resolution_ms
+        q = {k: np.minimum(v, latest) if k in ("start_ms", "stop_ms") else v for k, v in pop.params.items()}
+        s = cls._spec()
         if any(is_per_neuron(q[k]) for k in cls.parameters):
-            cls._per_neuron_spec(pop, s)
+            cls._per_neuron_spec(pop, s, q)
             q = s.parameters
         s.source_rate_hz = q["rate_hz"]
-        s.start_step, s.stop_step = round(q["start_ms"] / resolution_ms), round(min(q["stop_ms"], 4e17) / resolution_ms)
+        s.start_step, s.stop_step = (round(float(q[k]) / resolution_ms) for k in ("start_ms", "stop_ms"))
         return s
 
 
@@ -605,6 +663,7 @@ class InhomogeneousPoisson(NeuronModel):
         if off.size:
             raise ConfigError(f"population '{pop.name}': rate time {pop.params['rate_times_ms'][off[0]]:g} ms is not "
                               f"a whole number of steps of {resolution_ms} ms; round it or change resolution_ms")
+        _times_fit(pop, "rate time", pop.params["rate_times_ms"], resolution_ms)
 
     @classmethod
     def to_engine(cls, pop, resolution_ms):
@@ -690,6 +749,7 @@ class IafCondExp(NeuronModel):
     @classmethod
     def check_resolution(cls, pop, resolution_ms):
         _whole_steps(pop, "tau_arp_ms", resolution_ms)
+        _refractory_fits(pop, resolution_ms)
 
     @classmethod
     def to_engine(cls, pop, resolution_ms):
@@ -756,6 +816,7 @@ class SpikeTrain(NeuronModel):
             if off.size:
                 raise ConfigError(f"population '{pop.name}': neuron {x} fires at {t[off[0]]:g} ms, not a whole "
                                   f"number of steps of {resolution_ms} ms; round the time or change resolution_ms")
+            _times_fit(pop, f"neuron {x} fires at", t, resolution_ms)
 
     @classmethod
     def to_engine(cls, pop, resolution_ms):
