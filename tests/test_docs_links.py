@@ -20,7 +20,7 @@ SCANNED_DIRS = ("docs", "src", "examples", "bench", "cpp")
 SKIPPED_DIRS = {"__pycache__", "build", "dist", "_skbuild", "results"}
 
 # Machine-local folders, outside the repository: a pointer into them is a dead end for users.
-FORBIDDEN = ("shared/models", "shared/seeds")
+FORBIDDEN = ("shared/models", "shared/seeds", "../shared")
 
 # [text](target) or [text](target "title"); images too. Bare URLs and reference links are not
 # relative links.
@@ -97,6 +97,8 @@ def anchors(text: str) -> set[str]:
 def forbidden_mentions(root: Path) -> list[str]:
     found = []
     for path, text in text_files(root):
+        if path.suffix == ".json" and "measurements" in path.parts:
+            continue              # a run's record: the arguments it was given, where it ran
         for number, line in enumerate(text.splitlines(), start=1):
             for needle in FORBIDDEN:
                 if needle in line:

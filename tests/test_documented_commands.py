@@ -184,10 +184,9 @@ SCALED: dict[str, Scaled] = {
     "python examples/sonata/make_network.py sonata-small": Scaled(),
     "ranvier run sonata-small/simulation_config.json --out results/sonata": Scaled(),
     "mpiexec -n 2 ranvier run sonata-small/simulation_config.json --out results/sonata-2 --threads 1": Scaled(),
-    "ranvier run ../shared/data/sonata/300_pointneurons/simulation_config.json --out results/sonata-300":
-        Scaled(skip="tests/test_sonata.py runs the example where its data set is here"),
-    "python bench/sonata_300.py --out docs/measurements/sonata-300":
-        Scaled(skip="the example at three resolutions, with the nest extra (run for docs/measurements/sonata-300)"),
+    "python bench/sonata_300.py --out results/sonata-300-nest":
+        Scaled(skip="the example at three resolutions, with the nest extra (tests/test_sonata.py checks the "
+                    "example against NEST's output where its data set is here)"),
     # docs/data.md: the data sets (a fetch downloads from GitHub; run where the data set is here)
     "python -m ranvier.datasets list": Scaled(),
     "python -m ranvier.datasets fetch multi-area-model":
@@ -414,10 +413,6 @@ def writes_tracked(path: str) -> bool:
     return any("/".join(parts[:n]) in tracked_paths() for n in range(1, len(parts) + 1))
 
 
-# TODO(issue 37): docs/sonata.md moves this output to results/ with its data-set lines; then this goes.
-NOT_YET_MOVED = {"python bench/sonata_300.py --out docs/measurements/sonata-300"}
-
-
 @pytest.mark.skipif(shutil.which("git") is None or not (ROOT / ".git").exists(), reason="not a git checkout")
 def test_documented_commands_write_outside_the_tracked_files():
     """A command as documented must not overwrite (or add to) the repository's own files: its
@@ -429,7 +424,7 @@ def test_documented_commands_write_outside_the_tracked_files():
         ["docs/measurements/va-benchmark"]
     assert written_paths("ranvier run --json=a.json x > log.txt") == ["a.json", "log.txt"]
     bad = [f"{page.relative_to(ROOT)}: `{command}` writes {path}" for page, command in DOCUMENTED
-           for path in written_paths(command) if writes_tracked(path) and command not in NOT_YET_MOVED]
+           for path in written_paths(command) if writes_tracked(path)]
     assert not bad, "documented commands that write into the repository's tracked files:\n" + "\n".join(bad)
 
 

@@ -3,8 +3,8 @@
 Two sources of networks: one written here (every feature the reader takes: two node
 populations, types with dynamics files and per-node parameters, virtual nodes with spike
 inputs in the SONATA layout, node sets, edges with per-edge and per-type weights, delays and
-nsyns), and the AllenInstitute/sonata 300-neuron example with the output NEST produced
-(../shared/data/sonata/300_pointneurons, when that folder is there), the peer reference.
+nsyns), and the AllenInstitute/sonata 300-neuron example with the output NEST produced (the
+sonata-300 data set, docs/data.md, where it is here), the peer reference.
 """
 from __future__ import annotations
 
@@ -17,14 +17,16 @@ import h5py
 import numpy as np
 import pytest
 
+import data_sets
 import ranvier as rv
+import ranvier.datasets
 from conftest import ROOT, mpiexec_path, needs_mpiexec, restore_cpus, subprocess_env
 from ranvier import sonata
 
 sys.path.insert(0, str(ROOT / "examples" / "sonata"))
 from make_network import write_network  # noqa: E402
 
-EXAMPLE_300 = ROOT.parent / "shared" / "data" / "sonata" / "300_pointneurons"
+EXAMPLE_300 = data_sets.folder("sonata-300") / "300_pointneurons"
 
 
 def sonata_spikes(net, info, res):
@@ -146,7 +148,7 @@ def test_the_reference_spike_layouts_are_read(tmp_path):
     assert ids.tolist() == [2, 0] and ts.tolist() == [1.5, 3.0]
 
 
-@pytest.mark.skipif(not EXAMPLE_300.is_dir(), reason="../shared/data/sonata/300_pointneurons is not here")
+@pytest.mark.skipif(not data_sets.present("sonata-300"), reason=ranvier.datasets.missing("sonata-300"))
 def test_the_300_neuron_example_agrees_with_nests_reference_output():
     """NEST (through BMTK's PointNet) produced output/spikes.h5 at dt 0.001 ms: per type rates
     within 2 % (measured: within 0.1 %), per-neuron rates correlated, 95 % of its spikes within
