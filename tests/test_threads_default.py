@@ -10,6 +10,7 @@ import time
 
 import pytest
 
+import ranvier
 import ranvier as rv
 from ranvier import resources
 
@@ -27,7 +28,7 @@ def test_busy_cores_are_left_out_in_one_process(monkeypatch, cores, busy, ranks,
     monkeypatch.setattr(resources, "cores", lambda: cores)
     monkeypatch.setattr(resources.os, "sched_getaffinity", lambda pid: set(range(cores)))
     monkeypatch.setattr(resources, "cores_busy_elsewhere", lambda cpus=None: busy)
-    threads, note = resources.default_threads(ranks)
+    threads, note = resources.default_threads(ranks, set(range(cores)))
     assert threads == expected
     fewer = ranks == 1 and expected < cores
     assert (note is not None) == fewer
@@ -36,10 +37,15 @@ def test_busy_cores_are_left_out_in_one_process(monkeypatch, cores, busy, ranks,
 
 
 def test_a_busy_process_is_measured_as_a_busy_core():
-    busy = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    """Among the CPUs the process had before the engine pinned its thread to one of them: the
+    busy process may run on any other."""
+    elsewhere = set(ranvier._cpus_at_import) - os.sched_getaffinity(0)     # not where this thread runs
+    cpu = min(elsewhere or ranvier._cpus_at_import)
+    busy = subprocess.Popen([sys.executable, "-c", "while True: pass"],
+                            preexec_fn=lambda: os.sched_setaffinity(0, {cpu}))
     try:
         time.sleep(0.5)
-        assert resources.cores_busy_elsewhere() >= resources.BUSY_CORE
+        assert resources.cores_busy_elsewhere(ranvier._cpus_at_import) >= resources.BUSY_CORE
     finally:
         busy.kill()
         busy.wait()

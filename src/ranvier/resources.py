@@ -78,18 +78,22 @@ def cores_busy_elsewhere(cpus=None) -> float | None:
     return value
 
 
-def default_threads(ranks_on_node: int) -> tuple[int, str | None]:
+def default_threads(ranks_on_node: int, cpus=None) -> tuple[int, str | None]:
     """Threads per rank when none are asked for: the node's cores shared by its ranks; in one
-    process, less the cores that other work keeps busy now. Returns (threads, a note saying why
-    fewer, or None)."""
+    process, less the cores that other work keeps busy now, among `cpus` (the CPUs the process
+    may use; the engine's OpenMP runtime pins this thread to one of them when it loads, so the
+    caller gives those read before: ranvier._cpus_at_import). Returns (threads, a note saying
+    why fewer, or None)."""
     n = cores()
     threads = max(1, n // ranks_on_node)
     if ranks_on_node > 1:            # the launcher places ranks and their threads
         return threads, None
-    busy = cores_busy_elsewhere()
+    if cpus is None:
+        cpus = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else range(n)
+    busy = cores_busy_elsewhere(cpus)
     if busy is None:
         return threads, None
-    free = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else n
+    free = len(cpus)
     taken = int(busy + 1 - BUSY_CORE)          # a core counts as taken above BUSY_CORE of it
     if taken <= 0 or threads <= 1:
         return threads, None

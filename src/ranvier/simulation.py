@@ -138,7 +138,8 @@ class Simulation:
         self.comm = make_comm(comm)
         threads_note = None
         if threads is None:          # the node's cores shared by its ranks, less those other work keeps busy
-            threads, threads_note = resources.default_threads(self.comm.ranks_on_node)
+            from . import _cpus_at_import
+            threads, threads_note = resources.default_threads(self.comm.ranks_on_node, _cpus_at_import)
         if not isinstance(threads, int) or isinstance(threads, bool) or threads < 1:
             raise ConfigError(f"threads must be a positive integer, got {threads!r}")
         # Far more threads than cores only slows a run down (and hints at a typo): refused, on
