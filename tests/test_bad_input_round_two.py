@@ -71,3 +71,14 @@ def test_memory_amounts_near_a_limit_read_as_different_numbers():
     assert resources.gib(1.02 * 2**30) == "1.02 GiB"
     assert resources.gib(0.998 * 2**30) == "0.998 GiB"
     assert resources.gib(2**30) == "1 GiB"
+
+
+def test_a_memory_refusal_shows_the_estimate_and_the_limit_apart():
+    import re
+
+    net = rv.models.dpsnn(neurons=400, synapses_per_neuron=40)
+    estimate = rv.Simulation(net, threads=1).memory_estimate_bytes
+    with pytest.raises(rv.ConfigError) as refused:
+        rv.Simulation(net, threads=1, max_memory_bytes=int(estimate * 0.98))
+    shown = re.search(r"estimated ([\d.]+) GiB.*allows ([\d.]+) GiB", str(refused.value))
+    assert shown and shown.group(1) != shown.group(2), str(refused.value)

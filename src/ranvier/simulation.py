@@ -308,7 +308,7 @@ class Simulation:
     def _out_of_memory(self) -> MemoryError:
         """The build ran out of memory although the estimate passed: a MemoryError in one line."""
         return MemoryError(f"the build ran out of memory (std::bad_alloc) on rank {self.comm.rank}: estimated "
-                           f"{self.memory_estimate_bytes / 2**30:.1f} GiB per rank, but the memory left under "
+                           f"{resources.gib(self.memory_estimate_bytes)} per rank, but the memory left under "
                            f"the tightest limit was smaller or was taken by other processes; use fewer neurons "
                            f"or synapses, or more nodes")
 
@@ -467,7 +467,7 @@ class Simulation:
             ratio, limit = resources.tightest_memory_limit(need, 1, resources.memory_limits())
             if ratio > 1.0:
                 refusal = (f"keeping the spikes and timers of {duration_ms:g} ms in memory needs about "
-                           f"{need / 2**30:.1f} GiB on rank 0 (rates of {ASSUMED_RATE_HZ:g} Hz assumed for neuron "
+                           f"{resources.gib(need)} on rank 0 (rates of {ASSUMED_RATE_HZ:g} Hz assumed for neuron "
                            f"models), {limit.what if limit else 'more than is left'}; stream them to files with "
                            f"Simulation(..., stream_to=FOLDER), keep counts only with record_spikes=\"counts\", or "
                            f"run shorter pieces")

@@ -523,7 +523,7 @@ class EngineSpec:
         ranks = comm.ranks_on_node
         if max_memory_bytes is not None:
             limits = [resources.MemoryLimit(int(max_memory_bytes),
-                                            f"max_memory_bytes allows {max_memory_bytes / 2**30:.1f} GiB", False)]
+                                            f"max_memory_bytes allows {resources.gib(max_memory_bytes)}", False)]
         else:
             limits = resources.memory_limits()
         ratio, limit = resources.tightest_memory_limit(per_rank, ranks, limits)
@@ -549,7 +549,7 @@ class EngineSpec:
         if per_process:
             fix = "raise ulimit -v, or " + fix
         what = limit.what if limit is not None else "another rank's limit is lower"
-        raise ConfigError(f"the network will not fit in memory: estimated {need / 2**30:.1f} GiB "
+        raise ConfigError(f"the network will not fit in memory: estimated {resources.gib(need)} "
                           f"{'per rank' if per_process else 'on this node'} ({detail}), {what}; {fix}")
 
     # -- the engine's specifications --------------------------------------------------------------
