@@ -255,3 +255,12 @@ def test_names_the_output_can_hold_are_written_and_read_back(tmp_path):
     ids, steps = recording.read_spike_file(tmp_path / "spikes.h5", names, [p.first_id for p in net.populations], 0.1)
     assert ids.size == res.spike_ids.size > 0
     assert np.array_equal(np.sort(ids), np.sort(res.spike_ids))
+
+
+def test_numpy_integers_are_taken_as_seed_and_threads():
+    net = rv.models.dpsnn(neurons=400, synapses_per_neuron=40)
+    sim = rv.Simulation(net, threads=np.int64(1), seed=np.uint32(7))
+    assert sim.threads == 1 and type(sim.threads) is int and sim.seed == 7 and type(sim.seed) is int
+    for bad in (True, np.bool_(True)):
+        with pytest.raises(rv.ConfigError, match="threads must be a positive integer"):
+            rv.Simulation(net, threads=bad)

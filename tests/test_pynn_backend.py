@@ -159,3 +159,17 @@ def test_pynns_connectors_give_pyNN_nests_connections():
     ours, theirs = connections("ranvier"), connections("nest")
     assert [len(c) for c in ours] == [len(c) for c in theirs] and len(ours[3]) > 36
     assert ours == theirs
+
+
+def test_a_label_with_a_slash_is_a_pynn_label():
+    """'L2/3E', as cortical models label their layers: the label stays PyNN's; the Ranvier
+    population behind it takes a name the results files can hold."""
+    import pyNN.ranvier as sim
+    sim.setup(timestep=0.1, min_delay=1.0)
+    cells = sim.Population(4, sim.IF_curr_exp(i_offset=1.0), label="L2/3E")
+    cells.record("spikes")
+    sim.run(50.0)
+    trains = cells.get_data().segments[0].spiketrains
+    sim.end()
+    assert cells.label == "L2/3E"
+    assert len(trains) == 4 and all(len(t) > 0 for t in trains)

@@ -126,9 +126,9 @@ class Simulation:
         self.exchange = _choose("exchange", exchange, EXCHANGES)
         self.tier_exchange = _choose("tier_exchange", tier_exchange, STRATEGIES)
         self.placement = _choose("placement", placement, PLACEMENTS)
-        if not isinstance(seed, int) or isinstance(seed, bool) or not (0 <= seed < 2**64):
+        if not isinstance(seed, numbers.Integral) or isinstance(seed, (bool, np.bool_)) or not (0 <= seed < 2**64):
             raise ConfigError(f"seed must be an integer in [0, 2^64), got {seed!r}")
-        self.seed = seed
+        self.seed = int(seed)            # NumPy integers too, as sizes take them
         try:
             self.resolution_ms = float(resolution_ms)
         except (TypeError, ValueError):
@@ -140,8 +140,9 @@ class Simulation:
         if threads is None:          # the node's cores shared by its ranks, less those other work keeps busy
             from . import _cpus_at_import
             threads, threads_note = resources.default_threads(self.comm.ranks_on_node, _cpus_at_import)
-        if not isinstance(threads, int) or isinstance(threads, bool) or threads < 1:
+        if not isinstance(threads, numbers.Integral) or isinstance(threads, (bool, np.bool_)) or threads < 1:
             raise ConfigError(f"threads must be a positive integer, got {threads!r}")
+        threads = int(threads)
         # Far more threads than cores only slows a run down (and hints at a typo): refused, on
         # every rank at once (nodes may differ), against the node with the fewest cores.
         cores = -self.comm.allreduce_max(-resources.cores())
@@ -151,8 +152,6 @@ class Simulation:
                               f"{cores} cores of {node}; use at most {resources.MAX_THREADS_PER_CORE * cores} (the "
                               f"default, cores / ranks on the node, is {max(1, cores // self.comm.ranks_on_node)})")
         self.threads = threads
-        if threads_note is not None:
-            print(f"ranvier: note: {threads_note}", file=sys.stderr, flush=True)
         strategy = self.tier_exchange if self.exchange == TWO_TIER else self.exchange
         if strategy.startswith("persistent-") and self.comm.size > 1 and \
                 not _engine.build_info().get("mpi_persistent"):
@@ -259,6 +258,8 @@ class Simulation:
                 raise
             raise self._out_of_memory() from e
         self.build_seconds = self.comm.allreduce_max(time.perf_counter() - t0)
+        if threads_note is not None:     # said once the network is built (a refusal says nothing else)
+            print(f"ranvier: note: {threads_note}", file=sys.stderr, flush=True)
         self.simulate_seconds = 0.0
         self.steps_done = 0              # steps simulated: always whole cycles
         self.requested_steps = 0         # steps asked for by run() calls, added up (at most steps_done)

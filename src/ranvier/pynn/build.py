@@ -130,7 +130,10 @@ def build_network(state):
     net = rv.Network(name="pyNN")
     names = []
     for k, p in enumerate(desc["populations"]):
-        name = f"{k}:{p['label']}" if p["label"] else str(k)
+        # a PyNN label may hold what a Ranvier population name cannot ("L2/3E": the HDF5 group of
+        # spikes.h5): the name is Ranvier's own, PyNN keeps its label
+        label = str(p["label"]).replace("/", "_").replace("\0", "") if p["label"] else ""
+        name = f"{k}:{label}" if label else str(k)
         names.append(name)
         kw = {"initial": p["initial"]} if p["initial"] is not None else {}
         net.add_population(rv.Population(name, p["size"], params=p["params"], model=p["model"], **kw))
