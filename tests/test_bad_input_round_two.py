@@ -82,3 +82,13 @@ def test_a_memory_refusal_shows_the_estimate_and_the_limit_apart():
         rv.Simulation(net, threads=1, max_memory_bytes=int(estimate * 0.98))
     shown = re.search(r"estimated ([\d.]+) GiB.*allows ([\d.]+) GiB", str(refused.value))
     assert shown and shown.group(1) != shown.group(2), str(refused.value)
+
+
+def test_a_resolution_too_fine_for_the_delays_is_refused_with_readable_numbers(tmp_path, capsys):
+    """--resolution-ms 1e-300 printed the delay's 300-digit step count."""
+    assert_bad_input(["run", *TINY, "--duration-ms", "100", "--resolution-ms", "1e-300"], "steps",
+                     tmp_path / "out", capsys)
+    capsys.readouterr()
+    assert cli.main(["run", *TINY, "--duration-ms", "100", "--resolution-ms", "1e-300"]) == 2
+    line = capsys.readouterr().err
+    assert "8e+301 steps" in line and len(line) < 400, line

@@ -731,7 +731,7 @@ class Network:
             pr.check_delay_steps(resolution_ms)
             longest = pr.max_delay_steps(resolution_ms)
             if longest > MAX_DELAY_STEPS:
-                raise ConfigError(f"{_delay_law(pr)} give delays up to {longest * resolution_ms:g} ms = {longest} "
+                raise ConfigError(f"{_delay_law(pr)} give delays up to {longest * resolution_ms:g} ms = {longest:.6g} "
                                   f"steps ({where}); the engine stores delays of at most {MAX_DELAY_STEPS} steps, "
                                   f"{MAX_DELAY_STEPS * resolution_ms:g} ms at resolution_ms = {resolution_ms:g}: "
                                   f"use shorter delays or a coarser resolution_ms")
