@@ -123,7 +123,7 @@ SCALED: dict[str, Scaled] = {
         Scaled("--duration-ms 300 --checkpoint-every 100ms"),
     "ranvier run --resume results/long-run": Scaled("--duration-ms 400"),
     "ranvier run --resume results/long": Scaled("--duration-ms 400"),
-    # README: the same, for the main workload
+    # docs/command-line.md: the same, for the main workload
     "ranvier run examples/dpsnn.toml --duration-ms 600000 --checkpoint-every 60s --out results/long":
         Scaled("--neurons 2048 --duration-ms 300 --checkpoint-every 100ms"),
     "mpiexec -n 2 ranvier run --resume results/long-run --threads 1 --exchange alltoallv": Scaled("--duration-ms 500"),
@@ -196,7 +196,7 @@ SCALED: dict[str, Scaled] = {
         Scaled(skip="downloads from GitHub: tests/test_datasets.py runs the fetch offline, from a local archive"),
     "ranvier run data/sonata/300_pointneurons/simulation_config.json --out results/sonata-300":
         Scaled("--duration-ms 100"),
-    # README, a cluster's own MPI: site-specific (a module system, a placeholder path, srun)
+    # docs/mpi.md, a cluster's own MPI: site-specific (a module system, a placeholder path, srun)
     "module load cray-mpich-abi": Scaled(skip="needs a Cray module system"),
     "export LD_LIBRARY_PATH=/path/to/mpi/lib:$LD_LIBRARY_PATH": Scaled(skip="a placeholder for the site's MPI folder"),
     "srun -n 64 ranvier run examples/dpsnn.toml": Scaled(skip="needs a Slurm cluster"),
@@ -482,15 +482,15 @@ def test_documented_command_runs(item, scratch):
 # page -> [(pattern, replacement)]: each pattern must occur in the page's Python blocks.
 PYTHON_SCALED: dict[str, list[tuple[str, str]]] = {
     "README.md": [("neurons=20480", "neurons=2048"), ("sim.run(10_000,", "sim.run(200,"),
-                  ("start_ms=1000", "start_ms=100"),
-                  ("scale=1.0, k_scale=1.0", "scale=0.02, k_scale=0.05"),
-                  ("run(10_500)", "run(300)"), ("stop_ms=10_500", "stop_ms=300"), ("start_ms=500", "start_ms=100"),
-                  ("area_size=10000, K=1000", "area_size=400, K=40"), ("sim.run(2000)", "sim.run(100)")],
+                  ("start_ms=1000", "start_ms=100")],
     "docs/measuring.md": [("sim.run(10_000,", "sim.run(200,")],
     "docs/checkpoints.md": [("sim.run(5000.0)", "sim.run(200.0)")],
     "docs/plasticity.md": [("sim.run(1000.0)", "sim.run(200.0)"), ("# (20, 21)", "# (20, 5)")],
     "docs/building-networks.md": [("order = 2500", "order = 250")],
-    "docs/microcircuit.md": [("500.0, 10500.0", "100.0, 300.0")],
+    "docs/microcircuit.md": [("500.0, 10500.0", "100.0, 300.0"), ("scale=1.0, k_scale=1.0", "scale=0.02, k_scale=0.05"),
+                             ("run(10_500)", "run(300)"), ("stop_ms=10_500", "stop_ms=300"),
+                             ("start_ms=500", "start_ms=100")],
+    "docs/structure-aware.md": [("area_size=10000, K=1000", "area_size=400, K=40"), ("sim.run(2000)", "sim.run(100)")],
 }
 # page -> the context its fragments assume (a network, a simulation, a run folder), scaled down.
 PYTHON_PRELUDE: dict[str, str] = {
