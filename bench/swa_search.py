@@ -16,7 +16,7 @@ and classifies each run:
 It writes swa_search.csv and swa_search.png (the state diagram, each SWA point labelled with its
 slow-oscillation frequency) into --out.
 
-    python bench/swa_search.py --out docs/measurements/swa-search
+    python bench/swa_search.py --out results/swa-search
 """
 from __future__ import annotations
 

@@ -9,7 +9,7 @@ them. Prints, per configuration: the real-time factor (min and median over repea
 phases in microseconds per simulated millisecond (median over repeats, mean over ranks), which
 compares cycles of different lengths; writes every run to a CSV.
 
-    python bench/two_tier_overlap.py --repeats 8 --duration-ms 2000 --out docs/measurements/two-tier-overlap-2areas.csv
+    python bench/two_tier_overlap.py --repeats 8 --duration-ms 2000 --out results/two-tier-overlap-2areas.csv
 
 Configurations (CONFIGS): two-tier, two-tier+overlap, conventional+overlap and conventional
 (allgather every cycle), all with by-area placement (the default list), and round-robin+overlap

@@ -14,7 +14,7 @@
 
 // MPI-4's persistent collectives, referenced weakly: the engine, built against MPI-4 headers
 // (the mpich wheel), still loads where an older library of the same ABI (an MPI-3 MPICH, Intel
-// MPI, Cray MPICH or MVAPICH, README "a cluster's own MPI") is put in at run time; the persistent
+// MPI, Cray MPICH or MVAPICH, docs/mpi.md, "A cluster's own MPI") is put in at run time; the persistent
 // strategies then refuse to run (have_persistent_mpi). Built against MPI-3 headers, they are
 // left out. Persistent point-to-point (MPI_Send_init, MPI_Recv_init, MPI_Startall) is MPI-1.
 #if MPI_VERSION >= 4

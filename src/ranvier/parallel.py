@@ -203,7 +203,7 @@ def import_mpi():
     LD_LIBRARY_PATH first, then its RUNPATH (this environment's mpich wheel); mpi4py would look in
     the global namespace, then load this environment's libmpi by its full path, which ignores
     LD_LIBRARY_PATH: with the engine's copy made global first, there is one libmpi in the process,
-    the one LD_LIBRARY_PATH chose (README: "MPI: the bundled MPICH and a cluster's own")."""
+    the one LD_LIBRARY_PATH chose (docs/mpi.md, "A cluster's own MPI")."""
     first = "mpi4py.MPI" not in sys.modules and os.name == "posix" and _engine_loaded_mpi()
     if first:
         import mpi4py
