@@ -153,6 +153,8 @@ def _failed(exc: BaseException) -> int:
     # What the failed call still holds (a MemoryError's partial allocations, in its frames) is
     # released with the traceback before anything is printed.
     exc.__traceback__ = exc.__context__ = exc.__cause__ = None
+    if isinstance(exc, KeyboardInterrupt):
+        _forget_escaped_interrupt()
     if isinstance(exc, Terminated):
         _say("\nranvier: terminated (SIGTERM)")
     elif isinstance(exc, KeyboardInterrupt):
@@ -160,6 +162,16 @@ def _failed(exc: BaseException) -> int:
     else:
         _say(f"ranvier: error: {describe_failure(exc)}")
     return exit_code(exc)
+
+
+def _forget_escaped_interrupt() -> None:
+    """CPython (3.11) ends the process by SIGINT at exit, whatever status sys.exit gave, once a
+    KeyboardInterrupt has escaped code that exec() or eval() ran from a string, even where it was
+    caught later: dataclasses and namedtuples define their methods that way when a module is
+    imported, so an interrupt during such an import (the command imports as it goes) made the
+    status of `python -m ranvier` -2 instead of 130, one run in a few. Running a string resets
+    the flag (CPython clears it before each one, for this reason)."""
+    exec("")
 
 
 # Whether SIGTERM arrived during this main(): the Terminated that _on_sigterm raises can come out
