@@ -44,16 +44,23 @@ def watch_processes():
     return [p for p in psutil.Process().children() if "deathwatch.py" in " ".join(p.cmdline())]
 
 
-def run_job(how_rank1: str, capfd) -> tuple[str, int]:
+def run_job(how_rank1: str, capfd, rank0_gone_first: bool = False) -> tuple[str, int]:
     """A node of 2 ranks: rank 0 ends normally, rank 1 as `how_rank1`. The watch's stderr line
-    (or ''), and rank 1's pid."""
+    (or ''), and rank 1's pid. `rank0_gone_first`: rank 1 connects only after rank 0 has ended."""
     address = deathwatch.start(world_size=2, ranks_on_node=2, nodes=1)
     assert address is not None
     watch = watch_processes()
     assert len(watch) == 1
-    ranks = [subprocess.Popen([sys.executable, "-c", RANK, address.replace("\0", "@", 1), str(r), how], stdout=subprocess.PIPE,
-                              stderr=subprocess.DEVNULL, text=True)
-             for r, how in ((0, "exit"), (1, how_rank1))]
+
+    def rank(r: int, how: str) -> subprocess.Popen:
+        return subprocess.Popen([sys.executable, "-c", RANK, address.replace("\0", "@", 1), str(r), how],
+                                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+
+    ranks = [rank(0, "exit")]
+    if rank0_gone_first:
+        ranks[0].wait(timeout=30)
+        time.sleep(0.5)                  # the watch has seen rank 0's end
+    ranks.append(rank(1, how_rank1))
     for r in ranks:
         assert r.stdout.readline().strip() == "connected"
     if how_rank1 == "sigkill":
@@ -71,6 +78,13 @@ def test_a_rank_killed_without_a_word_is_named(capfd):
     line, pid = run_job("sigkill", capfd)
     assert line == deathwatch.death_line("1", 2, str(pid), socket.gethostname(), nodes=1), line
     assert line.startswith(f"ranvier: error: rank 1 of 2 (pid {pid} on ")
+
+
+def test_a_rank_that_connects_after_another_ended_is_still_watched(capfd):
+    """A loaded node may start a rank late: rank 0 has connected and ended normally before rank 1
+    connects. The watch waits for every rank of its node, and still names rank 1's death."""
+    line, pid = run_job("sigkill", capfd, rank0_gone_first=True)
+    assert line == deathwatch.death_line("1", 2, str(pid), socket.gethostname(), nodes=1), line
 
 
 @pytest.mark.parametrize("how", ["exit", "failing", "crash"])

@@ -35,7 +35,8 @@ import time
 
 DONE = b"done\n"
 FAILING = b"failing\n"
-UNCONNECTED_WAIT_S = 60.0       # a watch no rank connects to ends by itself
+UNCONNECTED_WAIT_S = 60.0       # a watch some rank never connects to ends by itself
+# A rank may end before another rank of its node has connected: the watch waits for all of them.
 
 
 def start(world_size: int, ranks_on_node: int, nodes: int) -> str | None:
@@ -116,10 +117,10 @@ def _watch(listen_fd: int, size: int, expected: int, nodes: int, socket_file: st
     started = time.monotonic()
     try:
         while True:
-            if accepted and not said:
-                return 0                           # every rank that connected has gone
-            if not accepted and time.monotonic() - started > UNCONNECTED_WAIT_S:
-                return 0
+            if accepted == expected and not said:
+                return 0                           # every rank of the node has gone
+            if accepted < expected and not said and time.monotonic() - started > UNCONNECTED_WAIT_S:
+                return 0                           # ranks that never connect (connect() failed)
             for key, _ in selector.select(timeout=1.0):
                 sock = key.fileobj
                 if sock is listener:
