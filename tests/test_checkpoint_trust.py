@@ -95,7 +95,7 @@ def test_a_resumed_run_with_altered_counters_is_caught(saved, counter, change):
     """The second line of defence: the counters taken from a checkpoint (here altered in memory,
     past the digest) must still balance with the run's own at the end."""
     sim = rv.Simulation.resume(saved, threads=1)
-    sim._counter_offset[counter] += change
+    sim.counters_before[counter] += change
     with pytest.raises(RuntimeError, match="spike conservation violated"):
         sim.run(20.0)
 

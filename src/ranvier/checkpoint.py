@@ -120,17 +120,6 @@ def _feed(obj, digest, seen: set) -> None:
         put(b")")
 
 
-def synapse_digest(sim) -> int:
-    """The static network's digest: every rank's order-independent sum, added (mod 2^64).
-    Computed once per simulation (a pass over every synapse: seconds for 10^8 of them): the
-    static synapses never change after the build; plastic weights are not part of it."""
-    if sim._synapse_digest is None:
-        parts = sim.comm.gather(int(sim._engine.network_digest()))
-        total = sum(parts) % 2**64 if sim.rank == 0 else None
-        sim._synapse_digest = sim.comm.bcast(total)
-    return sim._synapse_digest
-
-
 def save(sim, path, *, keep_spikes: bool = True, extra_files: dict | None = None, cli: dict | None = None,
          spike_segments: bool = False) -> Path | None:
     """Writes a checkpoint of `sim` at its current step to the folder `path` (a collective call;
@@ -143,10 +132,10 @@ def save(sim, path, *, keep_spikes: bool = True, extra_files: dict | None = None
     Returns the path on rank 0, None elsewhere."""
     from . import __version__
 
-    state = sim._engine.checkpoint_state()
-    digest = synapse_digest(sim)
+    state = sim.engine_state()
+    digest = sim.synapse_digest()
     parts = sim.comm.gather(state)
-    counters = sim.comm.gather(sim._engine.counters())
+    counters = sim.comm.gather(sim.local_counters())
     if sim.rank != 0:
         sim.comm.barrier()
         return None
@@ -154,7 +143,7 @@ def save(sim, path, *, keep_spikes: bool = True, extra_files: dict | None = None
     error = None
     try:
         columns = _merge(parts)
-        totals = {k: int(sum(c[k] for c in counters)) + int(sim._counter_offset.get(k, 0)) for k in counters[0]}
+        totals = {k: int(sum(c[k] for c in counters)) + int(sim.counters_before.get(k, 0)) for k in counters[0]}
         segments = None
         if spike_segments and _streamed(sim.recording):
             segments = _write_segments(sim.recording, path.parent)
@@ -614,7 +603,7 @@ def restore(sim, ck: Checkpoint) -> None:
     """Takes up the checkpoint in a freshly built simulation (a collective call)."""
     meta = ck.meta
     step = ck.step
-    digest = synapse_digest(sim)
+    digest = sim.synapse_digest()
     if str(digest) != meta["network"]["synapse_digest"]:
         raise ConfigError(f"checkpoint '{ck.path}' is of another network: the synapses built from seed "
                           f"{meta['seed']} differ from the saved ones (another connectivity, or a Ranvier "
@@ -633,14 +622,14 @@ def restore(sim, ck: Checkpoint) -> None:
     ints = {k: np.ascontiguousarray(v, dtype=np.int64) for k, v in columns.items() if v.dtype.kind in "iu"}
     reals = {k: np.ascontiguousarray(v, dtype=np.float64) for k, v in columns.items() if v.dtype.kind == "f"}
     try:
-        sim._engine.restore_state(ints, reals, step)
+        sim.restore_engine_state(ints, reals, step)
     except ValueError as e:
         raise ConfigError(f"checkpoint '{ck.path}': {e}") from None
     sim.steps_done = step
     sim.requested_steps = int(meta["requested_steps"])
-    sim._counter_offset = {k: v for k, v in meta["counters"].items() if k not in NOT_CUMULATIVE}
+    sim.counters_before = {k: v for k, v in meta["counters"].items() if k not in NOT_CUMULATIVE}
     # scheduled again on restore: the events that were pending at the checkpoint
-    sim._counter_offset["events_scheduled"] -= int(meta["counters"]["events_pending"])
+    sim.counters_before["events_scheduled"] -= int(meta["counters"]["events_pending"])
     sim.resumed_from = {"checkpoint": str(ck.path), "step": step, "time_ms": step * sim.resolution_ms,
                         "written_by": meta["written_by"], "counted_on_ranks": int(meta["counted_on_ranks"]),
                         "every_spike_recorded": bool(meta["every_spike_recorded"])}
@@ -655,12 +644,10 @@ def restore(sim, ck: Checkpoint) -> None:
 
 def _restore_recording(sim, cols: dict) -> None:
     rates = cols["rates"]
-    sim._reserve_rates(rates.size)
-    sim._rates[:rates.size] = rates
-    sim._rate_bins = rates.size
+    sim.restore_rate_counts(rates)
     if "counts" not in cols:
         return
-    rec = sim.recording = sim._make_recording()
+    rec = sim.recording = sim.new_recording()
     rec.counts[:] = cols["counts"]
     rec.at_end[:] = cols["at_end"]
     rec.kept[:] = cols["kept"]

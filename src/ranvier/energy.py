@@ -955,7 +955,7 @@ def measure(sim, energy, simulate):
             session.mark("simulation_end")
             session.stop()
     # the events of this session: a resumed run's counters also hold the part before its checkpoint
-    offset = getattr(sim, "_counter_offset", {})
+    offset = getattr(sim, "counters_before", {})
     events = {"recurrent": result.counters["synaptic_events_recurrent"] - offset.get("synaptic_events_recurrent", 0),
               "external": result.counters["synaptic_events_external"] - offset.get("synaptic_events_external", 0)} \
         if sim.rank == 0 else None

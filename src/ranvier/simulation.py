@@ -6,8 +6,9 @@
 """
 from __future__ import annotations
 
+import copy
+import functools
 import math
-import numbers
 import sys
 import time
 from typing import NamedTuple
@@ -22,12 +23,10 @@ from .errors import ConfigError
 from .network import Network
 from .neurons import NEURON_MODELS
 from .parallel import make_comm
+from .options import EXCHANGES, PLACEMENTS, STRATEGIES, check_options  # noqa: F401 -- the names, here too
 from .spec import TWO_TIER, EngineSpec
 
 PHASES = tuple(_engine.PHASES)                 # deliver, update, collocate, communicate, synchronize
-STRATEGIES = tuple(_engine.EXCHANGES)          # allgather, alltoallv, ...: one exchange among all ranks
-EXCHANGES = STRATEGIES + (TWO_TIER,)           # two-tier: a strategy inside each area group + one among all ranks
-PLACEMENTS = placements.PLACEMENTS             # round-robin, block, by-area, area-groups, balanced
 COUNTERS = tuple(_engine.COUNTERS)
 
 # A spike kept in memory: id and step (16 B), joined into one array at the end (16 B more), and
@@ -41,28 +40,17 @@ class DurationRounded(UserWarning):
     to the end of the last cycle (the message says to when)."""
 
 
-def _choose(where: str, value, allowed) -> str:
-    if value not in allowed:
-        raise ConfigError(f"{where} must be one of {list(allowed)}, got {value!r}")
-    return value
+class _From:
+    """A read-only attribute of Simulation kept by one of its parts (its options or its spec)."""
 
+    def __init__(self, part: str):
+        self.part = part
 
-def _check_stream_folder(folder) -> None:
-    """stream_to must be a folder this process can write: made now (before the build), or a
-    one-line ConfigError naming what is in the way."""
-    from pathlib import Path
+    def __set_name__(self, owner, name):
+        self.name = name
 
-    path = Path(folder)
-    if path.exists() and not path.is_dir():
-        raise ConfigError(f"stream_to = '{folder}' is a file, not a folder; give a folder for spikes.h5 and timers.h5")
-    try:
-        path.mkdir(parents=True, exist_ok=True)
-        probe = path / ".ranvier-write-check"
-        probe.touch()
-        probe.unlink()
-    except OSError as e:
-        raise ConfigError(f"stream_to = '{folder}': cannot write there ({e.strerror or e}); give a folder on a "
-                          f"writable disk") from None
+    def __get__(self, sim, owner=None):
+        return self if sim is None else getattr(getattr(sim, self.part), self.name)
 
 
 CHUNK_MS = 100.0           # a run's default chunk (simulated ms): spikes and timers leave the engine
@@ -123,143 +111,27 @@ class Simulation:
         if not isinstance(network, Network):
             raise ConfigError(f"Simulation needs a ranvier Network, got {type(network).__name__}")
         self.network = network
-        self.exchange = _choose("exchange", exchange, EXCHANGES)
-        self.tier_exchange = _choose("tier_exchange", tier_exchange, STRATEGIES)
-        self.placement = _choose("placement", placement, PLACEMENTS)
-        if not isinstance(seed, numbers.Integral) or isinstance(seed, (bool, np.bool_)) or not (0 <= seed < 2**64):
-            raise ConfigError(f"seed must be an integer in [0, 2^64), got {seed!r}")
-        self.seed = int(seed)            # NumPy integers too, as sizes take them
-        try:
-            self.resolution_ms = float(resolution_ms)
-        except (TypeError, ValueError):
-            raise ConfigError(f"resolution_ms must be a positive number, got {resolution_ms!r}") from None
-        if not (self.resolution_ms > 0 and math.isfinite(self.resolution_ms)):
-            raise ConfigError(f"resolution_ms must be a positive number, got {resolution_ms!r}")
         self.comm = make_comm(comm)
-        threads_note = None
-        if threads is None:          # the node's cores shared by its ranks, less those other work keeps busy
-            from . import _cpus_at_import
-            threads, threads_note = resources.default_threads(self.comm.ranks_on_node, _cpus_at_import)
-        if not isinstance(threads, numbers.Integral) or isinstance(threads, (bool, np.bool_)) or threads < 1:
-            raise ConfigError(f"threads must be a positive integer, got {threads!r}")
-        threads = int(threads)
-        # Far more threads than cores only slows a run down (and hints at a typo): refused, on
-        # every rank at once (nodes may differ), against the node with the fewest cores.
-        cores = -self.comm.allreduce_max(-resources.cores())
-        if threads > resources.MAX_THREADS_PER_CORE * cores:
-            node = "this node" if self.comm.size == self.comm.ranks_on_node else "the smallest node"
-            raise ConfigError(f"threads = {threads} per rank is more than {resources.MAX_THREADS_PER_CORE} x the "
-                              f"{cores} cores of {node}; use at most {resources.MAX_THREADS_PER_CORE * cores} (the "
-                              f"default, cores / ranks on the node, is {max(1, cores // self.comm.ranks_on_node)})")
-        self.threads = threads
-        strategy = self.tier_exchange if self.exchange == TWO_TIER else self.exchange
-        if strategy.startswith("persistent-") and self.comm.size > 1 and \
-                not _engine.build_info().get("mpi_persistent"):
-            raise ConfigError(f"exchange '{strategy}' needs MPI-4 persistent collectives, which the MPI library "
-                              f"loaded lacks ({' '.join(str(_engine.build_info().get('mpi_library')).split())}); "
-                              f"choose another exchange, or an MPI-4 library (MPICH 4.0 or later)")
-        n = network.size
-        if self.placement == "block" and n < self.comm.size * threads:
-            raise ConfigError(f"placement 'block' needs at least one neuron per thread: {n} neurons "
-                              f"for {self.comm.size} ranks x {threads} threads")
-        self.barrier = bool(barrier)
-        self.record_state = [int(g) for g in (record_state or [])]
-        for g in self.record_state:
-            if not 0 <= g < n:
-                raise ConfigError(f"record_state: neuron id {g} is outside [0, {n})")
-        # V and c sampled every record_state_interval_ms (a whole number of steps; default every step)
-        every = self.resolution_ms if record_state_interval_ms is None else record_state_interval_ms
-        steps = every / self.resolution_ms if isinstance(every, numbers.Real) and not isinstance(every, bool) else -1
-        if not (steps >= 1 - 1e-9 and abs(steps - round(steps)) <= 1e-9 * max(1.0, steps)):
-            raise ConfigError(f"record_state_interval_ms must be a whole number (>= 1) of steps of "
-                              f"{self.resolution_ms} ms, got {record_state_interval_ms!r}")
-        self.record_state_steps = int(round(steps))
-        self.record_state_interval_ms = self.record_state_steps * self.resolution_ms
-        if not isinstance(overlap, bool):
-            raise ConfigError(f"overlap must be true or false, got {overlap!r}")
-        self.overlap = overlap
-        if not isinstance(pace, bool):
-            raise ConfigError(f"pace must be true or false, got {pace!r}")
-        self.pace = pace                 # hold every cycle to wall-clock time (ranvier.deadlines)
-        if record_spikes not in (True, False, "counts"):
-            raise ConfigError(f"record_spikes must be true, false or \"counts\", got {record_spikes!r}")
-        if stream_to is not None and record_spikes is not True:
-            raise ConfigError("stream_to writes the spikes to files: it needs record_spikes = true")
-        refusal = None                   # rank 0 records (stream_to may be given there alone): it decides
-        if stream_to is not None and self.comm.rank == 0:
-            try:
-                _check_stream_folder(stream_to)
-            except ConfigError as e:
-                refusal = str(e)
-        refusal = self.comm.bcast(refusal)
-        if refusal is not None:
-            raise ConfigError(refusal)
-        self.record_spikes, self.stream_to = record_spikes, stream_to
-        self.record_spikes_of = None
-        if record_spikes_of is not None:
-            if record_spikes is not True:
-                raise ConfigError("record_spikes_of chooses the neurons whose spikes are kept: it needs "
-                                  "record_spikes = true")
-            ids = np.asarray(record_spikes_of)
-            n_all = network.size
-            if ids.ndim != 1 or (ids.size and ids.dtype.kind not in "iu"):
-                raise ConfigError(f"record_spikes_of must be a list of global neuron ids, got {record_spikes_of!r:.60}")
-            if ids.size and (ids.min() < 0 or ids.max() >= n_all):
-                raise ConfigError(f"record_spikes_of: neuron ids must be in [0, {n_all}), got "
-                                  f"{int(ids.min())}..{int(ids.max())}")
-            self.record_spikes_of = np.unique(ids.astype(np.int64))
-
-        # The network, translated for the engine once (ranvier.spec): the checks that need the
-        # resolution, the communication and global intervals, the fixed-point scale, the memory
-        # estimate and its refusal.
-        self.spec = EngineSpec(network, resolution_ms=self.resolution_ms, overlap=overlap, exchange=self.exchange,
-                               global_interval=global_interval, comm=self.comm, threads=threads,
-                               max_memory_bytes=max_memory_bytes)
-        spec = self.spec
-        self.min_delay_ms, self.drive_steps = spec.min_delay_ms, spec.drive_steps
-        self.steps_per_cycle, self.cycle_ms = spec.steps_per_cycle, spec.cycle_ms
-        self.global_interval, self.lump_cycles = spec.global_interval, spec.lump_cycles
-        self.fraction_bits = spec.fraction_bits
-        self.memory_estimate_bytes = spec.memory_estimate_bytes
-
-        self.placement_segments = None
-        if self.placement in placements.SEGMENT_PLACEMENTS:
-            bounds, owners = placements.segments(network, self.placement, self.comm.size, self.resolution_ms)
-            fewest = min(sum(bounds[i + 1] - bounds[i] for i, o in enumerate(owners) if o == r)
-                         for r in range(self.comm.size))
-            if fewest < threads:
-                raise ConfigError(f"placement '{self.placement}' leaves a rank with {fewest} neuron(s) for "
-                                  f"{threads} threads; use fewer threads or ranks")
-            self.placement_segments = (bounds, owners)
-
-        if initial_weights is not None:  # refused before the build: a missing or foreign file
-            error = None
-            if self.comm.rank == 0:
-                try:
-                    weights_io.check_file(initial_weights, network)
-                except ConfigError as e:
-                    error = str(e)
-            error = self.comm.bcast(error)
-            if error:
-                raise ConfigError(error)
+        # Every setting checked once (ranvier.options), then the network translated for the engine
+        # once (ranvier.spec: the checks that need the resolution, the communication and global
+        # intervals, the fixed-point scale, the memory estimate and its refusal).
+        self.options = opts = check_options(
+            network, self.comm, threads=threads, exchange=exchange, placement=placement, seed=seed,
+            resolution_ms=resolution_ms, barrier=barrier, overlap=overlap, record_spikes=record_spikes,
+            stream_to=stream_to, record_spikes_of=record_spikes_of, record_state=record_state,
+            record_state_interval_ms=record_state_interval_ms, max_memory_bytes=max_memory_bytes,
+            global_interval=global_interval, tier_exchange=tier_exchange, initial_weights=initial_weights,
+            record_weights=record_weights, pace=pace)
+        self.spec = EngineSpec(network, resolution_ms=opts.resolution_ms, overlap=opts.overlap, exchange=opts.exchange,
+                               global_interval=opts.global_interval, comm=self.comm, threads=opts.threads,
+                               max_memory_bytes=opts.max_memory_bytes)
+        self.placement_segments = self._placement_segments()
         self.recording = None            # made on rank 0 at the first run (ranvier.recording)
-        self._synapse_digest = None      # the static synapses' digest, once a checkpoint needs it
         self.closed = False
         self._warn_oversubscription()
-        config = self._engine_config(bool(record_spikes))
-        t0 = time.perf_counter()
-        try:
-            self._engine = _engine.Engine(config)
-            self._engine.build()
-        except MemoryError as e:
-            raise self._out_of_memory() from e
-        except RuntimeError as e:      # the build's threads pass std::bad_alloc on as its text
-            if "bad_alloc" not in str(e):
-                raise
-            raise self._out_of_memory() from e
-        self.build_seconds = self.comm.allreduce_max(time.perf_counter() - t0)
-        if threads_note is not None:     # said once the network is built (a refusal says nothing else)
-            print(f"ranvier: note: {threads_note}", file=sys.stderr, flush=True)
+        self._engine = self._build()
+        if opts.threads_note is not None:   # said once the network is built (a refusal says nothing else)
+            print(f"ranvier: note: {opts.threads_note}", file=sys.stderr, flush=True)
         self.simulate_seconds = 0.0
         self.steps_done = 0              # steps simulated: always whole cycles
         self.requested_steps = 0         # steps asked for by run() calls, added up (at most steps_done)
@@ -272,17 +144,72 @@ class Simulation:
         self._run_clock = None           # this rank's (wall-clock origin, first cycle) of the current run
         # A resumed simulation (ranvier.checkpoint): the counters of the run before the checkpoint,
         # added to rank 0's in every Result, and where it came from.
-        self._counter_offset: dict = {}
+        self.counters_before: dict = {}
         self.resumed_from: dict | None = None
+        self._synapse_digest = None      # the static synapses' digest, once asked for (synapse_digest)
         # Plastic weights: from a saved file (ranvier.weights), and a sampled record of some.
-        if initial_weights is not None:
-            weights_io.apply_initial_weights(self, initial_weights)
-        self._weight_samplers = weights_io.samplers_of(self, record_weights) if record_weights is not None else []
-        for sampler in self._weight_samplers:
+        if opts.initial_weights is not None:
+            weights_io.apply_initial_weights(self, opts.initial_weights)
+        self.weight_samplers = weights_io.samplers_of(self, opts.record_weights) \
+            if opts.record_weights is not None else []
+        for sampler in self.weight_samplers:
             if sampler.interval_steps % self.steps_per_cycle:
                 raise ConfigError(f"record_weights: interval_ms must be a whole number of communication intervals "
                                   f"({self.cycle_ms:g} ms here)")
             sampler.sample(self, 0)
+
+    # The settings (ranvier.options) and the engine's translation of the network (ranvier.spec),
+    # read where they are kept.
+    threads = _From("options")
+    exchange = _From("options")
+    tier_exchange = _From("options")
+    placement = _From("options")
+    seed = _From("options")
+    resolution_ms = _From("options")
+    barrier = _From("options")
+    overlap = _From("options")
+    pace = _From("options")              # hold every cycle to wall-clock time (ranvier.deadlines)
+    record_spikes = _From("options")
+    stream_to = _From("options")
+    record_spikes_of = _From("options")
+    record_state = _From("options")
+    record_state_steps = _From("options")
+    record_state_interval_ms = _From("options")
+    min_delay_ms = _From("spec")
+    drive_steps = _From("spec")
+    steps_per_cycle = _From("spec")
+    cycle_ms = _From("spec")
+    global_interval = _From("spec")
+    lump_cycles = _From("spec")
+    fraction_bits = _From("spec")
+    memory_estimate_bytes = _From("spec")
+
+    def _placement_segments(self):
+        """(bounds, ranks) of an area placement (by-area, area-groups, balanced), else None."""
+        if self.placement not in placements.SEGMENT_PLACEMENTS:
+            return None
+        bounds, owners = placements.segments(self.network, self.placement, self.comm.size, self.resolution_ms)
+        fewest = min(sum(bounds[i + 1] - bounds[i] for i, o in enumerate(owners) if o == r)
+                     for r in range(self.comm.size))
+        if fewest < self.threads:
+            raise ConfigError(f"placement '{self.placement}' leaves a rank with {fewest} neuron(s) for "
+                              f"{self.threads} threads; use fewer threads or ranks")
+        return bounds, owners
+
+    def _build(self):
+        """The engine, built: this rank's neurons and the synapses onto them."""
+        t0 = time.perf_counter()
+        try:
+            engine = _engine.Engine(self._engine_config(bool(self.record_spikes)))
+            engine.build()
+        except MemoryError as e:
+            raise self._out_of_memory() from e
+        except RuntimeError as e:      # the build's threads pass std::bad_alloc on as its text
+            if "bad_alloc" not in str(e):
+                raise
+            raise self._out_of_memory() from e
+        self.build_seconds = self.comm.allreduce_max(time.perf_counter() - t0)
+        return engine
 
     # -- set-up -------------------------------------------------------------------------
     def estimate_memory(self) -> int:
@@ -301,7 +228,7 @@ class Simulation:
     def _engine_config(self, record_spikes: bool):
         """The engine's configuration: the network's specification with this decomposition."""
         return self.spec.engine_config(
-            exchange=self.tier_exchange if self.exchange == TWO_TIER else self.exchange,
+            exchange=self.options.strategy,
             placement=self.placement, placement_segments=self.placement_segments, seed=self.seed,
             barrier=self.barrier, record_spikes=record_spikes, record_state=self.record_state,
             record_state_interval=self.record_state_steps, comm=self.comm)
@@ -378,7 +305,7 @@ class Simulation:
             import warnings
             warnings.warn(DurationRounded(self.rounding_note(duration_ms)), stacklevel=2)
         if self.rank == 0 and self.recording is None:
-            self.recording = self._make_recording()
+            self.recording = self.new_recording()
         t0 = time.perf_counter()
         if self.rank == 0:
             self._reserve_rates(-(-target // self.rate_bin_steps))
@@ -391,7 +318,7 @@ class Simulation:
         L = self.steps_per_cycle
         while done < cycles:
             n = min(chunk, cycles - done)
-            for sampler in self._weight_samplers:      # stop at the next sample's time
+            for sampler in self.weight_samplers:      # stop at the next sample's time
                 every = sampler.interval_steps // L
                 n = min(n, every - (self.steps_done // L + done) % every)
             started = time.perf_counter()
@@ -401,7 +328,7 @@ class Simulation:
             if adaptive and n == chunk and chunk < longest and \
                     self.comm.allreduce_max(time.perf_counter() - started) < FAST_CHUNK_S:
                 chunk = min(2 * chunk, longest)
-            for sampler in self._weight_samplers:
+            for sampler in self.weight_samplers:
                 if sampler.due(self.steps_done + done * L):
                     sampler.sample(self, self.steps_done + done * L)
             if progress is not None and self.rank == 0:
@@ -552,7 +479,8 @@ class Simulation:
         self.close()
         return False
 
-    def _make_recording(self):
+    def new_recording(self):
+        """rank 0's record of spikes and timers, as this simulation's settings ask (ranvier.recording)."""
         net = self.network
         args = ([p.name for p in net.populations], [p.first_id for p in net.populations],
                 [p.size for p in net.populations], self.resolution_ms, self.comm.size, PHASES)
@@ -594,6 +522,57 @@ class Simulation:
     def rate_counts(self) -> np.ndarray:
         """Rank 0: the whole network's spikes in consecutive bins of rate_bin_steps steps."""
         return self._rates[:self._rate_bins]
+
+    # -- what checkpoints and the plastic weights read and restore (ranvier.checkpoint, ranvier.weights)
+    def synapse_digest(self) -> int:
+        """The static network's digest: every rank's order-independent sum, added (mod 2^64); a
+        collective call. Computed once (a pass over every synapse: seconds for 10^8 of them): the
+        static synapses never change after the build; plastic weights are not part of it."""
+        if self._synapse_digest is None:
+            parts = self.comm.gather(int(self._engine.network_digest()))
+            self._synapse_digest = self.comm.bcast(sum(parts) % 2**64 if self.rank == 0 else None)
+        return self._synapse_digest
+
+    def local_report(self) -> dict:
+        """What this rank hands over for a Result: counters, peak memory, time held for pacing,
+        communication partners, synapses and their bytes, the recorded state."""
+        eng = self._engine
+        local = dict(counters=eng.counters(), rss=resources.peak_rss_bytes(), pace_wait=eng.pace_wait_seconds,
+                     partners=len(eng.partner_ranks()), synapses=eng.synapse_count(), store_bytes=eng.synapse_bytes())
+        if self.record_state:
+            local["state"] = eng.state_trace()
+        return local
+
+    def local_counters(self) -> dict:
+        """This rank's counters (spikes sent, received, delivered, events, ...), this simulation's part."""
+        return self._engine.counters()
+
+    def engine_state(self) -> dict:
+        """This rank's engine state as named columns keyed by global ids (cpp/core/checkpoint.cpp)."""
+        return self._engine.checkpoint_state()
+
+    def restore_engine_state(self, ints: dict, reals: dict, step: int) -> None:
+        """Takes up the columns of every rank's engine_state at `step` (each rank keeps its own)."""
+        self._engine.restore_state(ints, reals, step)
+
+    def restore_rate_counts(self, counts) -> None:
+        """rank 0: the whole network's spikes per bin of the run so far (a checkpoint's)."""
+        self._reserve_rates(len(counts))
+        self._rates[:len(counts)] = counts
+        self._rate_bins = len(counts)
+
+    def local_plastic_synapses(self, j: int, up_to_date: bool = False):
+        """Projection j's plastic synapses on this rank, in storage order: (source, target,
+        weight, delay steps); up_to_date: the weights as of now (else as of their last spike)."""
+        return self._engine.plastic_weights(j, up_to_date)
+
+    def set_plastic_weights(self, j: int, weights) -> None:
+        """Projection j's plastic weights on this rank, in local_plastic_synapses' order."""
+        self._engine.set_plastic_weights(j, np.ascontiguousarray(weights, dtype=np.float64))
+
+    def plastic_weights_at(self, j: int, places) -> np.ndarray:
+        """Projection j's plastic weights on this rank at these places of its storage order."""
+        return np.asarray(self._engine.plastic_weights_at(j, places))
 
     def _reserve_rates(self, bins: int) -> None:
         if bins > self._rates.size:
@@ -644,13 +623,13 @@ class Simulation:
         at the next pre-synaptic spike), without changing the simulation. index: the projection's
         position in network.projections, where several join the same populations. A collective
         call like connections(): rank 0 gets them all, other ranks None; local=True: this rank's."""
-        j = self._projection_index(source, target, index)
+        j = self.projection_index(source, target, index)
         pr = self.network.projections[j]
         if pr.synapse is None and sum(p.source == source and p.target == target for p in self.network.projections) > 1:
             raise ConfigError(f"weights: several projections join {source!r} and {target!r}, and the engine keeps "
                               f"static synapses together: read them all with connections()")
         if pr.synapse is not None:
-            src, tgt, w, d = self._engine.plastic_weights(j, up_to_date)
+            src, tgt, w, d = self.local_plastic_synapses(j, up_to_date)
             mine = Connections(np.asarray(src, dtype=np.int64), np.asarray(tgt, dtype=np.int64),
                                np.asarray(w, dtype=np.float64), np.asarray(d, dtype=np.int64) * self.resolution_ms)
         else:
@@ -699,7 +678,7 @@ class Simulation:
         checkpoint.restore(sim, ck)
         return sim
 
-    def _projection_index(self, source: str, target: str, index: int | None) -> int:
+    def projection_index(self, source: str, target: str, index: int | None) -> int:
         joining = [j for j, pr in enumerate(self.network.projections) if pr.source == source and pr.target == target]
         if index is not None:
             if index not in joining:
@@ -735,7 +714,7 @@ class Result:
     """What a run produced. Gathered quantities are complete on rank 0 (None on other ranks)."""
 
     def __init__(self, sim: Simulation):
-        eng, comm = sim._engine, sim.comm
+        comm = sim.comm
         self.rank, self.ranks, self.threads = comm.rank, comm.size, sim.threads
         self.exchange, self.placement, self.seed = sim.exchange, sim.placement, sim.seed
         self.overlap = sim.overlap
@@ -755,24 +734,17 @@ class Result:
         self.lump_cycles = sim.lump_cycles
         # the weight recorders' samples so far, by edge population (ranvier.weights.WeightSampler.trace),
         # on rank 0: {name: {times_ms, source, target, delay_ms, weights [synapse, sample]}}
-        self.weight_traces = ({w.name: w.trace() for w in sim._weight_samplers} if comm.rank == 0 else None)
+        self.weight_traces = ({w.name: w.trace() for w in sim.weight_samplers} if comm.rank == 0 else None)
         self.energy = None                             # rank 0 of a run measured with energy= (ranvier.energy)
         self.resumed_from = sim.resumed_from           # a resumed run: its checkpoint (ranvier.checkpoint)
 
-        counters = eng.counters()
-        local = dict(counters=counters, rss=resources.peak_rss_bytes(), pace_wait=eng.pace_wait_seconds,
-                     partners=len(eng.partner_ranks()),
-                     synapses=eng.synapse_count(), store_bytes=eng.synapse_bytes())
-        if sim.record_state:
-            local["state"] = eng.state_trace()
-        gathered = comm.gather(local)
+        gathered = comm.gather(sim.local_report())
         self.recording = sim.recording                 # rank 0: spikes and timers (ranvier.recording)
         self._spikes = self._timers = None
         self.cycles = self.phase_seconds = self.spikes_total = None
-        self.deadlines = None                          # rank 0: real-time deadlines (ranvier.deadlines)
-        self.imbalance = None                          # rank 0: spikes per rank and interval (ranvier.imbalance)
         self.communication_partners = None             # rank 0: partners per rank, bytes per partner
-        self.up_down = None                            # rank 0: up and down states (ranvier.updown)
+        # rank 0: what the analyses read (deadlines, imbalance, up_down: computed when asked for)
+        self._deadline_log = self._imbalance_log = self._rate_counts = None
         self.counters = self.counters_per_rank = self.peak_rss_bytes = self.state = self.synapses = self.synapse_store_bytes = None
         if comm.rank == 0:
             rec = self.recording
@@ -783,7 +755,7 @@ class Result:
                 self._spikes, self._timers = rec.spikes(), rec.cycle_timers()
             self.counters_per_rank = {k: np.array([g["counters"][k] for g in gathered], dtype=np.int64)
                                       for k in COUNTERS}
-            for k, v in sim._counter_offset.items():      # a resumed run: the part before its checkpoint
+            for k, v in sim.counters_before.items():      # a resumed run: the part before its checkpoint
                 self.counters_per_rank[k][0] += v
             self.counters = {k: int(v.sum()) for k, v in self.counters_per_rank.items()}
             self.peak_rss_bytes = [int(g["rss"]) for g in gathered]
@@ -793,9 +765,10 @@ class Result:
                 self.state = _merge_state([g["state"] for g in gathered])
                 self.state["interval_ms"] = sim.record_state_interval_ms   # sample k: the state at (k + 1) x interval
             self.check_conservation()
-            self.deadlines = deadlines.summarize(sim.deadline_log, real_time_factor=self.real_time_factor, paced=sim.pace,
-                                                 pace_wait_seconds=max(g["pace_wait"] for g in gathered))
-            self.imbalance = imbalance.summarize(sim.imbalance_log)
+            # as they are now: later runs of the simulation go on adding to its logs
+            self._deadline_log, self._imbalance_log = copy.deepcopy(sim.deadline_log), copy.deepcopy(sim.imbalance_log)
+            self._pace = (sim.pace, max(g["pace_wait"] for g in gathered))
+            self._rate_counts, self._rate_bin_ms = sim.rate_counts, sim.rate_bin_steps * sim.resolution_ms
             partners = [int(g["partners"]) for g in gathered]
             sent = [int(v) for v in self.counters_per_rank["bytes_sent"]]
             self.communication_partners = {
@@ -804,9 +777,30 @@ class Result:
                 # bytes each rank sent per partner it needs (allgather sends to all ranks - 1 regardless)
                 "bytes_per_partner": [b / p if p else None for b, p in zip(sent, partners)],
                 "mean_partners": sum(partners) / len(partners)}
-            bin_ms = sim.rate_bin_steps * sim.resolution_ms
-            self.up_down = updown.detect_counts(sim.rate_counts, bin_ms, sim.network.size)
-            self.up_down["rate_trace"] = updown.rate_trace(sim.rate_counts, bin_ms, sim.network.size)
+
+    # -- analyses of what was gathered (rank 0; None elsewhere), computed when first asked for ----
+    @functools.cached_property
+    def deadlines(self) -> dict | None:
+        """Real-time deadlines: cycles on time, lags, cycle-time percentiles (ranvier.deadlines)."""
+        if self._deadline_log is None:
+            return None
+        paced, pace_wait = self._pace
+        return deadlines.summarize(self._deadline_log, real_time_factor=self.real_time_factor, paced=paced,
+                                   pace_wait_seconds=pace_wait)
+
+    @functools.cached_property
+    def imbalance(self) -> dict | None:
+        """Spikes per rank and interval: max over mean, CV (ranvier.imbalance)."""
+        return None if self._imbalance_log is None else imbalance.summarize(self._imbalance_log)
+
+    @functools.cached_property
+    def up_down(self) -> dict | None:
+        """Up and down states of the whole network's rate, with the rate trace (ranvier.updown)."""
+        if self._rate_counts is None:
+            return None
+        found = updown.detect_counts(self._rate_counts, self._rate_bin_ms, self.network.size)
+        found["rate_trace"] = updown.rate_trace(self._rate_counts, self._rate_bin_ms, self.network.size)
+        return found
 
     # -- what was recorded (rank 0) -------------------------------------------------------
     def _recorded_spikes(self):

@@ -38,7 +38,6 @@ import json
 import math
 import numbers
 import re
-import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -700,7 +699,7 @@ def _add_trains(where: str, path: str, spikes: dict, members: dict, by_name: dic
 # -- the network -------------------------------------------------------------------------------
 def load(config_path, *, dt_ms: float | None = None):
     """(network, SonataInfo) of a SONATA simulation config; dt_ms replaces the config's dt."""
-    from .network import Network, Population, Projection
+    from .network import Network
 
     cfg = read_config(config_path)
     run = cfg.get("run", {})
@@ -727,7 +726,18 @@ def load(config_path, *, dt_ms: float | None = None):
     if isinstance(cfg.get("node_sets_file"), str):
         node_sets = {**_read_json(Path(cfg["node_sets_file"]), "node sets file"), **node_sets}
 
-    # spike trains of virtual nodes, from the inputs
+    trains, clamps = _input_trains(cfg, node_sets, pops, by_name)
+    net = Network(name=Path(config_path).stem, parameters={"config": info.config})
+    ranvier_of, copies = _add_node_populations(net, pops, trains, components, info)
+    _add_reports(net, cfg, node_sets, pops, by_name, info)
+    _add_current_clamps(net, clamps, by_name, info)
+    _add_edges(net, networks, ranvier_of, by_name, copies, info)
+    return net, info
+
+
+def _input_trains(cfg, node_sets, pops, by_name):
+    """The spike trains of virtual nodes from the config's spike inputs, {(population, node id):
+    [times]}, and its current clamps [(where, input, members)], built once the populations are."""
     trains: dict = {}                                        # (population, node id) -> times
     clamps: list = []                                        # (where, input, members): after the populations
     for name, inp in _object(cfg.get("inputs", {}), "SONATA config 'inputs'").items():
@@ -751,7 +761,16 @@ def load(config_path, *, dt_ms: float | None = None):
         _add_trains(where, inp["input_file"], read_spikes(inp["input_file"], inp.get("module", "h5")), members,
                     by_name, trains)
 
-    net = Network(name=Path(config_path).stem, parameters={"config": info.config})
+    return trains, clamps
+
+
+def _add_node_populations(net, pops, trains, components, info):
+    """One Ranvier population per (node population, node type), virtual ones as spike trains
+    (with copies where a node fires twice in a step). Returns {node population: {node id:
+    (Ranvier population, local index)}} and {virtual population: its copies}."""
+    from .network import Population
+
+    dt = info.dt_ms
     ranvier_of: dict = {}                                   # sonata population -> (node id -> (ranvier pop, local))
     dropped_early = dropped_late = doubled = 0
     copies: dict = {}                                       # virtual population -> its copies (see below)
@@ -829,7 +848,12 @@ def load(config_path, *, dt_ms: float | None = None):
         info.notes.append(f"{doubled} input spike(s) fell in the same {dt:g} ms step as another spike of the same "
                           f"node: they fire from a copy of its population (same edges), none is lost")
 
-    # reports: the membrane potential of a node set's neurons (others are refused by name)
+    return ranvier_of, copies
+
+
+def _add_reports(net, cfg, node_sets, pops, by_name, info) -> None:
+    """Reports: the membrane potential of a node set's neurons (others are refused by name)."""
+    dt = info.dt_ms
     for name, rep in _object(cfg.get("reports", {}), "SONATA config 'reports'").items():
         where = f"SONATA report '{name}'"
         if _object(rep, where).get("enabled", True) is False:
@@ -855,7 +879,10 @@ def load(config_path, *, dt_ms: float | None = None):
                               f"nodes have no membrane potential)")
         info.reports.append((name, sorted(gids), interval, file_name))
 
-    # current clamps (IClamp): amp (pA) from delay for duration (ms), on the node set's neurons
+
+
+def _add_current_clamps(net, clamps, by_name, info) -> None:
+    """Current clamps (IClamp): amp (pA) from delay for duration (ms), on the node set's neurons."""
     for where, inp, members in clamps:
         try:
             amp, delay, duration = float(inp["amp"]), float(inp["delay"]), float(inp["duration"])
@@ -879,7 +906,13 @@ def load(config_path, *, dt_ms: float | None = None):
             raise ConfigError(f"{where}: {_set_label(inp.get('node_set'))} selects no neuron to clamp (virtual "
                               f"nodes take no current)")
 
-    # edges: one projection per (ranvier source population, ranvier target population)
+
+
+def _add_edges(net, networks, ranvier_of, by_name, copies, info) -> None:
+    """Edges: one projection per (Ranvier source population, Ranvier target population)."""
+    from .network import Projection
+
+    dt = info.dt_ms
     onto_virtual = 0
     for entry in _entries(networks, "edges", ("edges_file", "edge_types_file")):
         types = _read_types(entry["edge_types_file"])
@@ -961,7 +994,6 @@ def load(config_path, *, dt_ms: float | None = None):
     if onto_virtual:
         info.notes.append(f"{onto_virtual} edge(s) onto virtual nodes dropped (a virtual node only fires its input "
                           f"spikes)")
-    return net, info
 
 
 def net_names(net) -> set:

@@ -37,7 +37,7 @@ def edge_population_names(network) -> dict[int, str]:
 
 def local_weights(sim, j: int):
     """Projection j's synapses on this rank, in the engine's storage order."""
-    src, tgt, w, d = sim._engine.plastic_weights(j, False)
+    src, tgt, w, d = sim.local_plastic_synapses(j)
     return np.asarray(src, np.int64), np.asarray(tgt, np.int64), np.asarray(d, np.int64), np.asarray(w, np.float64)
 
 
@@ -142,7 +142,7 @@ def save(sim, path):
     error = None
     if sim.rank == 0:
         try:
-            write_weights(path, sim, gathered, {s.name: s.trace() for s in sim._weight_samplers})
+            write_weights(path, sim, gathered, {s.name: s.trace() for s in sim.weight_samplers})
         except OSError as e:
             error = f"save_weights: cannot write {path}: {e.strerror or e}"
     error = sim.comm.bcast(error)
@@ -257,7 +257,7 @@ def apply_initial_weights(sim, path) -> None:
                 updates.append((j, w))
         agree(sim.comm, error)
     for j, w in updates:          # only once every projection fits, on every rank
-        sim._engine.set_plastic_weights(j, np.ascontiguousarray(w))
+        sim.set_plastic_weights(j, w)
 
 
 def distribution(sim, j: int) -> dict | None:
@@ -330,7 +330,7 @@ class WeightSampler:
     def __init__(self, sim, rec: WeightRecorder):
         if not isinstance(rec, WeightRecorder):
             raise ConfigError(f"record_weights must be a ranvier.WeightRecorder, got {rec!r:.80}")
-        self.j = sim._projection_index(rec.source, rec.target, rec.index)
+        self.j = sim.projection_index(rec.source, rec.target, rec.index)
         self.name = edge_population_names(sim.network).get(self.j, f"{rec.source}_to_{rec.target}")
         net, h = sim.network, sim.resolution_ms
         pr = net.projections[self.j]
@@ -403,7 +403,7 @@ class WeightSampler:
 
     def sample(self, sim, steps_done: int) -> None:
         """A collective call: every rank reads its chosen synapses; rank 0 keeps the column."""
-        values = sim._engine.plastic_weights_at(self.j, self.places) if self.places.size else np.zeros(0)
+        values = sim.plastic_weights_at(self.j, self.places) if self.places.size else np.zeros(0)
         parts = sim.comm.gather((self.slots, np.asarray(values)))
         if sim.rank == 0:
             column = np.empty(self.count)
