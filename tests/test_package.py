@@ -17,7 +17,7 @@ import ranvier
 
 PACKAGE_DIR = Path(ranvier.__file__).resolve().parent
 ROOT = "ranvier"
-ROOT_STATE = {"__version__", "_cpus_at_import", "_wait_policy_chosen"}
+ROOT_STATE = {"_cpus_at_import", "_wait_policy_chosen"}
 
 
 def module_files() -> dict[str, tuple[Path, bool]]:

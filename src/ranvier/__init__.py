@@ -41,11 +41,8 @@ def __getattr__(name: str):
     import importlib.util
 
     if name == "__version__":
-        from importlib.metadata import PackageNotFoundError, version
-        try:
-            value = version("ranvier")
-        except PackageNotFoundError:  # pragma: no cover - running from a source tree
-            value = "0.0.0+local"
+        from .version import ranvier_version
+        value = ranvier_version()
     elif name in _PUBLIC:
         value = getattr(importlib.import_module(f".{_PUBLIC[name]}", __name__), name)
     elif name in _SUBMODULES or (not name.startswith("__") and importlib.util.find_spec(f"{__name__}.{name}")):

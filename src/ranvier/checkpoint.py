@@ -130,7 +130,7 @@ def save(sim, path, *, keep_spikes: bool = True, extra_files: dict | None = None
     (spikes-<first>-<end>.npz), which this and later checkpoints list, instead of every spike so
     far into each checkpoint: saving costs the same at the end of a long run as at its start.
     Returns the path on rank 0, None elsewhere."""
-    from . import __version__
+    from .version import ranvier_version
 
     state = sim.engine_state()
     digest = sim.synapse_digest()
@@ -152,7 +152,7 @@ def save(sim, path, *, keep_spikes: bool = True, extra_files: dict | None = None
                  "recording.npz": _npz(_recording_columns(sim, keep_spikes and segments is None)),
                  **(extra_files or {})}
         meta = {
-            "format": FORMAT, "format_version": FORMAT_VERSION, "ranvier_version": __version__,
+            "format": FORMAT, "format_version": FORMAT_VERSION, "ranvier_version": ranvier_version(),
             "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
             "network": {"name": sim.network.name, "neurons": sim.network.size,
                         "description_sha256": network_digest(sim.network), "synapse_digest": str(digest)},
@@ -431,7 +431,7 @@ class Refused(ConfigError):
 def read_meta(path: Path) -> dict:
     """checkpoint.json, checked: a Ranvier checkpoint of this format and version, its own digest
     and every file it lists present with its size and hash; else one line (Refused)."""
-    from . import __version__
+    from .version import ranvier_version
 
     def refuse(predicate: str, reason: str):
         raise Refused(path, predicate, reason)
@@ -451,16 +451,16 @@ def read_meta(path: Path) -> dict:
     written_by = meta.get("ranvier_version")
     if meta.get("format_version") != FORMAT_VERSION:
         refuse(f"was written by Ranvier {written_by} in checkpoint format {meta.get('format_version')}; this "
-               f"Ranvier ({__version__}) reads format {FORMAT_VERSION}: resume it with the version that wrote it",
+               f"Ranvier ({ranvier_version()}) reads format {FORMAT_VERSION}: resume it with the version that wrote it",
                f"{META} is of checkpoint format {meta.get('format_version')}, not {FORMAT_VERSION}")
     if meta.get(META_DIGEST) != meta_digest(meta):
         refuse(f"is damaged: {META} does not match its digest (its field {META_DIGEST}): it was edited or damaged "
                f"after it was written", f"{META} does not match its digest (edited or damaged)")
-    if written_by != __version__:
-        refuse(f"was written by Ranvier {written_by}; this is Ranvier {__version__}, and a checkpoint resumes only "
+    if written_by != ranvier_version():
+        refuse(f"was written by Ranvier {written_by}; this is Ranvier {ranvier_version()}, and a checkpoint resumes only "
                f"in the Ranvier version that wrote it (another may integrate or draw differently): resume it with "
                f"Ranvier {written_by} (pip install 'ranvier=={written_by}'), or start the run again with this one",
-               f"written by Ranvier {written_by}, not by this Ranvier ({__version__})")
+               f"written by Ranvier {written_by}, not by this Ranvier ({ranvier_version()})")
     listed = meta.get("files", {}) if isinstance(meta.get("files"), dict) else {}
     for name in sorted(set(FILES) | set(listed)):
         info = listed.get(name)

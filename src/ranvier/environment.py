@@ -66,7 +66,8 @@ def collect(ranks: int = 1, ranks_per_node: int = 1, threads: int = 1, argv: lis
             transport: dict | None = None) -> dict:
     """The environment of this run, as plain JSON data. transport: parallel.transport(comm), how
     the ranks reached each other (nodes, host names, shared memory or the network module)."""
-    from . import __version__, _engine
+    from . import _engine
+    from .version import ranvier_version
 
     info = _engine.build_info()
     import numpy
@@ -85,7 +86,7 @@ def collect(ranks: int = 1, ranks_per_node: int = 1, threads: int = 1, argv: lis
         "threads_per_rank": threads,
         "mpi": _mpi(),
         "transport": transport,
-        "ranvier": {"version": __version__, "engine_version": info.get("version"),
+        "ranvier": {"version": ranvier_version(), "engine_version": info.get("version"),
                     "git_commit": info.get("git_commit"), "compiler": info.get("compiler"),
                     "build_type": info.get("build_type"), "native": info.get("native"), "simd": info.get("simd"),
                     "mpi_backend": " ".join(str(info.get("mpi_library") or "").split()) or None},

@@ -105,12 +105,12 @@ def to_neo(result, populations=None):
     neo, pq = _import_neo()
     chosen = _chosen(result, populations)
     spikes = _spikes(result)
-    from . import __version__
+    from .version import ranvier_version
 
     net = result.network
     h = result.resolution_ms
     block = neo.Block(name=net.name, description=f"Ranvier run of {net.name!r}, {result.duration_ms:g} ms",
-                      simulator="ranvier", ranvier_version=__version__, dt=h, duration_ms=result.duration_ms,
+                      simulator="ranvier", ranvier_version=ranvier_version(), dt=h, duration_ms=result.duration_ms,
                       seed=int(result.seed), mpi_processes=int(result.ranks), threads=int(result.threads),
                       populations=[p.name for p in chosen])
     seg = neo.Segment(name="segment000", description=f"{net.name}: [0, {result.duration_ms:g}) ms")

@@ -234,14 +234,14 @@ class OutputFolder:
     # -- finishing --------------------------------------------------------------------
     def publish(self, config: dict, summary: dict, environment: dict | None = None) -> Path:
         """Writes the small files and the marker into the staging folder, then renames it into place."""
-        from . import __version__
+        from .version import ranvier_version
         tmp = self.staging
         try:
             (tmp / "config.toml").write_text(dumps_toml(config))
             write_summary(tmp / "summary.json", summary)
             if environment is not None:
                 write_summary(tmp / "environment.json", environment)
-            (tmp / MARKER).write_text(json.dumps({"written_by": "ranvier", "version": __version__}) + "\n")
+            (tmp / MARKER).write_text(json.dumps({"written_by": "ranvier", "version": ranvier_version()}) + "\n")
             _sync(tmp)
             os.chmod(tmp, 0o755)                  # mkdtemp makes it private
         except OSError as e:

@@ -1061,10 +1061,10 @@ class Result:
         """The content of summary.json (rank 0). mpi_fit: adds the communication model."""
         if self.counters is None:
             return None
-        from . import __version__
+        from .version import ranvier_version
         steady = 1000.0 if self.duration_ms > 1000.0 else 0.0
         return {
-            "version": __version__,
+            "version": ranvier_version(),
             "model": self.network.name,
             "neurons": self.network.size,
             "synapses": self.synapses,
