@@ -122,12 +122,14 @@ NB_MODULE(_engine, m) {
                           to_numpy(std::move(rank_index)), to_numpy(std::move(back)));
   }, "first"_a, "ranks"_a, "threads"_a, "seed"_a, "The random placement of population bounds `first` (tests).");
   m.def("wall_time", &Engine::wall_time, "The engine's wall clock, seconds (its cycle ends use it).");
-  m.def("simd_kernels", []() { return avx512_kernels() ? "avx512" : "avx2"; });
+  m.def("simd_kernels", []() { return avx512_kernels() ? "avx512" : "avx2"; },
+        "The kernels of the loops outside the neuron models in this process (set by the last engine made)");
+  m.def("best_simd", []() { return simd_level_name(best_simd_level()); }, "The best kernels this CPU and build run");
+  m.def("use_simd", [](const std::string& name) { process_simd_level() = simd_level_named(name); }, "name"_a,
+        "Sets the process's kernels as an engine of EngineConfig.simd = name does (tests of the kernels)");
   m.def("inverse_normal", &inverse_normal, "p"_a);
-  m.def("neuron_simd", []() {
-    const SimdLevel l = neuron_simd_level();
-    return l == SimdLevel::avx512 ? "avx512" : l == SimdLevel::avx2 ? "avx2" : "scalar";
-  }, "The kernels the neuron models run (RANVIER_SIMD=avx2 or scalar chooses lower ones).");
+  m.def("neuron_simd", []() { return simd_level_name(process_simd_level()); },
+        "The kernels the neuron models of the last engine made run (EngineConfig.simd)");
   m.def("install_crash_report", &install_crash_report, "prefix"_a, "suffix"_a,
         "One line on stderr when the process crashes (SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT), then "
         "the signal ends it as before (core/crash_report.hpp)");
@@ -309,12 +311,14 @@ NB_MODULE(_engine, m) {
       .def_rw("drive_steps", &EngineConfig::drive_steps)
       .def_rw("placement_bounds", &EngineConfig::placement_bounds)
       .def_rw("placement_ranks", &EngineConfig::placement_ranks)
-      .def_rw("global_interval", &EngineConfig::global_interval);
+      .def_rw("global_interval", &EngineConfig::global_interval)
+      .def_rw("simd", &EngineConfig::simd).def_rw("grouped_build", &EngineConfig::grouped_build)
+      .def_rw("ranks_per_node", &EngineConfig::ranks_per_node);
 
   nb::class_<Engine>(m, "Engine")
       // The communicator is made here, from the configuration's handle, and handed to the engine.
       .def("__init__", [](Engine* e, EngineConfig cfg) {
-        auto comm = make_communicator(cfg.use_mpi, cfg.comm_handle);
+        auto comm = make_communicator(cfg.use_mpi, cfg.comm_handle, cfg.ranks_per_node);
         new (e) Engine(std::move(cfg), std::move(comm));
       }, "config"_a)
       .def("build", &Engine::build, nb::call_guard<nb::gil_scoped_release>())

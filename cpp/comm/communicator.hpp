@@ -108,9 +108,9 @@ class Communicator {
                                       const std::vector<size_t>& send_displs, uint64_t* recv,
                                       const std::vector<size_t>& recv_counts,
                                       const std::vector<size_t>& recv_displs) = 0;
-  // The ranks of this node (shared memory), or consecutive groups of ranks_per_node ranks when
-  // it is positive (to emulate several nodes on one).
-  virtual std::unique_ptr<Communicator> split_node(int ranks_per_node) = 0;
+  // The ranks of this node: those sharing memory, or consecutive groups of ranks_per_node ranks
+  // when the communicator was made with it positive (to emulate several nodes on one).
+  virtual std::unique_ptr<Communicator> split_node() = 0;
   virtual std::unique_ptr<Communicator> split(int color, int key) = 0;
   // Collective: every rank exposes `words` words, zeroed.
   virtual std::unique_ptr<Window> window(size_t words) = 0;
@@ -120,7 +120,8 @@ std::unique_ptr<Communicator> make_local_communicator();
 // use_mpi false: a single process. Otherwise the MPI communicator with this Fortran handle (from
 // mpi4py's py2f(); MPICH's handles of derived communicators are negative as integers), which the
 // engine duplicates so its traffic never mixes with the caller's.
-std::unique_ptr<Communicator> make_communicator(bool use_mpi, int64_t fortran_handle);
+// ranks_per_node: what split_node() calls a node (0: the ranks sharing memory).
+std::unique_ptr<Communicator> make_communicator(bool use_mpi, int64_t fortran_handle, int ranks_per_node = 0);
 bool have_mpi();
 // Whether the MPI library loaded has MPI-4's persistent collectives (MPI_Allgather_init,
 // MPI_Alltoallv_init), which the persistent strategies need on several ranks; true without MPI.

@@ -148,7 +148,7 @@ class LocalCommunicator final : public Communicator {
                               const std::vector<size_t>&, const std::vector<size_t>&) override {
     return 0;
   }
-  std::unique_ptr<Communicator> split_node(int) override { return std::make_unique<LocalCommunicator>(); }
+  std::unique_ptr<Communicator> split_node() override { return std::make_unique<LocalCommunicator>(); }
   std::unique_ptr<Communicator> split(int color, int) override {
     if (color < 0) return nullptr;
     return std::make_unique<LocalCommunicator>();
@@ -180,7 +180,7 @@ class LocalCommunicator final : public Communicator {
 std::unique_ptr<Communicator> make_local_communicator() { return std::make_unique<LocalCommunicator>(); }
 
 #ifndef RANVIER_HAVE_MPI
-std::unique_ptr<Communicator> make_communicator(bool use_mpi, int64_t) {
+std::unique_ptr<Communicator> make_communicator(bool use_mpi, int64_t, int) {
   if (use_mpi)
     throw std::runtime_error("this ranvier was built without MPI; install an MPI (pip install mpich mpi4py) "
                              "and reinstall ranvier to run on several ranks");

@@ -106,6 +106,8 @@ class MpiCommunicator final : public Communicator {
     MPI_Comm_rank(comm_, &rank_);
     MPI_Comm_size(comm_, &size_);
   }
+  int ranks_per_node_ = 0;  // split_node(): consecutive groups of this many ranks, 0 shared memory
+
   ~MpiCommunicator() override {
     int finalized = 0;
     MPI_Finalized(&finalized);
@@ -313,10 +315,10 @@ class MpiCommunicator final : public Communicator {
           "MPI_Ineighbor_alltoallv");
     return r;
   }
-  std::unique_ptr<Communicator> split_node(int ranks_per_node) override {
+  std::unique_ptr<Communicator> split_node() override {
     MPI_Comm node;
-    if (ranks_per_node > 0)
-      check(MPI_Comm_split(comm_, rank_ / ranks_per_node, rank_, &node), "MPI_Comm_split");
+    if (ranks_per_node_ > 0)
+      check(MPI_Comm_split(comm_, rank_ / ranks_per_node_, rank_, &node), "MPI_Comm_split");
     else
       check(MPI_Comm_split_type(comm_, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &node), "MPI_Comm_split_type");
     return std::make_unique<MpiCommunicator>(node);
@@ -383,7 +385,7 @@ class MpiCommunicator final : public Communicator {
 
 }  // namespace
 
-std::unique_ptr<Communicator> make_communicator(bool use_mpi, int64_t fortran_handle) {
+std::unique_ptr<Communicator> make_communicator(bool use_mpi, int64_t fortran_handle, int ranks_per_node) {
   if (!use_mpi) return make_local_communicator();
   int initialized = 0;
   MPI_Initialized(&initialized);
@@ -394,7 +396,9 @@ std::unique_ptr<Communicator> make_communicator(bool use_mpi, int64_t fortran_ha
     throw std::runtime_error("MPI must be initialised with at least MPI_THREAD_FUNNELED");
   MPI_Comm dup;
   check(MPI_Comm_dup(MPI_Comm_f2c(MPI_Fint(fortran_handle)), &dup), "MPI_Comm_dup");
-  return std::make_unique<MpiCommunicator>(dup);
+  auto comm = std::make_unique<MpiCommunicator>(dup);
+  comm->ranks_per_node_ = ranks_per_node;
+  return comm;
 }
 
 bool have_mpi() { return true; }

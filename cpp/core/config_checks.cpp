@@ -4,12 +4,27 @@
 #include <string>
 #include <vector>
 
+#include "core/simd.hpp"
 #include "neurons/neuron_model.hpp"
 
 namespace ranvier {
 
+SimdLevel simd_level_named(const std::string& name) {
+  if (name == "best") return best_simd_level();
+  for (SimdLevel level : {SimdLevel::scalar, SimdLevel::avx2, SimdLevel::avx512})
+    if (name == simd_level_name(level)) {
+      if (level > best_simd_level())
+        throw std::invalid_argument("simd = '" + name + "': this CPU and build run at most '" +
+                                    simd_level_name(best_simd_level()) + "'");
+      return level;
+    }
+  throw std::invalid_argument("simd = '" + name + "': one of best, avx512, avx2, scalar");
+}
+
 void check_config(EngineConfig& cfg) {
   if (cfg.threads < 1) throw std::invalid_argument("threads must be at least 1");
+  simd_level_named(cfg.simd);
+  if (cfg.ranks_per_node < 0) throw std::invalid_argument("ranks_per_node must be 0 (the shared-memory nodes) or positive");
   if (cfg.steps_per_cycle < 1 || cfg.steps_per_cycle > 0xFFFF)
     throw std::invalid_argument("steps_per_cycle must lie in [1, 65535]");
   if (cfg.drive_steps == 0) cfg.drive_steps = cfg.steps_per_cycle;

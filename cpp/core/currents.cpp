@@ -151,7 +151,7 @@ void Engine::set_population(uint32_t index, const PopulationSpec& spec) {
     throw std::invalid_argument("population '" + old.name + "': these parameters change how its input is held "
                                 "(psc_exp: one time constant or two); build a new simulation");
   old = spec;                                   // updates hold a reference to it, or copy it below
-  const ModelContext context{cfg_.resolution_ms, key_from_seed(cfg_.seed), neuron_simd_level()};
+  const ModelContext context{cfg_.resolution_ms, key_from_seed(cfg_.seed), simd_level_named(cfg_.simd)};
   const int64_t now = cycle_ * cfg_.steps_per_cycle;
   for (auto& ts : threads_)
     for (size_t ri = 0; ri < ts.neurons.ranges.size(); ++ri) {

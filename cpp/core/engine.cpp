@@ -61,6 +61,7 @@ Placement make_placement(const EngineConfig& cfg, int ranks) {
 Engine::Engine(EngineConfig cfg, std::unique_ptr<Communicator> comm)
     : cfg_(std::move(cfg)), comm_(std::move(comm)), placement_(make_placement(cfg_, comm_->size())) {
   check_config(cfg_);
+  process_simd_level() = simd_level_named(cfg_.simd);   // the process's loops run what the configuration says
   pathway_ = make_pathway(cfg_);
 }
 
@@ -115,7 +116,7 @@ void Engine::build() {
       ts.fixed_drive_words.assign(cfg_.drives.size(), {});
       ts.fixed_drive_group.assign(cfg_.drives.size(), 0);
       // One update per population range, its kernel chosen here once.
-      const ModelContext context{cfg_.resolution_ms, key_from_seed(cfg_.seed), neuron_simd_level()};
+      const ModelContext context{cfg_.resolution_ms, key_from_seed(cfg_.seed), simd_level_named(cfg_.simd)};
       ts.updates.clear();
       for (const auto& range : ts.neurons.ranges) {
         const PopulationSpec& pop = cfg_.populations[range.population];

@@ -698,7 +698,7 @@ void build_thread_synapses(const EngineConfig& cfg, const Placement& placement, 
       expected += expected_synapses(cfg, plan, placement, j, neurons, range);
     }
   const bool direct = d_max <= 0xFFFF && N * delays <= kMaxDelayCells && 4.0 * double(N * delays) <= 2.0 * expected &&
-                      !exponential && std::getenv("RANVIER_BUILD_GROUPED") == nullptr;
+                      !exponential && !cfg.grouped_build;
   if (d_min == UINT64_MAX) d_min = 0;
   TargetDraw td;
   // Pass 2 takes back the delays pass 1 redrew where they fit a byte above the shortest.

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <string>
 #if defined(__x86_64__)
 #include <immintrin.h>
 #endif
@@ -20,37 +21,54 @@ namespace ranvier {
 #define RANVIER_AVX512 __attribute__((target("avx512f,avx512vl,avx512dq,avx512bw,avx2,bmi2")))
 #endif
 
-// True when the CPU has AVX-512 (F, VL, DQ, BW) and BMI2, unless RANVIER_SIMD=avx2 or scalar.
+// The kernel levels, lowest first. A neuron model runs the level's kernel (ModelContext::simd);
+// "scalar" runs the models' scalar steps (the other loops keep their compiled-in AVX2), to check
+// that every vector kernel gives the scalar step's results bit for bit.
+enum class SimdLevel { scalar, avx2, avx512 };
+
+// The best level this build offers on this CPU: AVX-512 where the CPU has AVX-512 (F, VL, DQ,
+// BW) and BMI2, else AVX2 (the build's target), else scalar. Detected once.
+inline SimdLevel best_simd_level() {
+  static const SimdLevel best = [] {
+#if defined(RANVIER_HAVE_AVX512_KERNELS)
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
+        __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("bmi2"))
+      return SimdLevel::avx512;
+#endif
+#if defined(__AVX2__)
+    return SimdLevel::avx2;
+#else
+    return SimdLevel::scalar;
+#endif
+  }();
+  return best;
+}
+
+// The level the loops outside the neuron models (Philox, the drive's counts and events) run in
+// this process. The CPU is the process's, so the choice is too: the engine sets it from its
+// configuration (EngineConfig::simd) when it is made; before that, the best level. Every level
+// gives the same results bit for bit, so engines of one process never disagree in their spikes.
+inline SimdLevel& process_simd_level() {
+  static SimdLevel level = best_simd_level();
+  return level;
+}
+
 inline bool avx512_kernels() {
 #if defined(RANVIER_HAVE_AVX512_KERNELS)
-  static const bool chosen = [] {
-    const char* simd = std::getenv("RANVIER_SIMD");
-    if (simd && (std::strcmp(simd, "avx2") == 0 || std::strcmp(simd, "scalar") == 0)) return false;
-    __builtin_cpu_init();
-    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
-           __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("bmi2");
-  }();
-  return chosen;
+  return process_simd_level() == SimdLevel::avx512;
 #else
   return false;
 #endif
 }
 
-// The kernel a neuron model runs, chosen once per population at build. RANVIER_SIMD=scalar
-// runs the models' scalar steps (the other loops keep their compiled-in AVX2), to check that
-// every vector kernel gives the scalar step's results bit for bit.
-enum class SimdLevel { scalar, avx2, avx512 };
-
-inline SimdLevel neuron_simd_level() {
-  const char* simd = std::getenv("RANVIER_SIMD");
-  if (simd && std::strcmp(simd, "scalar") == 0) return SimdLevel::scalar;
-  if (avx512_kernels()) return SimdLevel::avx512;
-#if defined(__AVX2__)
-  return SimdLevel::avx2;
-#else
-  return SimdLevel::scalar;
-#endif
+inline const char* simd_level_name(SimdLevel level) {
+  return level == SimdLevel::avx512 ? "avx512" : level == SimdLevel::avx2 ? "avx2" : "scalar";
 }
+
+// "best" or a level's name, as EngineConfig::simd holds it; throws for a name that is not a
+// level, or a level above the best this CPU and build offer.
+SimdLevel simd_level_named(const std::string& name);
 
 #if defined(__AVX2__)
 // For each 8-bit mask, the lanes of its set bits in order: AVX2 has no compress instruction, so

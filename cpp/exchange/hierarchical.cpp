@@ -2,11 +2,9 @@
 // memory communicator) send their spikes to the node's leader; leaders all-gather among
 // themselves, so only leaders cross the network, one message per node pair instead of one per
 // rank pair; each leader broadcasts everything to its node. Every rank receives every spike,
-// as with allgather. Set RANVIER_RANKS_PER_NODE=k to group consecutive ranks into nodes of k
+// as with allgather. RANVIER_RANKS_PER_NODE=k (EngineConfig::ranks_per_node) groups consecutive ranks into nodes of k
 // (to study the scheme on one machine). Cost per interval: a non-leader sends one message with
 // its records; a leader sends its node's records to the other leaders and all S to its node.
-#include <cstdlib>
-#include <stdexcept>
 #include <string>
 
 #include "exchange/exchange.hpp"
@@ -18,12 +16,7 @@ class HierarchicalExchange final : public Exchange {
  public:
   void configure(Communicator& comm, const Placement&, const TargetTable&, uint32_t) override {
     comm_ = &comm;
-    int per_node = 0;
-    if (const char* v = std::getenv("RANVIER_RANKS_PER_NODE")) {
-      per_node = std::atoi(v);
-      if (per_node < 1) throw std::invalid_argument("RANVIER_RANKS_PER_NODE must be a positive integer, got '" + std::string(v) + "'");
-    }
-    node_ = comm.split_node(per_node);
+    node_ = comm.split_node();
     leader_ = node_->rank() == 0;
     leaders_ = comm.split(leader_ ? 0 : -1, comm.rank());
     if (leader_) {

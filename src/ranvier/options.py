@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -23,6 +24,47 @@ from .spec import TWO_TIER
 STRATEGIES = tuple(_engine.EXCHANGES)          # allgather, alltoallv, ...: one exchange among all ranks
 EXCHANGES = STRATEGIES + (TWO_TIER,)           # two-tier: a strategy inside each area group + one among all ranks
 PLACEMENTS = placements.PLACEMENTS             # round-robin, block, by-area, area-groups, balanced
+
+
+@dataclass(frozen=True)
+class EngineSettings:
+    """The engine's settings that come from the environment, read here and nowhere else:
+
+    RANVIER_SIMD             simd: the kernels, avx2 or scalar (or avx512); unset: the best the CPU
+                             runs. Every level gives the same spikes (docs/architecture.md).
+    RANVIER_RANKS_PER_NODE   ranks_per_node: the hierarchical exchange's nodes are groups of k
+                             consecutive ranks (to emulate several nodes on one); unset: the ranks
+                             that share memory.
+    RANVIER_BUILD_GROUPED    grouped_build: 1 builds every synapse table in the grouped layout
+                             (the tests compare it with the direct one); unset or 0: chosen per thread.
+    """
+    simd: str = "best"
+    ranks_per_node: int = 0
+    grouped_build: bool = False
+
+
+SIMD_LEVELS = ("avx512", "avx2", "scalar")
+
+
+def engine_settings(environ=None) -> EngineSettings:
+    """The EngineSettings of `environ` (default os.environ); a ConfigError names a bad variable."""
+    env = os.environ if environ is None else environ
+    simd = env.get("RANVIER_SIMD", "").strip() or "best"
+    if simd != "best":
+        if simd not in SIMD_LEVELS:
+            raise ConfigError(f"RANVIER_SIMD={simd!r}: one of {', '.join(SIMD_LEVELS)}, or unset for the best the CPU runs")
+        best = _engine.best_simd()
+        if SIMD_LEVELS.index(simd) < SIMD_LEVELS.index(best):
+            raise ConfigError(f"RANVIER_SIMD={simd}: this CPU and build run at most {best}; unset it or choose "
+                              f"{', '.join(SIMD_LEVELS[SIMD_LEVELS.index(best):])}")
+    per_node = env.get("RANVIER_RANKS_PER_NODE", "").strip()
+    if per_node and not (per_node.isdigit() and int(per_node) > 0):
+        raise ConfigError(f"RANVIER_RANKS_PER_NODE={per_node!r}: a positive whole number of ranks, or unset "
+                          f"for the ranks that share memory")
+    grouped = env.get("RANVIER_BUILD_GROUPED", "").strip()
+    if grouped not in ("", "0", "1"):
+        raise ConfigError(f"RANVIER_BUILD_GROUPED={grouped!r}: 1 (the grouped layout everywhere), or 0 or unset")
+    return EngineSettings(simd=simd, ranks_per_node=int(per_node or 0), grouped_build=grouped == "1")
 
 
 @dataclass(frozen=True)
@@ -47,6 +89,7 @@ class Options:
     initial_weights: object
     record_weights: object
     threads_note: str | None          # why fewer threads than cores run (busy cores), or None
+    engine_settings: EngineSettings   # from the environment (RANVIER_SIMD, ...)
 
     @property
     def record_state_interval_ms(self) -> float:
@@ -75,6 +118,7 @@ def check_options(network, comm, *, threads=None, exchange="allgather", placemen
                   record_weights=None, pace=False) -> Options:
     """Simulation's keyword arguments checked against the network and the communicator `comm`
     (ranvier.parallel): collective, every rank calls it and gets the same answer."""
+    settings = engine_settings()
     exchange = choose("exchange", exchange, EXCHANGES)
     tier_exchange = choose("tier_exchange", tier_exchange, STRATEGIES)
     placement = choose("placement", placement, PLACEMENTS)
@@ -113,7 +157,8 @@ def check_options(network, comm, *, threads=None, exchange="allgather", placemen
                    record_spikes_of=_spike_ids(record_spikes_of, record_spikes, n),
                    record_state=state, record_state_steps=_state_steps(record_state_interval_ms, resolution),
                    global_interval=global_interval, max_memory_bytes=max_memory_bytes,
-                   initial_weights=initial_weights, record_weights=record_weights, threads_note=threads_note)
+                   initial_weights=initial_weights, record_weights=record_weights, threads_note=threads_note,
+                   engine_settings=settings)
 
 
 def _resolution(resolution_ms) -> float:

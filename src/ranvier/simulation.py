@@ -231,7 +231,7 @@ class Simulation:
             exchange=self.options.strategy,
             placement=self.placement, placement_segments=self.placement_segments, seed=self.seed,
             barrier=self.barrier, record_spikes=record_spikes, record_state=self.record_state,
-            record_state_interval=self.record_state_steps, comm=self.comm)
+            record_state_interval=self.record_state_steps, comm=self.comm, settings=self.options.engine_settings)
 
     def _out_of_memory(self) -> MemoryError:
         """The build ran out of memory although the estimate passed: a MemoryError in one line."""

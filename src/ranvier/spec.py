@@ -626,10 +626,11 @@ class EngineSpec:
 
     def engine_config(self, *, exchange: str, placement: str, placement_segments=None, seed: int,
                       barrier: bool, record_spikes: bool, record_state: list[int], comm,
-                      record_state_interval: int = 1):
+                      record_state_interval: int = 1, settings=None):
         """The engine's configuration: this specification with the decomposition's settings.
         exchange: the engine's strategy (for two-tier, the one used inside groups and among all
-        ranks); placement_segments: (bounds, ranks) of an area placement, else None."""
+        ranks); placement_segments: (bounds, ranks) of an area placement, else None; settings:
+        the options.EngineSettings (default: none of the environment's)."""
         cfg = _engine.EngineConfig()
         cfg.populations, cfg.projections, cfg.drives = self.populations, self.projections, self.drives
         cfg.current_sources = self._current_specs()
@@ -650,4 +651,6 @@ class EngineSpec:
         cfg.use_mpi = comm.handle is not None
         cfg.comm_handle = comm.handle or 0
         cfg.fraction_bits = self.fraction_bits
+        if settings is not None:
+            cfg.simd, cfg.ranks_per_node, cfg.grouped_build = settings.simd, settings.ranks_per_node, settings.grouped_build
         return cfg

@@ -22,14 +22,17 @@ def loaded_libmpi() -> str | None:
 
 
 def command(args=None) -> int:
-    from .. import __version__, _engine
+    from .. import _engine
+    from ..options import engine_settings
+    from ..version import ranvier_version
     from ..parallel import mpi_library_version
     from ..simulation import EXCHANGES, PLACEMENTS
 
     info = _engine.build_info()
     yes = {True: "yes", False: "no"}
     tidy = lambda text: " ".join(str(text).split())      # MPI version strings pad with spaces
-    print(f"ranvier {__version__}")
+    _engine.use_simd(engine_settings().simd)      # RANVIER_SIMD, as a run would read it
+    print(f"ranvier {ranvier_version()}")
     print(f"engine              {info.get('version', '?')}, built with {info.get('compiler', '?')}")
     mpi = yes[bool(info.get("mpi"))] + (f" ({tidy(info['mpi_library'])})" if info.get("mpi_library") else "")
     print(f"MPI backend         {mpi}")
