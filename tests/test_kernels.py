@@ -6,7 +6,6 @@ and its spikes are compared with the scalar level's."""
 from __future__ import annotations
 
 import functools
-import os
 import subprocess
 import sys
 

@@ -28,10 +28,10 @@ def command(args=None) -> int:
     from ..parallel import mpi_library_version
     from ..simulation import EXCHANGES, PLACEMENTS
 
+    _engine.use_simd(engine_settings().simd)      # RANVIER_SIMD, as a run would read it
     info = _engine.build_info()
     yes = {True: "yes", False: "no"}
     tidy = lambda text: " ".join(str(text).split())      # MPI version strings pad with spaces
-    _engine.use_simd(engine_settings().simd)      # RANVIER_SIMD, as a run would read it
     print(f"ranvier {ranvier_version()}")
     print(f"engine              {info.get('version', '?')}, built with {info.get('compiler', '?')}")
     mpi = yes[bool(info.get("mpi"))] + (f" ({tidy(info['mpi_library'])})" if info.get("mpi_library") else "")
