@@ -471,74 +471,103 @@ struct TargetDraw {
   // emit(sources, weights, delays (steps, at most 65535), m, projection, shortest and longest
   // delay) once per projection with its m synapses in order: the callers' loops then run over
   // plain arrays.
+  // What one projection's synapses onto a target draw, and how (decided once per projection).
+  struct Plan {
+    bool weight_draw, delay_draw;  // drawn unless the list gives it (weights, delays) or it is a constant
+    bool weight_rejects;           // a weight outside (0, 2 mean) is drawn again
+    bool weight_now;               // weights drawn in this pass
+    bool apart;                    // weight and delay redrawn apart, the delay kept or reused
+    double floor_steps, ceil_steps;
+  };
+
+  Plan plan_of(const ProjectionSpec& pr, double h, bool need_weights) const {
+    Plan p;
+    p.floor_steps = pr.delay_redraw_below_ms >= 0 ? pr.delay_redraw_below_ms / h : double(pr.delay_offset_steps);
+    // Normal delays above this are redrawn too (NEST's redraw with a max); 1e300: no bound.
+    p.ceil_steps = pr.delay_redraw_above_ms >= 0 ? pr.delay_redraw_above_ms / h : 1e300;
+    p.weight_draw = pr.weight_sd > 0 && !pr.list_weights();
+    p.delay_draw = !pr.delay_constant && !pr.list_delays();
+    // |z| < 6.5 (uniforms in [2^-33, 1 - 2^-33]): no weight is rejected when 6.5 sd stays well
+    // inside the mean, so the ratio test can be skipped, and with it the weight when unneeded.
+    p.weight_rejects = p.weight_draw && !pr.weight_clip && !(6.5 * pr.weight_sd < 0.999 * std::abs(pr.weight_mean));
+    p.weight_now = p.weight_draw && (need_weights || p.weight_rejects);
+    p.apart = keep_delays && p.delay_draw && !p.weight_rejects;
+    return p;
+  }
+
+  // The common case vectorised: central normals, the rounding of the delay, and a flag for
+  // every synapse whose draw the per-synapse code must make (about 5 % per normal).
+  void central_pass(const ProjectionSpec& pr, double h, size_t m, const Plan& p) {
+    auto in_tail = [](double u) { return u < kNormalLow || u > 1.0 - kNormalLow; };
+    const uint32_t* wu = synapse_words.data();
+    const uint32_t* du = synapse_words.data() + (p.weight_draw ? m : 0);
+    const double mean = pr.weight_mean, sd = pr.weight_sd, offset = double(pr.delay_offset_steps);
+    double* W = w.data();
+    int32_t* D = d.data();
+    uint8_t* X = exact.data();
+    if (p.weight_now) {
+      const bool clip = pr.weight_clip, rejects = p.weight_rejects;
+      // Two loops: gcc 12 vectorises neither half when one loop stores both doubles and bytes.
+#pragma omp simd
+      for (size_t i = 0; i < m; ++i) W[i] = mean + sd * inverse_normal_central(to_uniform(wu[i]));
+#pragma omp simd
+      for (size_t i = 0; i < m; ++i) {
+        const double ratio = W[i] / mean;
+        X[i] = uint8_t(5 * (in_tail(to_uniform(wu[i])) | (clip ? !(ratio > 0.0) : rejects && !(ratio > 0.0 && ratio < 2.0))));
+      }
+    } else {
+      std::fill(W, W + m, mean);
+      std::fill(X, X + m, uint8_t(0));
+    }
+    if (p.delay_draw && pr.delay_normal) {
+      const double floor_steps = p.floor_steps, ceil_steps = p.ceil_steps;
+#pragma omp simd
+      for (size_t i = 0; i < m; ++i) {
+        const double u = to_uniform(du[i]);
+        const double y = (pr.delay_mean_ms + pr.delay_sd_ms * inverse_normal_central(u)) / h;
+        const double yc = std::min(y, 1e6), whole = std::trunc(yc);
+        D[i] = int32_t(std::max(offset, whole + (yc - whole >= 0.5 ? 1.0 : 0.0)));  // std::llround for y >= 0
+        X[i] |= uint8_t(3 * (in_tail(u) | !(y >= floor_steps && y <= ceil_steps)));
+      }
+    } else if (p.delay_draw) {  // the exponential law: a logarithm each
+      for (size_t i = 0; i < m; ++i) {
+        const double x = -pr.delay_scale_ms * std::log(to_uniform(du[i]));
+        D[i] = int32_t(std::min<uint64_t>(uint64_t(pr.delay_offset_steps) +
+                                              uint64_t(std::floor(x / pr.delay_step_ms)) * uint64_t(pr.delay_step_steps),
+                                          0x10000));
+        X[i] |= uint8_t(3 * !(x < pr.delay_cut_ms));
+      }
+    } else {
+      std::fill(D, D + m, int32_t(std::min<int64_t>(pr.delay_offset_steps, 0x10000)));
+    }
+  }
+
+  // need_weights = false: the weights are left at the mean unless a weight's rejection decides
+  // the delay (pass 1 of the direct layout only needs the delays).
+  // emit(sources, weights, delays (steps, at most 65535), m, projection, shortest and longest
+  // delay) once per projection with its m synapses in order: the callers' loops then run over
+  // plain arrays.
   template <class Emit>
   void draw(const EngineConfig& cfg, const ConnectivityPlan& plan, const Placement& placement, const Key& key,
             const std::vector<uint32_t>& projections, uint64_t t, bool need_weights, Emit&& emit) {
-    auto in_tail = [](double u) { return u < kNormalLow || u > 1.0 - kNormalLow; };
     for (uint32_t j : projections) {
       const auto& pr = cfg.projections[j];
-      const double floor_steps =
-          pr.delay_redraw_below_ms >= 0 ? pr.delay_redraw_below_ms / cfg.resolution_ms : double(pr.delay_offset_steps);
-      // Normal delays above this are redrawn too (NEST's redraw with a max); 1e300: no bound.
-      const double ceil_steps = pr.delay_redraw_above_ms >= 0 ? pr.delay_redraw_above_ms / cfg.resolution_ms : 1e300;
       const uint64_t* entries = sources_of(cfg, plan, placement, key, j, t, words, sources);
       const size_t m = sources.size();
       if (m == 0) continue;
-      // Drawn unless the list gives it (weights, delays) or it is a constant.
-      const bool weight_draw = pr.weight_sd > 0 && !pr.list_weights();
-      const bool delay_draw = !pr.delay_constant && !pr.list_delays();
-      // |z| < 6.5 (uniforms in [2^-33, 1 - 2^-33]): no weight is rejected when 6.5 sd stays well
-      // inside the mean, so the ratio test can be skipped, and with it the weight when unneeded.
-      const bool weight_rejects = weight_draw && !pr.weight_clip && !(6.5 * pr.weight_sd < 0.999 * std::abs(pr.weight_mean));
-      const bool weight_now = weight_draw && (need_weights || weight_rejects);
-      // Weight and delay redrawn apart, each only where flagged, and the delay kept or reused.
-      const bool apart = keep_delays && delay_draw && !weight_rejects;
+      const Plan p = plan_of(pr, cfg.resolution_ms, need_weights);
+      const bool weight_draw = p.weight_draw, delay_draw = p.delay_draw, weight_rejects = p.weight_rejects;
+      const bool weight_now = p.weight_now;
+      const double floor_steps = p.floor_steps, ceil_steps = p.ceil_steps;
       if (synapse_words.size() < 4 * m) synapse_words.resize(4 * m);
       if (w.size() < m) { w.resize(m); d.resize(m); exact.resize(m); }
       const uint32_t* wu = synapse_words.data();
-      const uint32_t* du = synapse_words.data() + (weight_draw ? m : 0);
       const double mean = pr.weight_mean, sd = pr.weight_sd, h = cfg.resolution_ms;
-      const double offset = double(pr.delay_offset_steps);
       double* W = w.data();
       int32_t* D = d.data();
       uint8_t* X = exact.data();
-      // The common case vectorised: central normals, the rounding of the delay, and a flag for
-      // every synapse whose draw the per-synapse code below must make (about 5 % per normal).
       if (weight_draw || delay_draw) philox4x32_10_series(make_counter(t, Purpose::synapse, j, 0, 0), 2, m, key, synapse_words.data(), m);
-      if (weight_now) {
-        const bool clip = pr.weight_clip;
-        // Two loops: gcc 12 vectorises neither half when one loop stores both doubles and bytes.
-#pragma omp simd
-        for (size_t i = 0; i < m; ++i) W[i] = mean + sd * inverse_normal_central(to_uniform(wu[i]));
-#pragma omp simd
-        for (size_t i = 0; i < m; ++i) {
-          const double ratio = W[i] / mean;
-          X[i] = uint8_t(5 * (in_tail(to_uniform(wu[i])) | (clip ? !(ratio > 0.0) : weight_rejects && !(ratio > 0.0 && ratio < 2.0))));
-        }
-      } else {
-        std::fill(W, W + m, mean);
-        std::fill(X, X + m, uint8_t(0));
-      }
-      if (delay_draw && pr.delay_normal) {
-#pragma omp simd
-        for (size_t i = 0; i < m; ++i) {
-          const double u = to_uniform(du[i]);
-          const double y = (pr.delay_mean_ms + pr.delay_sd_ms * inverse_normal_central(u)) / h;
-          const double yc = std::min(y, 1e6), whole = std::trunc(yc);
-          D[i] = int32_t(std::max(offset, whole + (yc - whole >= 0.5 ? 1.0 : 0.0)));  // std::llround for y >= 0
-          X[i] |= uint8_t(3 * (in_tail(u) | !(y >= floor_steps && y <= ceil_steps)));
-        }
-      } else if (delay_draw) {  // the exponential law: a logarithm each
-        for (size_t i = 0; i < m; ++i) {
-          const double x = -pr.delay_scale_ms * std::log(to_uniform(du[i]));
-          D[i] = int32_t(std::min<uint64_t>(uint64_t(pr.delay_offset_steps) +
-                                                uint64_t(std::floor(x / pr.delay_step_ms)) * uint64_t(pr.delay_step_steps),
-                                            0x10000));
-          X[i] |= uint8_t(3 * !(x < pr.delay_cut_ms));
-        }
-      } else {
-        std::fill(D, D + m, int32_t(std::min<int64_t>(pr.delay_offset_steps, 0x10000)));
-      }
+      central_pass(pr, h, m, p);
       // A rejected delay is drawn again from the stream's next words: the rest of block 0 here
       // (the weight took one word at most, since it was accepted), block 1 on in the slow path.
       // Returns false if block 0 rejected them all.
@@ -604,7 +633,7 @@ struct TargetDraw {
       // each group's set bits mispredicted its exit).
       if (flagged.size() < m + 8) flagged.resize(m + 8);
       const size_t n_flagged = flagged_indices(X, m, flagged.data());
-      if (apart) {
+      if (p.apart) {
         for (size_t k = 0; k < n_flagged; ++k) redraw_apart(flagged[k]);
       } else {
         for (size_t k = 0; k < n_flagged; ++k) redraw(flagged[k]);
@@ -615,14 +644,19 @@ struct TargetDraw {
           if (pr.list_delays()) D[i] = int32_t(pr.list->delay_steps[entries[i]]);
         }
       }
-      int32_t shortest = INT32_MAX, longest = 0;  // plain ternaries: gcc 12 left std::min's reduction scalar
-      for (size_t i = 0; i < m; ++i) {
-        shortest = D[i] < shortest ? D[i] : shortest;
-        longest = D[i] > longest ? D[i] : longest;
-      }
-      if (longest > 0xFFFF) throw std::runtime_error("a delay exceeds 65535 steps: use a coarser resolution_ms");
-      emit(sources.data(), W, D, m, j, uint64_t(shortest), uint64_t(longest));
+      const auto [shortest, longest] = delay_bounds(D, m);
+      emit(sources.data(), W, D, m, j, shortest, longest);
     }
+  }
+
+  static std::pair<uint64_t, uint64_t> delay_bounds(const int32_t* D, size_t m) {
+    int32_t shortest = INT32_MAX, longest = 0;  // plain ternaries: gcc 12 left std::min's reduction scalar
+    for (size_t i = 0; i < m; ++i) {
+      shortest = D[i] < shortest ? D[i] : shortest;
+      longest = D[i] > longest ? D[i] : longest;
+    }
+    if (longest > 0xFFFF) throw std::runtime_error("a delay exceeds 65535 steps: use a coarser resolution_ms");
+    return {uint64_t(shortest), uint64_t(longest)};
   }
 };
 
