@@ -239,3 +239,23 @@ def test_pynn_if_cond_alpha_is_nests_iaf_cond_alpha():
     print(f"IF_cond_alpha (pyNN.ranvier) vs NEST iaf_cond_alpha: largest |V difference| {largest:.3g} mV")
     assert largest < 1e-6
     assert np.max(np.abs(signals["gsyn_exc"][k] - m.events["g_ex"] / 1000.0)) < 1e-9
+
+
+def test_neo_signals_are_pynns_conductances():
+    """Result.to_neo: "v" absolute (mV), "gsyn_exc" and "gsyn_inh" (nS) as PyNN names them,
+    equal to the recorded state."""
+    pytest.importorskip("neo")
+    net = rv.Network(name="cell")
+    net.add_population(rv.Population("s", 1, {"spike_times_ms": [5.0]}, model="spike_train"))
+    net.add_population(rv.Population("n", 2, dict(COND_ALPHA), model="iaf_cond_alpha"))
+    net.connect(rv.Projection(source="s", target="n", sources=[0, 0], targets=[0, 1], weight=[3.0, -2.0],
+                              delay_ms=1.0))
+    res = rv.Simulation(net, threads=1, resolution_ms=H, record_state=[1, 2]).run(40.0)
+    seg = res.to_neo().segments[0]
+    signals = {s.name: s for s in seg.analogsignals}
+    assert set(signals) == {"v", "gsyn_exc", "gsyn_inh"}
+    assert str(signals["gsyn_exc"].units.dimensionality) == "nS"
+    assert np.array_equal(np.asarray(signals["gsyn_exc"]).T, np.asarray(res.state["c"]))
+    assert np.array_equal(np.asarray(signals["gsyn_inh"]).T, np.asarray(res.state["c_in"]))
+    assert np.allclose(np.asarray(signals["v"]).T, np.asarray(res.state["V"]) + COND_ALPHA["E_L_mV"], atol=1e-12)
+    assert np.asarray(res.state["c"])[0].max() > 2.9 and np.asarray(res.state["c_in"])[1].max() > 1.9
