@@ -60,18 +60,19 @@ constexpr const char* kPerNeuron[] = {"E_L_mV",        "V_th_mV",       "V_reset
 
 // The constants of one neuron's update.
 struct Constants {
-  double g_L, c_m, E_ex, E_in, i_e, theta, reset, h, inv_c_m, inv_tau_ex, inv_tau_in, jump_ex, jump_in;
+  double g_L, c_m, E_ex, E_in, tau_ex, tau_in, i_e, theta, reset, h, jump_ex, jump_in;
   int32_t refractory;
   Constants(const Parameters& p, double h_ms)
       : g_L(p.g_L_nS),
         c_m(p.c_m_pF),
         E_ex(p.E_ex_mV),
         E_in(p.E_in_mV),
+        tau_ex(p.tau_syn_ex_ms),
+        tau_in(p.tau_syn_in_ms),
         i_e(p.i_e_pA),
         theta(p.theta_mV),
         reset(p.reset_mV),
         h(h_ms),
-        inv_c_m(1 / c_m), inv_tau_ex(1 / p.tau_syn_ex_ms), inv_tau_in(1 / p.tau_syn_in_ms),
         jump_ex(M_E / p.tau_syn_ex_ms), jump_in(M_E / p.tau_syn_in_ms),   // peak conductance w at tau_syn
         refractory(int32_t(p.refractory_steps)) {}
 };
@@ -82,17 +83,19 @@ constexpr int kDim = 5;
 enum : int { kV, kDgEx, kGEx, kDgIn, kGIn };
 
 // The right-hand side (NEST's): V held at the reset while refractory, else bounded by theta.
-// It multiplies by 1/C_m and 1/tau_syn where NEST divides, as iaf_cond_exp does.
+// It divides by C_m and tau_syn as NEST does: multiplying by their inverses, as iaf_cond_exp
+// does, took the largest difference from NEST's trace in tests/test_iaf_cond_alpha.py from
+// 4.3e-14 to 2.7e-13 mV (NEST's defaults), for no measurable gain in speed (20,000 neurons).
 inline void derivative(const Constants& p, bool refractory, double i_stim, const double* y, double* f) {
   const double v = refractory ? p.reset : std::min(y[kV], p.theta);
   const double i_ex = y[kGEx] * (v - p.E_ex);
   const double i_in = y[kGIn] * (v - p.E_in);
   const double i_leak = p.g_L * v;
-  f[kV] = refractory ? 0.0 : (-i_leak + i_stim + p.i_e - i_ex - i_in) * p.inv_c_m;
-  f[kDgEx] = -y[kDgEx] * p.inv_tau_ex;
-  f[kGEx] = y[kDgEx] - y[kGEx] * p.inv_tau_ex;
-  f[kDgIn] = -y[kDgIn] * p.inv_tau_in;
-  f[kGIn] = y[kDgIn] - y[kGIn] * p.inv_tau_in;
+  f[kV] = refractory ? 0.0 : (-i_leak + i_stim + p.i_e - i_ex - i_in) / p.c_m;
+  f[kDgEx] = -y[kDgEx] / p.tau_ex;
+  f[kGEx] = y[kDgEx] - y[kGEx] / p.tau_ex;
+  f[kDgIn] = -y[kDgIn] / p.tau_in;
+  f[kGIn] = y[kDgIn] - y[kGIn] / p.tau_in;
 }
 
 // One time step of one neuron: integrate, take the input (nS; inhibitory input is negative),
