@@ -200,13 +200,14 @@ def devices_network(neurons: int, probability: float):
 
 def pynn_cells_network(neurons: int, probability: float):
     """The models of PyNN's standard cells in one driven network: psc_exp with separate excitatory
-    and inhibitory time constants (E, homogeneous; I, tau_syn_ex_ms drawn per neuron) and
-    iaf_cond_exp (C, homogeneous; D, g_L_nS and V_th_mV per neuron); 70 % excitatory, inhibitory
-    weights negative (split input), pA into psc_exp, nS into iaf_cond_exp; Poisson drive."""
+    and inhibitory time constants (E, homogeneous; I, tau_syn_ex_ms drawn per neuron),
+    iaf_cond_exp (C, homogeneous; D, g_L_nS and V_th_mV per neuron) and iaf_cond_alpha (A,
+    homogeneous; B, tau_syn_ex_ms and E_in_mV per neuron); 70 % excitatory, inhibitory weights
+    negative (split input), pA into psc_exp, nS into the conductance models; Poisson drive."""
     import ranvier as rv
     from ranvier.random import Uniform
-    n_e = n_c = neurons * 7 // 20
-    n_i = n_d = (neurons - n_e - n_c) // 2
+    n_e = n_c = n_a = neurons * 7 // 30
+    n_i = n_d = n_b = (neurons - n_e - n_c - n_a) // 3
     net = rv.Network(name="pynn-cells")
     psc = {"tau_syn_ex_ms": 0.5, "tau_syn_in_ms": 3.0, "V0_mean_mV": -60.0, "V0_sd_mV": 5.0}
     net.add_population(rv.Population("E", n_e, dict(psc), model="psc_exp"))
@@ -217,14 +218,19 @@ def pynn_cells_network(neurons: int, probability: float):
     net.add_population(rv.Population("D", n_d, {**cond, "g_L_nS": np.linspace(12.0, 20.0, n_d),
                                                 "V_th_mV": Uniform(-56.0, -54.0)}, model="iaf_cond_exp",
                                      excitatory=False))
+    net.add_population(rv.Population("A", n_a, dict(cond), model="iaf_cond_alpha"))
+    net.add_population(rv.Population("B", n_b, {**cond, "tau_syn_ex_ms": Uniform(0.2, 0.6),
+                                                "E_in_mV": np.linspace(-90.0, -75.0, n_b)}, model="iaf_cond_alpha",
+                                     excitatory=False))
     delays = dict(delay_offset_ms=1.0, delay_scale_ms=1.0, delay_cut_ms=3.0, delay_step_ms=0.1)
     weights = {("psc_exp", True): 40.0, ("psc_exp", False): -80.0, ("iaf_cond_exp", True): 2.0,
-               ("iaf_cond_exp", False): -8.0}
+               ("iaf_cond_exp", False): -8.0, ("iaf_cond_alpha", True): 1.0, ("iaf_cond_alpha", False): -4.0}
     for src in net.populations:
         for tgt in net.populations:
             net.connect(rv.Projection(source=src.name, target=tgt.name, probability=probability,
                                       weight=weights[(tgt.model, src.excitatory)], **delays))
-    for tgt, w, rate in (("E", 40.0, 200.0), ("I", 40.0, 150.0), ("C", 2.0, 120.0), ("D", 2.0, 120.0)):
+    for tgt, w, rate in (("E", 40.0, 200.0), ("I", 40.0, 150.0), ("C", 2.0, 120.0), ("D", 2.0, 120.0),
+                         ("A", 1.0, 120.0), ("B", 1.0, 120.0)):
         net.drive(rv.PoissonDrive(tgt, 100, rate, weight=w))
     return net
 

@@ -28,6 +28,7 @@ MODELS = {
                      "iaf_cond_exp", {**{k: v for k, v in NEST_PARAMS.items() if k != "tau_m"}, "g_L": 200.0 / 15.0,
                                       "E_ex": 0.0, "E_in": -85.0}, (6.0, -12.0)),
 }
+MODELS["iaf_cond_alpha"] = (MODELS["iaf_cond_exp"][0], "iaf_cond_alpha", *MODELS["iaf_cond_exp"][2:])
 
 
 def one_neuron(times=TIMES, amps=AMPS, extra_sources=(), model="iaf_psc_alpha"):
@@ -48,7 +49,7 @@ def one_neuron(times=TIMES, amps=AMPS, extra_sources=(), model="iaf_psc_alpha"):
 @pytest.mark.parametrize("delay_ms", [0.1, 1.0])
 def test_nests_step_current_generator_to_the_step(model, delay_ms):
     """NEST's generator with amplitude_times t reaches the neuron over its connection's delay d:
-    StepCurrent(times t + d) gives its V at every step within 1e-9 mV (1e-6 for iaf_cond_exp),
+    StepCurrent(times t + d) gives its V at every step within 1e-9 mV (1e-6 for iaf_cond_*),
     and its spikes."""
     nest = pytest.importorskip("nest")
     _, nest_model, nest_params, (w_ex, w_in) = MODELS[model]
@@ -69,7 +70,7 @@ def test_nests_step_current_generator_to_the_step(model, delay_ms):
     t_nest, v_nest = meter.events["times"], meter.events["V_m"]
     v, res = one_neuron([t + delay_ms for t in TIMES], model=model)
     k = np.rint(t_nest / H).astype(int) - 1               # our row k holds V at (k + 1) h
-    assert k.size > 900 and np.max(np.abs(v[k] - v_nest)) < (1e-6 if model == "iaf_cond_exp" else 1e-9)
+    assert k.size > 900 and np.max(np.abs(v[k] - v_nest)) < (1e-6 if model.startswith("iaf_cond") else 1e-9)
     ids, times = res.spikes
     ours = times[ids == 1]
     assert ours.size > 0 and np.allclose(ours, rec.events["times"], atol=1e-9)
@@ -296,10 +297,10 @@ def test_what_cannot_change_between_runs_is_refused():
 
 
 def test_the_inhibitory_synaptic_variable_is_recorded_as_nests():
-    """Result.state["c_in"]: iaf_cond_exp's g_in and iaf_psc_alpha's I_in, equal to NEST's g_in and
+    """Result.state["c_in"]: iaf_cond_*'s g_in and iaf_psc_alpha's I_in, equal to NEST's g_in and
     I_syn_in at every step (1e-9); NaN for a model without one (lifca)."""
     nest = pytest.importorskip("nest")
-    for model, nest_name in (("iaf_cond_exp", "g_in"), ("iaf_psc_alpha", "I_syn_in")):
+    for model, nest_name in (("iaf_cond_exp", "g_in"), ("iaf_cond_alpha", "g_in"), ("iaf_psc_alpha", "I_syn_in")):
         params, nest_model, nest_params, (w_ex, w_in) = MODELS[model]
         nest.ResetKernel()
         nest.set_verbosity("M_ERROR")

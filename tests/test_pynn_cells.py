@@ -319,8 +319,9 @@ def test_a_poisson_drive_into_split_input_must_be_excitatory(model, params):
                                                              (2, 2, "random", "alltoallv"),
                                                              (2, 2, "block", "allgather")])
 def test_spikes_identical_for_any_decomposition(workloads, ranks, threads, placement, exchange):
-    """psc_exp with two time constants and iaf_cond_exp, homogeneous and with per-neuron
-    parameters: the same spikes and traces on any ranks x threads x placement x exchange."""
+    """psc_exp with two time constants, iaf_cond_exp and iaf_cond_alpha, homogeneous and with
+    per-neuron parameters: the same spikes and traces on any ranks x threads x placement x
+    exchange."""
     kw = dict(model="pynn-cells", neurons=800, probability=0.05, ms=200.0)
     ref = workloads(1, threads=1, exchange="allgather", placement="round-robin", **kw)
     run = workloads(ranks, threads=threads, exchange=exchange, placement=placement, **kw)

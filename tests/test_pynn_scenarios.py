@@ -45,7 +45,8 @@ NOT_YET: dict[tuple[str, str], str] = {
     ("test_parameter_handling", "test_set_synaptic_parameters_multiply_connected"): _TM,
     ("test_parameter_handling", "test_issue505"): _TM,
     ("test_recording", "test_record_vm_and_gsyn_from_assembly"): _EIF,
-    ("test_scenario1", "test_scenario1a"): "IF_cond_alpha (NEST's iaf_cond_alpha): not a Ranvier model yet",
+    ("test_scenario1", "test_scenario1a"): "projections onto an Assembly (sim.connect(cells, excitatory + "
+                                           "inhibitory)): not in pyNN.ranvier yet",
     ("test_scenario4", "test_scenario4"): _EIF,
     ("test_synapse_types", "test_simple_stochastic_synapse"): "SimpleStochasticSynapse: not in Ranvier yet",
 }

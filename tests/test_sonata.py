@@ -218,10 +218,11 @@ def test_the_membrane_report_is_written_in_the_sonata_layout(tmp_path):
 @pytest.mark.parametrize("template, model, check", [
     ("nest:iaf_psc_exp", "psc_exp", {"tau_syn_ex_ms": 1.5, "tau_syn_in_ms": 2.0}),
     ("nest:iaf_cond_exp", "iaf_cond_exp", {"C_m_pF": 200.0, "E_L_mV": -65.0}),
+    ("nest:iaf_cond_alpha", "iaf_cond_alpha", {"C_m_pF": 200.0, "E_L_mV": -65.0}),
 ])
 def test_the_other_nest_models_are_read(tmp_path, template, model, check):
     config = write_network(tmp_path, template=template)
-    if template == "nest:iaf_cond_exp":        # the excitatory type's file: NEST's iaf_cond_exp names
+    if template in ("nest:iaf_cond_exp", "nest:iaf_cond_alpha"):   # the excitatory type's file: NEST's names
         (tmp_path / "components" / "exc.json").write_text(json.dumps(
             {"C_m": 200.0, "g_L": 13.3, "E_L": -65.0, "V_th": -50.0, "V_reset": -65.0, "t_ref": 2.0,
              "E_ex": 0.0, "E_in": -80.0, "tau_syn_ex": 1.5}))

@@ -91,7 +91,8 @@ StateTables Engine::checkpoint_state() const {
   auto& input_inh = I["neuron.input_inhibitory"];
   auto& V = R["neuron.V"];
   auto& c = R["neuron.c"];
-  std::vector<double>* extra[3] = {&R["neuron.extra0"], &R["neuron.extra1"], &R["neuron.extra2"]};
+  std::vector<double>* extra[kMaxExtraColumns] = {&R["neuron.extra0"], &R["neuron.extra1"], &R["neuron.extra2"],
+                                                 &R["neuron.extra3"]};
   for (const auto& ts : threads_) {
     const ThreadNeurons& tn = ts.neurons;
     const uint64_t n = tn.size();
@@ -106,7 +107,7 @@ StateTables Engine::checkpoint_state() const {
       refractory.push_back(tn.refractory[k]);
       next_spike.push_back(tn.next_spike.empty() ? 0 : tn.next_spike[k]);
       spikes_fired.push_back(tn.spikes_fired.empty() ? 0 : tn.spikes_fired[k]);
-      for (int e = 0; e < 3; ++e) extra[e]->push_back(tn.extra[e].empty() ? 0.0 : tn.extra[e][k]);
+      for (int e = 0; e < kMaxExtraColumns; ++e) extra[e]->push_back(tn.extra[e].empty() ? 0.0 : tn.extra[e][k]);
       for (int64_t r = 0; r < rows; ++r) {
         const int32_t* row = ts.input.data() + r * ts.input_stride;
         input.push_back(row[k]);
@@ -246,8 +247,9 @@ void Engine::restore_state(const StateTables& s, int64_t boundary_step) {
   const auto& spikes_fired = column(s, "neuron.spikes_fired");
   const auto& input = column(s, "neuron.input");
   const auto& input_inh = column(s, "neuron.input_inhibitory");
-  const std::vector<double>* extra[3] = {&real_column(s, "neuron.extra0"), &real_column(s, "neuron.extra1"),
-                                         &real_column(s, "neuron.extra2")};
+  const std::vector<double>* extra[kMaxExtraColumns] = {
+      &real_column(s, "neuron.extra0"), &real_column(s, "neuron.extra1"), &real_column(s, "neuron.extra2"),
+      &real_column(s, "neuron.extra3")};
   if (input.size() != gid.size() * size_t(rows)) throw std::invalid_argument("checkpoint input rows malformed");
   std::vector<std::vector<uint64_t>> inh_column(threads_.size());
   for (size_t t = 0; t < threads_.size(); ++t) {
@@ -270,7 +272,7 @@ void Engine::restore_state(const StateTables& s, int64_t boundary_step) {
     tn.refractory[k] = int32_t(refractory[x]);
     if (!tn.next_spike.empty()) tn.next_spike[k] = next_spike[x];
     if (!tn.spikes_fired.empty()) tn.spikes_fired[k] = uint32_t(spikes_fired[x]);
-    for (int e = 0; e < 3; ++e)
+    for (int e = 0; e < kMaxExtraColumns; ++e)
       if (!tn.extra[e].empty()) tn.extra[e][k] = (*extra[e])[x];
     for (int64_t r = 0; r < rows; ++r) {
       int32_t* row = ts.input.data() + r * ts.input_stride;

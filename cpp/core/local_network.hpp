@@ -53,6 +53,10 @@ struct PopulationRange {
   uint64_t inhibitory_offset = 0;
 };
 
+// State variables a neuron model may keep beyond V, c and the refractory counter (iaf_cond_alpha
+// keeps four: g_in, its integrator's step size, dg_ex, dg_in).
+inline constexpr int kMaxExtraColumns = 4;
+
 struct ThreadNeurons {
   std::vector<uint64_t> gid;            // thread-local index -> global id
   std::vector<uint32_t> gid_lo, gid_hi; // the same split in 32-bit words, for vectorised draws
@@ -60,7 +64,7 @@ struct ThreadNeurons {
   std::vector<int32_t> refractory;      // steps left
   std::vector<int64_t> next_spike;      // artificial cells: the step of the next spike
   std::vector<uint32_t> spikes_fired;   // artificial cells: spikes so far (keys the next interval)
-  std::vector<double> extra[3];         // further state variables, where a model needs them
+  std::vector<double> extra[kMaxExtraColumns];   // further state variables, where a model needs them
   std::vector<PopulationRange> ranges;
   uint64_t input_columns = 0;           // neurons, then the inhibitory columns of split ranges
   uint64_t size() const { return gid.size(); }

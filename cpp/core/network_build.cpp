@@ -54,7 +54,7 @@ void build_thread_neurons(const EngineConfig& cfg, const Placement& placement, i
     range.inhibitory_offset = out.input_columns - range.begin;
     out.input_columns += range.end - range.begin;
   }
-  for (int i = 0; i < 3; ++i) out.extra[i].assign(i < extra ? n : 0, 0.0);
+  for (int i = 0; i < kMaxExtraColumns; ++i) out.extra[i].assign(i < extra ? n : 0, 0.0);
   // Each model sets the initial state of its ranges.
   const Key key = key_from_seed(cfg.seed);
   for (const auto& range : out.ranges) {

@@ -4,29 +4,23 @@
 // V relative to rest (E_ex, E_in, theta, reset likewise; the front end's are absolute). Input is in
 // nS: positive weights jump g_ex, negative ones jump g_in by their magnitude (split input).
 //
-// Integrated as NEST 3.10 integrates it, so that the trace matches NEST's on the grid: over each
-// step h, the embedded Runge-Kutta-Fehlberg 4(5) pair (the fifth-order solution is kept, the
-// difference of the two estimates the error) with adaptive step size, GSL's standard control
-// with an absolute tolerance of 1e-3 (mV for V, nS for the conductances) and no relative one: a
-// trial step is repeated with a smaller step when its largest error exceeds 1.1 tolerances
-// (factor 0.9 (err/tol)^(-1/5), at least 0.2), and the next step may grow when it is below half
-// of one (factor 0.9 (err/tol)^(-1/6), between 1 and 5). Each neuron keeps its own step size
-// from one time step to the next (a state column), so a neuron's trajectory does not depend on
-// any other neuron, thread or rank. Then NEST's order: the step's input jumps the conductances;
-// while refractory V is held at the reset and the counter counts down, else V >= theta spikes.
-// During the integration the right-hand side holds V at the reset while refractory (dV/dt = 0)
-// and uses min(V, theta) otherwise, as NEST's.
+// Integrated as NEST 3.10 integrates it (rkf45.hpp: adaptive Runge-Kutta-Fehlberg 4(5), absolute
+// tolerance 1e-3 in mV and nS), each neuron with its own step size (a state column), so a
+// neuron's trajectory does not depend on any other neuron, thread or rank. Then NEST's order: the
+// step's input jumps the conductances; while refractory V is held at the reset and the counter
+// counts down, else V >= theta spikes. During the integration the right-hand side holds V at the
+// reset while refractory (dV/dt = 0) and uses min(V, theta) otherwise, as NEST's.
 //
 // How close this is to the exact solution and to NEST: docs/neuron-models.md (measured by
 // tests/test_pynn_cells.py). Scalar kernel: the number of trial steps varies per neuron.
 #include <algorithm>
-#include <cfloat>
 #include <cmath>
 #include <stdexcept>
 #include <vector>
 
 #include "core/spec.hpp"
 #include "neurons/neuron_model.hpp"
+#include "neurons/rkf45.hpp"
 
 namespace ranvier::iaf_cond_exp {
 
@@ -83,12 +77,11 @@ struct Constants {
 
 // The state vector of the integrator: V (mV, relative to rest), g_ex, g_in (nS).
 constexpr int kDim = 3;
-using Y = double[kDim];
 
 // The right-hand side (NEST's): V held at the reset while refractory, else bounded by theta.
 // It multiplies by 1/C_m and 1/tau_syn where NEST divides (20 % faster; the largest difference
 // from NEST's trace in tests/test_pynn_cells.py stayed 5e-14 mV).
-inline void derivative(const Constants& p, bool refractory, double i_stim, const Y y, Y f) {
+inline void derivative(const Constants& p, bool refractory, double i_stim, const double* y, double* f) {
   const double v = refractory ? p.reset : std::min(y[0], p.theta);
   const double i_ex = y[1] * (v - p.E_ex);
   const double i_in = y[2] * (v - p.E_in);
@@ -98,87 +91,15 @@ inline void derivative(const Constants& p, bool refractory, double i_stim, const
   f[2] = -y[2] * p.inv_tau_in;
 }
 
-// The Runge-Kutta-Fehlberg tableau (Fehlberg 1969): stage nodes 1/4, 3/8, 12/13, 1, 1/2; the
-// fifth-order weights b5 and the differences b5 - b4 of the fifth- and fourth-order weights.
-constexpr double kA21 = 1.0 / 4.0;
-constexpr double kA31 = 3.0 / 32.0, kA32 = 9.0 / 32.0;
-constexpr double kA41 = 1932.0 / 2197.0, kA42 = -7200.0 / 2197.0, kA43 = 7296.0 / 2197.0;
-constexpr double kA51 = 439.0 / 216.0, kA52 = -8.0, kA53 = 3680.0 / 513.0, kA54 = -845.0 / 4104.0;
-constexpr double kA61 = -8.0 / 27.0, kA62 = 2.0, kA63 = -3544.0 / 2565.0, kA64 = 1859.0 / 4104.0,
-                 kA65 = -11.0 / 40.0;
-constexpr double kB1 = 16.0 / 135.0, kB3 = 6656.0 / 12825.0, kB4 = 28561.0 / 56430.0, kB5 = -9.0 / 50.0,
-                 kB6 = 2.0 / 55.0;
-constexpr double kE1 = 1.0 / 360.0, kE3 = -128.0 / 4275.0, kE4 = -2197.0 / 75240.0, kE5 = 1.0 / 50.0,
-                 kE6 = 2.0 / 55.0;
-constexpr double kTolerance = 1e-3;   // absolute, per component (NEST: gsl_odeiv_control_y_new(1e-3, 0))
-constexpr double kSafety = 0.9;       // the control's safety factor
-constexpr double kOrder = 5.0;        // the order the control assumes for the pair
-
-// One trial step of size dt from y0 with derivative k1 there: the fifth-order solution in y, and
-// the largest error estimate over the components, in tolerances (at least DBL_MIN).
-inline double rkf45(const Constants& p, bool refractory, double i_stim, const Y y0, const Y k1, double dt, Y y) {
-  Y k2, k3, k4, k5, k6, t;
-  for (int i = 0; i < kDim; ++i) t[i] = y0[i] + dt * (kA21 * k1[i]);
-  derivative(p, refractory, i_stim, t, k2);
-  for (int i = 0; i < kDim; ++i) t[i] = y0[i] + dt * (kA31 * k1[i] + kA32 * k2[i]);
-  derivative(p, refractory, i_stim, t, k3);
-  for (int i = 0; i < kDim; ++i) t[i] = y0[i] + dt * (kA41 * k1[i] + kA42 * k2[i] + kA43 * k3[i]);
-  derivative(p, refractory, i_stim, t, k4);
-  for (int i = 0; i < kDim; ++i) t[i] = y0[i] + dt * (kA51 * k1[i] + kA52 * k2[i] + kA53 * k3[i] + kA54 * k4[i]);
-  derivative(p, refractory, i_stim, t, k5);
-  for (int i = 0; i < kDim; ++i)
-    t[i] = y0[i] + dt * (kA61 * k1[i] + kA62 * k2[i] + kA63 * k3[i] + kA64 * k4[i] + kA65 * k5[i]);
-  derivative(p, refractory, i_stim, t, k6);
-  double largest = 0;
-  for (int i = 0; i < kDim; ++i) {
-    y[i] = y0[i] + dt * (kB1 * k1[i] + kB3 * k3[i] + kB4 * k4[i] + kB5 * k5[i] + kB6 * k6[i]);
-    largest = std::max(largest, std::abs(dt * (kE1 * k1[i] + kE3 * k3[i] + kE4 * k4[i] + kE5 * k5[i] + kE6 * k6[i])));
-  }
-  return std::max(DBL_MIN, largest / kTolerance);   // the largest of |e_i| / tolerance: division is monotonic
-}
-
-// Integrates y over one time step h with adaptive steps; `trial` is the neuron's step size
-// (updated for the next time step).
-inline void integrate(const Constants& p, bool refractory, double i_stim, Y y, double& trial) {
-  double t = 0.0;
-  double step = trial > 0 ? trial : p.h;
-  while (t < p.h) {
-    Y y0, k1;
-    std::copy(y, y + kDim, y0);
-    derivative(p, refractory, i_stim, y0, k1);
-    const double remaining = p.h - t;
-    for (;;) {
-      const bool last = step > remaining;
-      if (last) step = remaining;
-      const double error = rkf45(p, refractory, i_stim, y0, k1, step, y);
-      const double t_next = last ? p.h : t + step;
-      if (error > 1.1) {
-        const double smaller = std::max(0.2, kSafety / std::pow(error, 1.0 / kOrder)) * step;
-        if (smaller < step && t_next + smaller != t_next) {   // a real decrease: try again from y0
-          step = smaller;
-          continue;
-        }
-      } else if (error < 0.5) {
-        // The step may grow: by 0.9 (err/tol)^(-1/6), between 1 and 5. Where it already reaches to
-        // the end of the next interval to integrate (the rest of this time step, or the next
-        // one), the next step is cut there whatever it grew to, so the factor is not computed.
-        const double next_interval = t_next < p.h ? p.h - t_next : p.h;
-        step *= step >= next_interval ? 5.0 : std::clamp(kSafety / std::pow(error, 1.0 / (kOrder + 1.0)), 1.0, 5.0);
-      }
-      t = t_next;
-      break;
-    }
-  }
-  trial = step;
-}
-
 // One time step of one neuron: integrate, take the input (nS; inhibitory input is negative),
 // then the refractory period or the threshold.
 // `current`: the injected current of the step (pA; NEST's I_stim).
 inline bool step(const Constants& p, double input_ex, double input_in, double& V, double& g_ex, double& g_in,
                  double& trial, int32_t& r, double current = 0.0) {
-  Y y{V, g_ex, g_in};
-  integrate(p, r > 0, current, y, trial);
+  const bool refractory = r > 0;
+  double y[kDim] = {V, g_ex, g_in};
+  rkf45::integrate<kDim>([&](const double* x, double* f) { derivative(p, refractory, current, x, f); }, p.h, y,
+                         trial);
   V = y[0];
   g_ex = y[1] + input_ex;
   g_in = y[2] - input_in;

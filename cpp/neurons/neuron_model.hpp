@@ -29,7 +29,7 @@ struct NeuronColumns {
   int32_t* refractory;        // steps left
   int64_t* next_spike;        // artificial cells: the step of the next spike
   uint32_t* spikes_fired;     // artificial cells: spikes so far (keys the next interval)
-  double* extra[3];           // further state variables (NeuronModel::extra_columns of them)
+  double* extra[kMaxExtraColumns];   // further state variables (NeuronModel::extra_columns of them)
   uint64_t n;                 // neurons in the range
 };
 
@@ -37,7 +37,7 @@ inline NeuronColumns columns_of(ThreadNeurons& t, const PopulationRange& r) {
   const uint64_t b = r.begin;
   auto extra = [&](int i) { return t.extra[i].empty() ? nullptr : t.extra[i].data() + b; };
   return {t.gid.data() + b,        t.V.data() + b,           t.c.data() + b, t.refractory.data() + b,
-          t.next_spike.data() + b, t.spikes_fired.data() + b, {extra(0), extra(1), extra(2)}, r.end - b};
+          t.next_spike.data() + b, t.spikes_fired.data() + b, {extra(0), extra(1), extra(2), extra(3)}, r.end - b};
 }
 
 // One step of one range: the step's input row (fixed point, from the range's first neuron), the
@@ -78,7 +78,7 @@ struct NeuronModel {
   // The update of one range (its columns give the neurons' global ids, for per-neuron parameters).
   std::unique_ptr<PopulationUpdate> (*make_update)(const PopulationSpec&, const ModelContext&, const NeuronColumns&);
   bool split_input = false;   // excitatory and inhibitory input in separate columns
-  int extra_columns = 0;      // state variables beyond V, c and the refractory counter (at most 3)
+  int extra_columns = 0;      // state variables beyond V, c and the refractory counter (at most kMaxExtraColumns)
   // Where those two depend on the population's parameters (psc_exp splits its input only where
   // its excitatory and inhibitory time constants differ): the population's; null: the two above.
   struct Layout {

@@ -14,6 +14,7 @@
   X(poisson_source)              \
   X(iaf_psc_alpha)               \
   X(iaf_cond_exp)                \
+  X(iaf_cond_alpha)              \
   X(spike_train)                 \
   X(inhomogeneous_poisson)
 

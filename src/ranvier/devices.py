@@ -11,8 +11,8 @@ d: NEST's step_current_generator with amplitude_times [t], connected with delay 
 StepCurrent(times_ms=[t + d]), V equal at every step within 1e-9 mV (tests/test_currents.py,
 NEST 3.10, d = 0.1 and 1 ms).
 
-Models that take a current: NeuronModel.takes_current (iaf_psc_alpha, psc_exp, iaf_cond_exp);
-others are refused by name.
+Models that take a current: NeuronModel.takes_current (iaf_psc_alpha, psc_exp, iaf_cond_exp,
+iaf_cond_alpha); others are refused by name.
 """
 from __future__ import annotations
 

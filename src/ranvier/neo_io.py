@@ -42,12 +42,14 @@ SECOND_VARIABLE = {
     "psc_exp": ("I_syn", "pA", "synaptic current"),
     "iaf_psc_alpha": ("I_syn_ex", "pA", "excitatory synaptic current"),
     "iaf_cond_exp": ("gsyn_exc", "nS", "excitatory synaptic conductance"),
+    "iaf_cond_alpha": ("gsyn_exc", "nS", "excitatory synaptic conductance"),
 }
 # model -> the inhibitory synaptic variable (Result.state["c_in"]), where the model has one
 INHIBITORY_VARIABLE = {
     "psc_exp": ("I_syn_in", "pA", "inhibitory synaptic current (two time constants only)"),
     "iaf_psc_alpha": ("I_syn_in", "pA", "inhibitory synaptic current"),
     "iaf_cond_exp": ("gsyn_inh", "nS", "inhibitory synaptic conductance"),
+    "iaf_cond_alpha": ("gsyn_inh", "nS", "inhibitory synaptic conductance"),
 }
 
 

@@ -23,7 +23,7 @@ What is read:
 
 NEST models mapped (nest: prefix, parameters by NEST's names): iaf_psc_alpha -> iaf_psc_alpha,
 iaf_psc_delta -> lifca (NEST's iaf_psc_delta), iaf_psc_exp -> psc_exp (two time constants),
-iaf_cond_exp -> iaf_cond_exp. Anything else is refused by name before anything is built.
+iaf_cond_exp -> iaf_cond_exp, iaf_cond_alpha -> iaf_cond_alpha. Anything else is refused by name before anything is built.
 
 One Ranvier population per SONATA population and node type (named "<population>.<model_name
 or pop_name or node_type_id>"), neurons in node-id order; parameters the type's, or per
@@ -53,7 +53,7 @@ NEST_DEFAULTS = {   # NEST 3.10's, for the models whose Ranvier parameters are n
     "iaf_psc_delta": {"E_L": -70.0, "V_th": -55.0, "V_reset": -70.0, "C_m": 250.0, "tau_m": 10.0,
                       "t_ref": 2.0, "I_e": 0.0, "V_m": -70.0},
 }
-SUPPORTED_NEST_MODELS = ("iaf_psc_alpha", "iaf_psc_delta", "iaf_psc_exp", "iaf_cond_exp")
+SUPPORTED_NEST_MODELS = ("iaf_psc_alpha", "iaf_psc_delta", "iaf_psc_exp", "iaf_cond_exp", "iaf_cond_alpha")
 VIRTUAL = "virtual"
 NEURON_TYPES = ("point_process", "point_neuron", "point_soma")
 
@@ -491,7 +491,7 @@ def _nest_keys(nest_name: str) -> dict | None:
     (None: iaf_psc_delta, whose lifca parameters are relative to rest)."""
     if nest_name in ("iaf_psc_alpha", "iaf_psc_exp"):
         return _ALPHA_KEYS
-    if nest_name == "iaf_cond_exp":
+    if nest_name in ("iaf_cond_exp", "iaf_cond_alpha"):
         return {**{k: v for k, v in _ALPHA_KEYS.items() if k != "tau_m"}, "g_L": "g_L_nS", "E_ex": "E_ex_mV",
                 "E_in": "E_in_mV"}
     return None
@@ -519,7 +519,8 @@ def _to_ranvier(nest_name: str, nest: dict, where: str) -> tuple[str, dict]:
     if nest_name == "iaf_psc_exp":
         # NEST's defaults where the file leaves them out (psc_exp's own tau_syn_ms would stand in)
         params = {"tau_syn_ex_ms": 2.0, "tau_syn_in_ms": 2.0, **params}
-    return {"iaf_psc_alpha": "iaf_psc_alpha", "iaf_psc_exp": "psc_exp", "iaf_cond_exp": "iaf_cond_exp"}[nest_name], params
+    return {"iaf_psc_alpha": "iaf_psc_alpha", "iaf_psc_exp": "psc_exp", "iaf_cond_exp": "iaf_cond_exp",
+            "iaf_cond_alpha": "iaf_cond_alpha"}[nest_name], params
 
 
 def _dynamics_file(components: dict, name: str, where: str) -> dict:

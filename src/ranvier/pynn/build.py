@@ -5,6 +5,11 @@ from __future__ import annotations
 
 import numpy as np
 
+# The Ranvier models of cells with a membrane (the others are sources): PyNN's initial v applies,
+# and weights become Ranvier's units, nA -> pA and uS -> nS (x 1000; IF_curr_delta's lifca:
+# 1000 w mV, as pyNN.nest gives iaf_psc_delta).
+MEMBRANE_MODELS = ("iaf_psc_alpha", "psc_exp", "iaf_cond_exp", "iaf_cond_alpha", "lifca")
+
 
 def _native_values(pop) -> dict:
     out = {}
@@ -66,9 +71,8 @@ def describe(state) -> dict:
     for p in state.populations:
         model = p.celltype.ranvier_model
         params = ranvier_params(state, p)
-        membrane = ("iaf_psc_alpha", "psc_exp", "iaf_cond_exp", "lifca")
-        initial = p._initial.get("v") if model in membrane else None
-        if initial is None and model in membrane:
+        initial = p._initial.get("v") if model in MEMBRANE_MODELS else None
+        if initial is None and model in MEMBRANE_MODELS:
             initial = np.full(p.size, float(p.celltype.default_initial_values["v"]))
         if model == "lifca":                         # relative to rest
             initial = np.asarray(initial, dtype=float) - np.broadcast_to(
@@ -143,7 +147,7 @@ def build_network(state):
         target_model = desc["populations"][pr["post"]]["model"]
         if "native" in pr:
             q = pr["native"]
-            scale = 1000.0 if target_model in ("iaf_psc_alpha", "psc_exp", "iaf_cond_exp", "lifca") else 1.0
+            scale = 1000.0 if target_model in MEMBRANE_MODELS else 1.0
             w = abs(q["weight"]) * scale * (-1.0 if pr["receptor"] == "inhibitory" else 1.0)
             extra = {"autapses": True} if q.get("autapses") else {}
             state.native_index[j] = len(net.projections)
@@ -154,7 +158,7 @@ def build_network(state):
         if not len(pr["weight"]):
             continue
         # nA -> pA, uS -> nS; IF_curr_delta (lifca): 1000 w mV, as pyNN.nest gives iaf_psc_delta
-        scale = 1000.0 if target_model in ("iaf_psc_alpha", "psc_exp", "iaf_cond_exp", "lifca") else 1.0
+        scale = 1000.0 if target_model in MEMBRANE_MODELS else 1.0
         w = np.abs(pr["weight"]) * scale
         if pr["receptor"] == "inhibitory":
             w = -w

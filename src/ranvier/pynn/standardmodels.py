@@ -2,7 +2,8 @@
 
 Native parameter names are Ranvier's, so a population's native parameters are the Ranvier
 population's: IF_curr_alpha -> iaf_psc_alpha, IF_curr_exp -> psc_exp (separate excitatory and
-inhibitory time constants), SpikeSourceArray -> spike_train, SpikeSourcePoisson ->
+inhibitory time constants), IF_cond_exp -> iaf_cond_exp, IF_cond_alpha ->
+iaf_cond_alpha, SpikeSourceArray -> spike_train, SpikeSourcePoisson ->
 poisson_source. PyNN's units (nF, nA)
 become Ranvier's (pF, pA) in the translations.
 """
@@ -86,6 +87,14 @@ class IF_cond_exp(cells.IF_cond_exp):
     )
     variable_map = {'v': 'V', 'gsyn_exc': 'c', 'gsyn_inh': 'c_in'}
     scale_factors = {'v': 1.0, 'gsyn_exc': 0.001, 'gsyn_inh': 0.001}          # nS -> uS
+
+
+class IF_cond_alpha(cells.IF_cond_alpha):
+    __doc__ = cells.IF_cond_alpha.__doc__
+    ranvier_model = "iaf_cond_alpha"
+    translations = IF_cond_exp.translations
+    variable_map = IF_cond_exp.variable_map
+    scale_factors = IF_cond_exp.scale_factors
 
 
 class SpikeSourceArray(cells.SpikeSourceArray):
