@@ -7,6 +7,7 @@
 #include "core/huge_pages.hpp"
 #include "core/placement.hpp"
 #include "core/spec.hpp"
+#include "neurons/neuron_model.hpp"
 
 namespace ranvier {
 
@@ -53,10 +54,6 @@ struct PopulationRange {
   uint64_t inhibitory_offset = 0;
 };
 
-// State variables a neuron model may keep beyond V, c and the refractory counter (iaf_cond_alpha
-// keeps four: g_in, its integrator's step size, dg_ex, dg_in).
-inline constexpr int kMaxExtraColumns = 4;
-
 struct ThreadNeurons {
   std::vector<uint64_t> gid;            // thread-local index -> global id
   std::vector<uint32_t> gid_lo, gid_hi; // the same split in 32-bit words, for vectorised draws
@@ -77,6 +74,14 @@ struct ThreadNeurons {
     return column;
   }
 };
+
+// A population range's slice of its thread's state, as the neuron models see it.
+inline NeuronColumns columns_of(ThreadNeurons& t, const PopulationRange& r) {
+  const uint64_t b = r.begin;
+  auto extra = [&](int i) { return t.extra[i].empty() ? nullptr : t.extra[i].data() + b; };
+  return {t.gid.data() + b,        t.V.data() + b,           t.c.data() + b, t.refractory.data() + b,
+          t.next_spike.data() + b, t.spikes_fired.data() + b, {extra(0), extra(1), extra(2), extra(3)}, r.end - b};
+}
 
 // Builds the neurons and the synapse store of thread t on rank r. Every draw is keyed by the
 // target's global id (and the projection and synapse index), so the network instance is the

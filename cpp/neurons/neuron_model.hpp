@@ -13,12 +13,15 @@
 #include <string>
 
 #include "core/distributions.hpp"
-#include "core/local_network.hpp"
 #include "core/philox.hpp"
 #include "core/simd.hpp"
 #include "core/spec.hpp"
 
 namespace ranvier {
+
+// State variables a model may keep beyond V, c and the refractory counter (iaf_cond_alpha
+// keeps four: g_in, its integrator's step size, dg_ex, dg_in).
+inline constexpr int kMaxExtraColumns = 4;
 
 // A population range's slice of its thread's state, structure of arrays: each model reads the
 // columns it declares (its State) and leaves the others alone.
@@ -32,13 +35,6 @@ struct NeuronColumns {
   double* extra[kMaxExtraColumns];   // further state variables (NeuronModel::extra_columns of them)
   uint64_t n;                 // neurons in the range
 };
-
-inline NeuronColumns columns_of(ThreadNeurons& t, const PopulationRange& r) {
-  const uint64_t b = r.begin;
-  auto extra = [&](int i) { return t.extra[i].empty() ? nullptr : t.extra[i].data() + b; };
-  return {t.gid.data() + b,        t.V.data() + b,           t.c.data() + b, t.refractory.data() + b,
-          t.next_spike.data() + b, t.spikes_fired.data() + b, {extra(0), extra(1), extra(2), extra(3)}, r.end - b};
-}
 
 // One step of one range: the step's input row (fixed point, from the range's first neuron), the
 // factor that turns it into the model's input unit, and the index of the step integrated
