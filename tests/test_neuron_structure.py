@@ -43,6 +43,15 @@ def test_every_model_is_the_one_model_of_its_own_module():
     assert files == set(NEURON_MODELS), "every module of ranvier/neurons but base is one model"
 
 
+def test_every_model_has_its_engine_file_of_the_same_name():
+    """cpp/neurons/<name>.cpp, which the build lists in the engine's registry (CMakeLists.txt)."""
+    files = {p.stem for p in (ROOT / "cpp" / "neurons").glob("*.cpp")} - {"registry"}
+    assert files == set(NEURON_MODELS)
+    for name in NEURON_MODELS:
+        text = (ROOT / "cpp" / "neurons" / f"{name}.cpp").read_text()
+        assert f"namespace ranvier::{name}" in text and f'NeuronModel model{{"{name}"' in text, name
+
+
 def test_no_module_outside_the_models_names_a_model():
     found = set()
     for path in sorted(PACKAGE.rglob("*.py")):

@@ -181,7 +181,7 @@ NB_MODULE(_engine, m) {
   nb::class_<PopulationSpec>(m, "PopulationSpec")
       .def(nb::init<>())
       .def_rw("name", &PopulationSpec::name).def_rw("first", &PopulationSpec::first)
-      // The neuron model by its name (cpp/neurons/registry.cpp lists them).
+      // The neuron model by its name (cpp/neurons/registry.cpp finds it).
       .def_prop_rw("model", [](const PopulationSpec& p) { return p.model; },
                    [](PopulationSpec& p, const std::string& name) { p.model = neuron_model(name).name; })
       .def_rw("size", &PopulationSpec::size)

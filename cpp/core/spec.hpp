@@ -26,8 +26,8 @@ struct NeuronValues {
 struct PopulationSpec {
   std::string name;
   uint64_t first = 0, size = 0;   // global ids [first, first + size)
-  // Its neuron model: one file under cpp/neurons/, listed by this name in cpp/neurons/registry.cpp
-  // (the Python front end's model name).
+  // Its neuron model: the file of this name under cpp/neurons/ (the Python front end's model
+  // name, and its module under src/ranvier/neurons/).
   std::string model = "lifca";
   // The model's parameters by name, read with parameter(spec, "tau_m_ms") (cpp/neurons/neuron_model.hpp).
   std::map<std::string, double> parameters;

@@ -1,6 +1,7 @@
 // What every neuron model provides to the engine, and the one call the update loop makes per
-// population range, thread and step. A model is one file under cpp/neurons/ (its parameters,
-// state, propagators, scalar step and vector kernels) and one line in registry.cpp.
+// population range, thread and step. A model is one file under cpp/neurons/, named as the model
+// (its parameters, read by name from the PopulationSpec, state, propagators, scalar step and
+// vector kernels); the build lists every such file in the registry (registry.cpp).
 //
 // The kernel a population runs (model x SIMD level) is chosen once, at build: the update loop
 // makes one virtual call per population range and step, never one per neuron.

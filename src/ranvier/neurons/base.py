@@ -267,7 +267,7 @@ class NeuronModel:
         reads them by these names) and the population's initial state word where it has one."""
         from .. import _engine         # loaded on first use: importing a model loads no engine
         s = _engine.PopulationSpec()
-        s.model = cls.name             # the engine's model of the same name (cpp/neurons/registry.cpp)
+        s.model = cls.name             # the engine's model of the same name (cpp/neurons/<name>.cpp)
         if parameters is not None:
             s.parameters = {k: float(v) for k, v in parameters.items()}
         if pop is not None and isinstance(pop.initial, str):
