@@ -183,27 +183,18 @@ NB_MODULE(_engine, m) {
   nb::class_<PopulationSpec>(m, "PopulationSpec")
       .def(nb::init<>())
       .def_rw("name", &PopulationSpec::name).def_rw("first", &PopulationSpec::first)
-      // The neuron model by its name (cpp/neurons/registry.cpp lists them).
+      // The neuron model by its name (cpp/neurons/registry.cpp finds it).
       .def_prop_rw("model", [](const PopulationSpec& p) { return p.model; },
                    [](PopulationSpec& p, const std::string& name) { p.model = neuron_model(name).name; })
-      .def_rw("parameters", &PopulationSpec::parameters, "a model's parameters by name (models that read them so)")
+      .def_rw("size", &PopulationSpec::size)
+      .def_rw("parameters", &PopulationSpec::parameters, "the model's parameters by name")
       .def_rw("per_neuron", &PopulationSpec::per_neuron, "the parameters that vary per neuron, by name")
-      .def_rw("size", &PopulationSpec::size).def_rw("tau_m_ms", &PopulationSpec::tau_m_ms)
-      .def_rw("theta_mV", &PopulationSpec::theta_mV).def_rw("reset_mV", &PopulationSpec::reset_mV)
-      .def_rw("refractory_steps", &PopulationSpec::refractory_steps).def_rw("alpha_c", &PopulationSpec::alpha_c)
-      .def_rw("tau_c_ms", &PopulationSpec::tau_c_ms).def_rw("g_c", &PopulationSpec::g_c)
-      .def_rw("dc", &PopulationSpec::dc).def_rw("initial_uniform", &PopulationSpec::initial_uniform)
-      .def_rw("isi_min_steps", &PopulationSpec::isi_min_steps)
-      .def_rw("isi_max_steps", &PopulationSpec::isi_max_steps).def_rw("area", &PopulationSpec::area)
-      .def_rw("tau_syn_ms", &PopulationSpec::tau_syn_ms)
-      .def_rw("c_m_pF", &PopulationSpec::c_m_pF).def_rw("i_e_pA", &PopulationSpec::i_e_pA)
-      .def_rw("initial_normal", &PopulationSpec::initial_normal).def_rw("v0_mean_mV", &PopulationSpec::v0_mean_mV)
-      .def_rw("v0_sd_mV", &PopulationSpec::v0_sd_mV)
-      .def_rw("source_rate_hz", &PopulationSpec::source_rate_hz).def_rw("start_step", &PopulationSpec::start_step)
-      .def_rw("stop_step", &PopulationSpec::stop_step).def_rw("tau_minus_ms", &PopulationSpec::tau_minus_ms)
-      .def_rw("train_begin", &PopulationSpec::train_begin).def_rw("train_steps", &PopulationSpec::train_steps)
-      .def_rw("injected_current", &PopulationSpec::injected_current)
-      .def_rw("rate_steps", &PopulationSpec::rate_steps).def_rw("rates_hz", &PopulationSpec::rates_hz);
+      .def_rw("initial", &PopulationSpec::initial, "the initial state where it is one word ('reset', 'uniform')")
+      .def_rw("sequences", &PopulationSpec::sequences, "the model's parameters that are sequences of numbers, by name")
+      .def_rw("integer_sequences", &PopulationSpec::integer_sequences,
+              "the model's parameters that are sequences of integers (steps, offsets), by name")
+      .def_rw("area", &PopulationSpec::area).def_rw("tau_minus_ms", &PopulationSpec::tau_minus_ms)
+      .def_rw("injected_current", &PopulationSpec::injected_current);
   nb::class_<PlasticitySpec>(m, "PlasticitySpec")
       .def(nb::init<>())
       .def_prop_rw("rule", [](const PlasticitySpec& p) { return std::string(plasticity_names[size_t(p.rule)]); },

@@ -35,7 +35,7 @@ void check_config(EngineConfig& cfg) {
     if (pr.delay_offset_steps < reach)
       throw std::invalid_argument(cfg.overlap ? "with overlap, the communication interval must be at most half the minimum delay"
                                                : "a projection's minimum delay is shorter than the communication interval");
-  for (const auto& p : cfg.populations) neuron_model(p.model).check(p);
+  for (const auto& p : cfg.populations) neuron_model(p.model).check(p, cfg.resolution_ms);
   for (const auto& pr : cfg.projections) {
     if (!pr.plastic()) continue;
     const PlasticitySpec& p = pr.plasticity;

@@ -145,7 +145,7 @@ void Engine::set_population(uint32_t index, const PopulationSpec& spec) {
   const NeuronModel& model = neuron_model(old.model);
   if (spec.model != old.model || spec.first != old.first || spec.size != old.size)
     throw std::invalid_argument("set_population: population '" + old.name + "' keeps its model and size");
-  model.check(spec);
+  model.check(spec, cfg_.resolution_ms);
   const auto a = model.layout_of(old), b = model.layout_of(spec);
   if (a.split_input != b.split_input || a.extra_columns != b.extra_columns)
     throw std::invalid_argument("population '" + old.name + "': these parameters change how its input is held "

@@ -59,7 +59,7 @@ void build_thread_neurons(const EngineConfig& cfg, const Placement& placement, i
   const Key key = key_from_seed(cfg.seed);
   for (const auto& range : out.ranges) {
     const PopulationSpec& pop = cfg.populations[range.population];
-    neuron_model(pop.model).initialize(pop, key, columns_of(out, range));
+    neuron_model(pop.model).initialize(pop, key, cfg.resolution_ms, columns_of(out, range));
   }
 }
 

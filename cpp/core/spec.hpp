@@ -20,52 +20,30 @@ struct NeuronValues {
   uint32_t tag = 0;               // one per parameter of the model, so draws are independent
 };
 
-// The fields a population's model reads; the others are ignored (each model's Parameters in
-// cpp/neurons/ says which it takes).
+// A population: what every population has; its model's parameters by the model's names (the
+// Python front end's), read by the model's file under cpp/neurons/ when the engine is built, so a
+// new model needs no field here.
 struct PopulationSpec {
   std::string name;
   uint64_t first = 0, size = 0;   // global ids [first, first + size)
-  // Its neuron model: one file under cpp/neurons/, listed by this name in cpp/neurons/registry.cpp
-  // (the Python front end's model name).
+  // Its neuron model: the file of this name under cpp/neurons/ (the Python front end's model
+  // name, and its module under src/ranvier/neurons/).
   std::string model = "lifca";
-  // Parameters of models that take theirs by name (a new model needs no field here): read with
-  // parameter(spec, "tau_syn_ex_ms").
+  // The model's parameters by name, read with parameter(spec, "tau_m_ms") (cpp/neurons/neuron_model.hpp).
   std::map<std::string, double> parameters;
-  // The parameters that vary per neuron, by the same names (the membrane models: lifca, psc_exp,
-  // iaf_psc_alpha). The population's fields and `parameters` then hold their means, and the
-  // model reads each neuron's own value; "initial_V_mV" is the initial membrane potential
+  // The parameters that vary per neuron, by the same names. `parameters` then holds their means,
+  // and the model reads each neuron's own value; "initial_V_mV" is the initial membrane potential
   // (in the potentials of the model's parameters: psc_exp's absolute, lifca's relative to rest).
   std::map<std::string, NeuronValues> per_neuron;
-  // LIF with spike-frequency adaptation (lifca): V (mV, relative to rest) and the adaptation c.
-  double tau_m_ms = 20, theta_mV = 20, reset_mV = 15;
-  int64_t refractory_steps = 0;
-  double alpha_c = 0, tau_c_ms = 1000, g_c = 0, dc = 0;
-  bool initial_uniform = false;   // V ~ U[H, theta) instead of V = H
-  // Artificial cells (the spike-exchange benchmark): no membrane, input ignored; each cell fires
-  // after intervals drawn uniformly from [isi_min_steps, isi_max_steps], the first spike at a
-  // uniform phase in [0, isi_max_steps). Ignore-and-fire: the same with one fixed interval
-  // (isi_min_steps = isi_max_steps).
-  int64_t isi_min_steps = 100, isi_max_steps = 200;
+  // The initial state where it is one word for the population (the front end's Population.initial:
+  // "reset", or lifca's "uniform"); the model says what it means.
+  std::string initial = "reset";
+  // Parameters that are sequences rather than one number, by name: real-valued (inhomogeneous_poisson's
+  // "rates_hz") and integers (steps and offsets, exact beyond 2^53: spike_train's "train_steps"),
+  // read with sequence(spec, name) and integer_sequence(spec, name).
+  std::map<std::string, std::vector<double>> sequences;
+  std::map<std::string, std::vector<int64_t>> integer_sequences;
   int32_t area = -1;              // the brain area it belongs to (-1: none)
-  // Leaky integrate-and-fire with exponential post-synaptic currents (iaf_psc_exp), integrated
-  // exactly: V (mV, relative to rest; theta_mV and reset_mV likewise) and the synaptic current
-  // I (pA, decays with tau_syn_ms; synaptic input is added to I). tau_m_ms, refractory_steps
-  // as above; i_e_pA a constant current.
-  double tau_syn_ms = 0.5, c_m_pF = 250, i_e_pA = 0;
-  bool initial_normal = false;    // V ~ N(v0_mean_mV, v0_sd_mV) instead of V = reset
-  double v0_mean_mV = 0, v0_sd_mV = 0;
-  // Poisson sources (thalamic input): no membrane, input ignored; each fires with probability
-  // rate_hz * h in each step of [start_step, stop_step).
-  double source_rate_hz = 0;
-  int64_t start_step = 0, stop_step = 0;
-  // Poisson sources with a piecewise-constant rate (inhomogeneous_poisson): rates_hz[i] from step
-  // rate_steps[i] on, increasing steps; silent before the first.
-  std::vector<int64_t> rate_steps;
-  std::vector<double> rates_hz;
-  // Spike trains given in advance (spike_train): neuron x fires in the steps
-  // train_steps[train_begin[x] .. train_begin[x + 1]), increasing (a spike at time t ms is step t / h - 1).
-  std::vector<uint64_t> train_begin;
-  std::vector<int64_t> train_steps;
   // The post-synaptic trace of STDP (NEST's tau_minus of an archiving node): every neuron of the
   // population that is the target of a plastic synapse keeps its spike history with this trace.
   double tau_minus_ms = 20;

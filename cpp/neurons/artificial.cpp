@@ -7,7 +7,7 @@ namespace {
 
 class Update final : public PopulationUpdate {
  public:
-  Update(const PopulationSpec& spec, const ModelContext& ctx) : p_(Parameters::of(spec)), key_(ctx.key) {}
+  Update(const PopulationSpec& spec, const ModelContext& ctx) : p_(Parameters::of(spec, ctx.h)), key_(ctx.key) {}
   // A vectorised compare for all cells, then the few that fired (a cell fires every isi_min
   // steps at most): the cost per cell and step stays a fraction of a nanosecond.
   void step(const StepInput& in, const NeuronColumns& s, uint8_t* fired) const override {
@@ -28,14 +28,17 @@ class Update final : public PopulationUpdate {
   Key key_;
 };
 
-void check(const PopulationSpec& spec) {
+void check(const PopulationSpec& spec, double h) {
   check_no_per_neuron(spec);
-  if (spec.isi_min_steps < 1 || spec.isi_max_steps < spec.isi_min_steps)
-    throw std::invalid_argument("artificial cells need 1 <= isi_min_steps <= isi_max_steps");
+  check_initial(spec, kInitialReset);
+  const Parameters p = Parameters::of(spec, h);
+  if (p.isi_min_steps < 1 || p.isi_max_steps < p.isi_min_steps)
+    throw std::invalid_argument("artificial population '" + spec.name + "' needs 1 step <= isi_min_ms <= isi_max_ms");
 }
 
-void initialize(const PopulationSpec& spec, const Key& key, const NeuronColumns& s) {
-  for (uint64_t k = 0; k < s.n; ++k) s.next_spike[k] = first_spike(key, s.gid[k], spec.isi_max_steps);
+void initialize(const PopulationSpec& spec, const Key& key, double h, const NeuronColumns& s) {
+  const int64_t period = Parameters::of(spec, h).isi_max_steps;
+  for (uint64_t k = 0; k < s.n; ++k) s.next_spike[k] = first_spike(key, s.gid[k], period);
 }
 
 std::unique_ptr<PopulationUpdate> make_update(const PopulationSpec& spec, const ModelContext& ctx, const NeuronColumns&) {

@@ -10,10 +10,12 @@
 
 namespace ranvier::artificial {
 
-// The PopulationSpec fields the model reads.
+// The population's parameters (the front end's isi_min_ms, isi_max_ms) in steps of h.
 struct Parameters {
   int64_t isi_min_steps, isi_max_steps;
-  static Parameters of(const PopulationSpec& p) { return {p.isi_min_steps, p.isi_max_steps}; }
+  static Parameters of(const PopulationSpec& p, double h) {
+    return {steps_of(parameter(p, "isi_min_ms"), h), steps_of(parameter(p, "isi_max_ms"), h)};
+  }
 };
 
 // State (columns of NeuronColumns): next_spike, spikes_fired.

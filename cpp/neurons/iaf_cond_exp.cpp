@@ -24,19 +24,19 @@
 
 namespace ranvier::iaf_cond_exp {
 
-// The PopulationSpec fields and named parameters the model reads (potentials relative to rest:
-// the front end's absolute E_ex_mV, E_in_mV are taken relative to E_L_mV here); or one neuron's
-// values by the front end's names, where parameters vary per neuron.
+// The population's parameters by the front end's names, read once when the engine is built
+// (potentials relative to rest: the front end's absolute ones are taken relative to E_L_mV
+// here); or one neuron's, where parameters vary per neuron.
 struct Parameters {
   double g_L_nS, c_m_pF, E_ex_mV, E_in_mV, tau_syn_ex_ms, tau_syn_in_ms, i_e_pA, theta_mV, reset_mV;
   int64_t refractory_steps;
-  static Parameters of(const PopulationSpec& p) {
+  static Parameters of(const PopulationSpec& p, double h) {
     const double E_L = parameter(p, "E_L_mV");
-    return {parameter(p, "g_L_nS"),        p.c_m_pF,
-            parameter(p, "E_ex_mV") - E_L, parameter(p, "E_in_mV") - E_L,
-            parameter(p, "tau_syn_ex_ms"), parameter(p, "tau_syn_in_ms"),
-            p.i_e_pA,                      p.theta_mV,
-            p.reset_mV,                    p.refractory_steps};
+    return {parameter(p, "g_L_nS"),           parameter(p, "C_m_pF"),
+            parameter(p, "E_ex_mV") - E_L,    parameter(p, "E_in_mV") - E_L,
+            parameter(p, "tau_syn_ex_ms"),    parameter(p, "tau_syn_in_ms"),
+            parameter(p, "I_e_pA"),           parameter(p, "V_th_mV") - E_L,
+            parameter(p, "V_reset_mV") - E_L, steps_of(parameter(p, "tau_arp_ms"), h)};
   }
   static Parameters of_neuron(const NeuronParameters& v, uint64_t gid, double h) {
     const double E_L = v("E_L_mV", gid);
@@ -51,6 +51,8 @@ struct Parameters {
 constexpr const char* kPerNeuron[] = {"E_L_mV",        "V_th_mV",       "V_reset_mV", "C_m_pF",
                                       "g_L_nS",        "E_ex_mV",       "E_in_mV",    "tau_syn_ex_ms",
                                       "tau_syn_in_ms", "tau_arp_ms",    "I_e_pA",     nullptr};
+// Those of the initial V, besides.
+constexpr const char* kInitialParameters[] = {"V0_mean_mV", "V0_sd_mV", nullptr};
 
 // State (columns of NeuronColumns): V, c = g_ex (nS, traced), extra[0] = g_in (nS), extra[1] =
 // the step size the integrator tries first in the next time step (0: not yet set, h),
@@ -119,7 +121,7 @@ namespace {
 // The homogeneous update: one set of constants for the range.
 class Update final : public PopulationUpdate {
  public:
-  Update(const PopulationSpec& spec, const ModelContext& ctx) : p_(Parameters::of(spec), ctx.h) {}
+  Update(const PopulationSpec& spec, const ModelContext& ctx) : p_(Parameters::of(spec, ctx.h), ctx.h) {}
   void step(const StepInput& in, const NeuronColumns& s, uint8_t* fired) const override {
     const double scale = in.input_scale;
     for (uint64_t k = 0; k < s.n; ++k)
@@ -152,15 +154,18 @@ class PerNeuronUpdate final : public PopulationUpdate {
   std::vector<Constants> table_;
 };
 
-void check(const PopulationSpec& spec) {
+void check(const PopulationSpec& spec, double h) {
+  require_parameters(spec, kPerNeuron);
+  require_parameters(spec, kInitialParameters);
   check_per_neuron(spec, kPerNeuron);
-  const Parameters p = Parameters::of(spec);      // throws for a missing parameter
+  check_initial(spec, kInitialReset);
+  const Parameters p = Parameters::of(spec, h);
   if (!(p.g_L_nS > 0 && p.c_m_pF > 0 && p.tau_syn_ex_ms > 0 && p.tau_syn_in_ms > 0))
     throw std::invalid_argument("iaf_cond_exp population '" + spec.name +
-                                "' needs positive g_L_nS, c_m_pF, tau_syn_ex_ms and tau_syn_in_ms");
+                                "' needs positive g_L_nS, C_m_pF, tau_syn_ex_ms and tau_syn_in_ms");
 }
 
-void initialize(const PopulationSpec& spec, const Key& key, const NeuronColumns& s) {
+void initialize(const PopulationSpec& spec, const Key& key, double, const NeuronColumns& s) {
   initial_potentials_absolute(spec, key, s);
 }
 

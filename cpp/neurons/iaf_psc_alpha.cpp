@@ -18,14 +18,16 @@
 
 namespace ranvier::iaf_psc_alpha {
 
-// The PopulationSpec fields the model reads; or one neuron's values, by the front end's names
-// (potentials absolute there, taken relative to the neuron's E_L), where parameters vary.
+// The population's parameters by the front end's names (read once, when the engine is built;
+// potentials absolute there, taken relative to E_L); or one neuron's, where parameters vary.
 struct Parameters {
   double tau_m_ms, tau_syn_ex_ms, tau_syn_in_ms, c_m_pF, i_e_pA, theta_mV, reset_mV;
   int64_t refractory_steps;
-  static Parameters of(const PopulationSpec& p) {
-    return {p.tau_m_ms, parameter(p, "tau_syn_ex_ms"), parameter(p, "tau_syn_in_ms"), p.c_m_pF, p.i_e_pA,
-            p.theta_mV, p.reset_mV, p.refractory_steps};
+  static Parameters of(const PopulationSpec& p, double h) {
+    const double E_L = parameter(p, "E_L_mV");
+    return {parameter(p, "tau_m_ms"),      parameter(p, "tau_syn_ex_ms"),  parameter(p, "tau_syn_in_ms"),
+            parameter(p, "C_m_pF"),        parameter(p, "I_e_pA"),         parameter(p, "V_th_mV") - E_L,
+            parameter(p, "V_reset_mV") - E_L, steps_of(parameter(p, "tau_arp_ms"), h)};
   }
   static Parameters of_neuron(const NeuronParameters& v, uint64_t gid, double h) {
     const double E_L = v("E_L_mV", gid);
@@ -38,6 +40,8 @@ struct Parameters {
 // The parameters that may vary per neuron (all but those of the initial V).
 constexpr const char* kPerNeuron[] = {"E_L_mV",        "V_th_mV",    "V_reset_mV", "C_m_pF", "tau_m_ms",
                                       "tau_syn_ex_ms", "tau_syn_in_ms", "tau_arp_ms", "I_e_pA", nullptr};
+// Those of the initial V, besides.
+constexpr const char* kInitialParameters[] = {"V0_mean_mV", "V0_sd_mV", nullptr};
 
 // State (columns of NeuronColumns): V, c = I_ex (traced), extra[0] = dI_ex, extra[1] = I_in,
 // extra[2] = dI_in, refractory. Initial V: initial_potentials_absolute.
@@ -107,7 +111,7 @@ namespace {
 // The homogeneous update: one set of propagators for the range.
 class Update final : public PopulationUpdate {
  public:
-  Update(const PopulationSpec& spec, const ModelContext& ctx) : p_(Parameters::of(spec), ctx.h) {}
+  Update(const PopulationSpec& spec, const ModelContext& ctx) : p_(Parameters::of(spec, ctx.h), ctx.h) {}
   void step(const StepInput& in, const NeuronColumns& s, uint8_t* fired) const override {
     const double scale = in.input_scale;
     const double* current = in.current;
@@ -142,15 +146,18 @@ class PerNeuronUpdate final : public PopulationUpdate {
   std::vector<Propagators> table_;
 };
 
-void check(const PopulationSpec& spec) {
+void check(const PopulationSpec& spec, double h) {
+  require_parameters(spec, kPerNeuron);
+  require_parameters(spec, kInitialParameters);
   check_per_neuron(spec, kPerNeuron);
-  const Parameters p = Parameters::of(spec);      // throws for a missing parameter
+  check_initial(spec, kInitialReset);
+  const Parameters p = Parameters::of(spec, h);
   if (!(p.tau_m_ms > 0 && p.tau_syn_ex_ms > 0 && p.tau_syn_in_ms > 0 && p.c_m_pF > 0))
     throw std::invalid_argument("iaf_psc_alpha population '" + spec.name +
-                                "' needs positive tau_m_ms, tau_syn_ex_ms, tau_syn_in_ms and c_m_pF");
+                                "' needs positive tau_m_ms, tau_syn_ex_ms, tau_syn_in_ms and C_m_pF");
 }
 
-void initialize(const PopulationSpec& spec, const Key& key, const NeuronColumns& s) {
+void initialize(const PopulationSpec& spec, const Key& key, double, const NeuronColumns& s) {
   initial_potentials_absolute(spec, key, s);
 }
 

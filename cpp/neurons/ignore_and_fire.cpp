@@ -9,7 +9,7 @@ namespace {
 
 class Update final : public PopulationUpdate {
  public:
-  explicit Update(const PopulationSpec& spec) : p_(Parameters::of(spec)) {}
+  Update(const PopulationSpec& spec, double h) : p_(Parameters::of(spec, h)) {}
   // A vectorised compare for all cells, then the few that fired: no draw, a fixed period.
   void step(const StepInput& in, const NeuronColumns& s, uint8_t* fired) const override {
     const int64_t step = in.step;
@@ -23,19 +23,21 @@ class Update final : public PopulationUpdate {
   Parameters p_;
 };
 
-void check(const PopulationSpec& spec) {
+void check(const PopulationSpec& spec, double) {
   check_no_per_neuron(spec);
-  if (spec.isi_min_steps < 1 || spec.isi_max_steps != spec.isi_min_steps)
-    throw std::invalid_argument("ignore-and-fire needs a period of at least one step: 1 <= isi_min_steps = isi_max_steps");
+  check_initial(spec, kInitialReset);
+  if (!(parameter(spec, "rate_hz") > 0))
+    throw std::invalid_argument("ignore_and_fire population '" + spec.name + "' needs a positive rate_hz");
 }
 
 // The first spike as an artificial cell's with the same period: uniform in [0, period).
-void initialize(const PopulationSpec& spec, const Key& key, const NeuronColumns& s) {
-  for (uint64_t k = 0; k < s.n; ++k) s.next_spike[k] = artificial::first_spike(key, s.gid[k], spec.isi_max_steps);
+void initialize(const PopulationSpec& spec, const Key& key, double h, const NeuronColumns& s) {
+  const int64_t period = Parameters::of(spec, h).period_steps;
+  for (uint64_t k = 0; k < s.n; ++k) s.next_spike[k] = artificial::first_spike(key, s.gid[k], period);
 }
 
-std::unique_ptr<PopulationUpdate> make_update(const PopulationSpec& spec, const ModelContext&, const NeuronColumns&) {
-  return std::make_unique<Update>(spec);
+std::unique_ptr<PopulationUpdate> make_update(const PopulationSpec& spec, const ModelContext& ctx, const NeuronColumns&) {
+  return std::make_unique<Update>(spec, ctx.h);
 }
 
 }  // namespace

@@ -2,7 +2,9 @@
 // parrot neurons; PyNN's SpikeSourceInhomogeneousPoisson): no membrane, input ignored; each source
 // fires with probability rates_hz[i] * h in every step from rate_steps[i] until rate_steps[i + 1]
 // (the last rate until the end), silent before rate_steps[0]. One draw per source and step, keyed
-// by (source, step) as poisson_source's: the same on any decomposition.
+// by (source, step) as poisson_source's: the same on any decomposition. rates_hz: the sequence of
+// that name (PopulationSpec::sequences); rate_steps: the integer one (the front end's
+// rate_times_ms in steps).
 #include <algorithm>
 #include <stdexcept>
 #include <vector>
@@ -14,8 +16,8 @@ namespace {
 
 class Update final : public PopulationUpdate {
  public:
-  Update(const PopulationSpec& spec, const ModelContext& ctx) : steps_(spec.rate_steps), key_(ctx.key) {
-    for (double r : spec.rates_hz) probability_.push_back(r * 1e-3 * ctx.h);
+  Update(const PopulationSpec& spec, const ModelContext& ctx) : steps_(integer_sequence(spec, "rate_steps")), key_(ctx.key) {
+    for (double r : sequence(spec, "rates_hz")) probability_.push_back(r * 1e-3 * ctx.h);
   }
   void step(const StepInput& in, const NeuronColumns& s, uint8_t* fired) const override {
     // The segment of this step: the last change at or before it.
@@ -37,15 +39,17 @@ class Update final : public PopulationUpdate {
   Key key_;
 };
 
-void check(const PopulationSpec& spec) {
+void check(const PopulationSpec& spec, double) {
   check_no_per_neuron(spec);
-  if (spec.rate_steps.size() != spec.rates_hz.size() || spec.rate_steps.empty())
+  check_initial(spec, kInitialReset);
+  const std::vector<int64_t>& steps = integer_sequence(spec, "rate_steps");
+  if (steps.size() != sequence(spec, "rates_hz").size() || steps.empty())
     throw std::invalid_argument("inhomogeneous_poisson population '" + spec.name +
                                 "' needs as many rate steps as rates, at least one");
-  if (!std::is_sorted(spec.rate_steps.begin(), spec.rate_steps.end()))
+  if (!std::is_sorted(steps.begin(), steps.end()))
     throw std::invalid_argument("inhomogeneous_poisson population '" + spec.name + "': rate steps must increase");
 }
-void initialize(const PopulationSpec&, const Key&, const NeuronColumns&) {}
+void initialize(const PopulationSpec&, const Key&, double, const NeuronColumns&) {}
 
 std::unique_ptr<PopulationUpdate> make_update(const PopulationSpec& spec, const ModelContext& ctx, const NeuronColumns&) {
   return std::make_unique<Update>(spec, ctx);

@@ -75,14 +75,27 @@ RANVIER_AVX512 void steps_avx512(const Propagators& p, double scale, const int32
 }
 #endif
 
-void check(const PopulationSpec& spec) { check_per_neuron(spec, kPerNeuron); }
+constexpr const char* kInitialStates[] = {"reset", "uniform", nullptr};
 
-void initialize(const PopulationSpec& spec, const Key& key, const NeuronColumns& s) {
-  if (spec.per_neuron.empty()) return initial_potentials(spec, key, s);
+void check(const PopulationSpec& spec, double) {
+  require_parameters(spec, kPerNeuron);     // every parameter may vary per neuron
+  check_per_neuron(spec, kPerNeuron);
+  check_initial(spec, kInitialStates);
+}
+
+void initialize(const PopulationSpec& spec, const Key& key, double, const NeuronColumns& s) {
+  const bool uniform = spec.initial == "uniform";
   const NeuronParameters v(spec, key);
+  if (spec.per_neuron.empty()) {
+    const double reset = parameter(spec, "reset_mV"), theta = parameter(spec, "theta_mV");
+    for (uint64_t k = 0; k < s.n; ++k) s.V[k] = uniform ? uniform_potential(key, s.gid[k], reset, theta) : reset;
+    return;
+  }
   for (uint64_t k = 0; k < s.n; ++k) {
     const uint64_t g = s.gid[k];
-    s.V[k] = v.varies(kInitialV) ? v(kInitialV, g) : initial_potential(spec, key, g, v("reset_mV", g), v("theta_mV", g), 0);
+    s.V[k] = v.varies(kInitialV) ? v(kInitialV, g)
+             : uniform          ? uniform_potential(key, g, v("reset_mV", g), v("theta_mV", g))
+                                : v("reset_mV", g);
   }
 }
 

@@ -12,13 +12,16 @@
 
 namespace ranvier::lifca {
 
-// The PopulationSpec fields the model reads; or one neuron's values, by the front end's names,
-// where parameters vary per neuron (of_neuron: the same numbers for the same parameters).
+// The population's parameters, by the front end's names (read once, when the engine is built);
+// or one neuron's, where parameters vary per neuron (of_neuron: the same numbers for the same
+// parameters).
 struct Parameters {
   double tau_m_ms, theta_mV, reset_mV, alpha_c, tau_c_ms, g_c, dc;
   int64_t refractory_steps;
-  static Parameters of(const PopulationSpec& p) {
-    return {p.tau_m_ms, p.theta_mV, p.reset_mV, p.alpha_c, p.tau_c_ms, p.g_c, p.dc, p.refractory_steps};
+  static Parameters of(const PopulationSpec& p, double h) {
+    return {parameter(p, "tau_m_ms"),      parameter(p, "theta_mV"),     parameter(p, "reset_mV"),
+            parameter(p, "alpha_c"),       parameter(p, "tau_c_ms"),     parameter(p, "g_c_mV_per_ms"),
+            parameter(p, "dc_mV_per_ms"),  steps_of(parameter(p, "tau_arp_ms"), h)};
   }
   static Parameters of_neuron(const NeuronParameters& v, uint64_t gid, double h) {
     return {v("tau_m_ms", gid), v("theta_mV", gid), v("reset_mV", gid), v("alpha_c", gid), v("tau_c_ms", gid),
@@ -30,8 +33,8 @@ struct Parameters {
 inline constexpr const char* kPerNeuron[] = {"tau_m_ms", "theta_mV", "reset_mV", "tau_arp_ms", "alpha_c",
                                              "tau_c_ms", "g_c_mV_per_ms", "dc_mV_per_ms", nullptr};
 
-// State (columns of NeuronColumns): V, c (adaptation), refractory. Initial V: initial_potential
-// (V = reset, or U[reset, theta) with initial_uniform), or per_neuron's initial_V_mV.
+// State (columns of NeuronColumns): V, c (adaptation), refractory. Initial V: reset (initial
+// "reset"), U[reset, theta) (initial "uniform", uniform_potential), or per_neuron's initial_V_mV.
 
 // Exact propagators over one step h.
 struct Propagators {

@@ -55,7 +55,7 @@ class MembraneUpdate final : public PopulationUpdate {
     Kernel scalar, avx2, avx512;
   };
   MembraneUpdate(const PopulationSpec& spec, const ModelContext& ctx, const Kernels& k)
-      : p_(Parameters::of(spec), ctx.h), kernel_(choose(ctx.simd, k)) {}
+      : p_(Parameters::of(spec, ctx.h), ctx.h), kernel_(choose(ctx.simd, k)) {}
   void step(const StepInput& in, const NeuronColumns& s, uint8_t* fired) const override {
     kernel_(p_, in.input_scale, in.input, s.V, s.c, s.refractory, fired, s.n);
   }

@@ -1,6 +1,7 @@
 // What every neuron model provides to the engine, and the one call the update loop makes per
-// population range, thread and step. A model is one file under cpp/neurons/ (its parameters,
-// state, propagators, scalar step and vector kernels) and one line in registry.cpp.
+// population range, thread and step. A model is one file under cpp/neurons/, named as the model
+// (its parameters, read by name from the PopulationSpec, state, propagators, scalar step and
+// vector kernels); the build lists every such file in the registry (registry.cpp).
 //
 // The kernel a population runs (model x SIMD level) is chosen once, at build: the update loop
 // makes one virtual call per population range and step, never one per neuron.
@@ -11,6 +12,7 @@
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "core/distributions.hpp"
 #include "core/philox.hpp"
@@ -68,9 +70,11 @@ class PopulationUpdate {
 // A registry entry: how to check, initialise and update a population of this model.
 struct NeuronModel {
   const char* name;                                    // as the Python front end names it
-  void (*check)(const PopulationSpec&);                // throws std::invalid_argument
+  // Refuses a population whose parameters the model cannot run at resolution h (ms): throws
+  // std::invalid_argument naming the population and the parameter.
+  void (*check)(const PopulationSpec&, double h);
   // Initial state of the range, drawn per neuron from (key, gid): the same for any placement.
-  void (*initialize)(const PopulationSpec&, const Key&, const NeuronColumns&);
+  void (*initialize)(const PopulationSpec&, const Key&, double h, const NeuronColumns&);
   // The update of one range (its columns give the neurons' global ids, for per-neuron parameters).
   std::unique_ptr<PopulationUpdate> (*make_update)(const PopulationSpec&, const ModelContext&, const NeuronColumns&);
   bool split_input = false;   // excitatory and inhibitory input in separate columns
@@ -108,6 +112,28 @@ inline double parameter(const PopulationSpec& p, const char* name) {
   return it->second;
 }
 
+// Refuses a population that lacks any of the parameters `names` (null-terminated): a model's
+// check, so that a missing parameter is named before anything is built.
+inline void require_parameters(const PopulationSpec& p, const char* const* names) {
+  for (const char* const* n = names; *n; ++n) parameter(p, *n);
+}
+
+// A sequence parameter a model takes by name (PopulationSpec::sequences, integer_sequences);
+// throws std::invalid_argument like parameter() when it is missing.
+inline const std::vector<double>& sequence(const PopulationSpec& p, const char* name) {
+  const auto it = p.sequences.find(name);
+  if (it == p.sequences.end())
+    throw std::invalid_argument("population '" + p.name + "' (" + p.model + ") lacks the sequence '" + name + "'");
+  return it->second;
+}
+inline const std::vector<int64_t>& integer_sequence(const PopulationSpec& p, const char* name) {
+  const auto it = p.integer_sequences.find(name);
+  if (it == p.integer_sequences.end())
+    throw std::invalid_argument("population '" + p.name + "' (" + p.model + ") lacks the integer sequence '" +
+                                name + "'");
+  return it->second;
+}
+
 // The name under which PopulationSpec::per_neuron holds the initial membrane potential.
 inline constexpr const char* kInitialV = "initial_V_mV";
 
@@ -138,9 +164,10 @@ class NeuronParameters {
   Key key_;
 };
 
-// A duration in whole steps of h (per-neuron refractory periods; the front end checks that
-// arrays hold whole steps, and documents that drawn ones are rounded to the nearest step).
-inline int64_t steps_of(double ms, double h) { return std::llround(ms / h); }
+// A duration or time in whole steps of h, to the nearest step, halves to even (the front end's
+// rounding, Python's round and numpy's rint; it checks that refractory periods given as numbers
+// or arrays hold whole steps, and documents that drawn ones are rounded to the nearest step).
+inline int64_t steps_of(double ms, double h) { return int64_t(std::nearbyint(ms / h)); }
 
 // Whether a population has parameters of its dynamics that vary per neuron (its initial V aside):
 // it then runs the per-neuron update, the others keep their vector kernels.
@@ -180,40 +207,48 @@ inline void check_no_per_neuron(const PopulationSpec& p) {
                                 p.per_neuron.begin()->first + "', but no parameter of this model varies per neuron");
 }
 
-// The initial membrane potential of one neuron (models with one: lifca, psc_exp, iaf_psc_alpha)
-// from its reset, threshold and mean initial V: V ~ N(v0_mean, v0_sd) with initial_normal, else
-// V ~ U[reset, theta) with initial_uniform, else V = reset.
-inline double initial_potential(const PopulationSpec& p, const Key& key, uint64_t gid, double reset, double theta,
-                                double v0_mean) {
-  if (p.initial_normal) {
-    Stream stream(key, gid, Purpose::initial, 0, 0);
-    return v0_mean + p.v0_sd_mV * inverse_normal(stream.uniform());
-  }
-  if (p.initial_uniform) {
-    Stream stream(key, gid, Purpose::initial, 0, 0);
-    return reset + (theta - reset) * (double(stream.next()) * 0x1p-32);
-  }
-  return reset;
+// Initial membrane potentials, drawn per neuron from (key, gid, Purpose::initial): the same for
+// any placement. normal_potential: V ~ N(mean, sd); uniform_potential: V ~ U[reset, theta).
+inline double normal_potential(const Key& key, uint64_t gid, double mean, double sd) {
+  Stream stream(key, gid, Purpose::initial, 0, 0);
+  return mean + sd * inverse_normal(stream.uniform());
+}
+inline double uniform_potential(const Key& key, uint64_t gid, double reset, double theta) {
+  Stream stream(key, gid, Purpose::initial, 0, 0);
+  return reset + (theta - reset) * (double(stream.next()) * 0x1p-32);
 }
 
-// The same for a homogeneous population (parameters and initial V alike).
-inline void initial_potentials(const PopulationSpec& p, const Key& key, const NeuronColumns& s) {
-  for (uint64_t k = 0; k < s.n; ++k) s.V[k] = initial_potential(p, key, s.gid[k], p.reset_mV, p.theta_mV, p.v0_mean_mV);
-}
-
-// The same for the models whose parameters are absolute potentials (psc_exp, iaf_psc_alpha;
-// every model's V is relative to rest): where parameters vary per neuron, each neuron's are taken
-// relative to its own E_L_mV; per_neuron's initial_V_mV is absolute too.
+// The initial V of the models whose parameters are absolute potentials (psc_exp, iaf_psc_alpha,
+// iaf_cond_exp; every model's V is relative to rest): V ~ N(V0_mean_mV - E_L_mV, V0_sd_mV), or
+// per_neuron's initial_V_mV (absolute) - E_L_mV; each neuron's E_L_mV and V0_mean_mV where they
+// vary per neuron.
 inline void initial_potentials_absolute(const PopulationSpec& spec, const Key& key, const NeuronColumns& s) {
-  if (spec.per_neuron.empty()) return initial_potentials(spec, key, s);
+  const double sd = parameter(spec, "V0_sd_mV");
+  if (spec.per_neuron.empty()) {
+    const double E_L = parameter(spec, "E_L_mV"), mean = parameter(spec, "V0_mean_mV") - E_L;
+    for (uint64_t k = 0; k < s.n; ++k) s.V[k] = normal_potential(key, s.gid[k], mean, sd);
+    return;
+  }
   const NeuronParameters v(spec, key);
   for (uint64_t k = 0; k < s.n; ++k) {
     const uint64_t g = s.gid[k];
     const double E_L = v("E_L_mV", g);
-    s.V[k] = v.varies(kInitialV) ? v(kInitialV, g) - E_L
-                                 : initial_potential(spec, key, g, v("V_reset_mV", g) - E_L, v("V_th_mV", g) - E_L,
-                                                     v("V0_mean_mV", g) - E_L);
+    s.V[k] = v.varies(kInitialV) ? v(kInitialV, g) - E_L : normal_potential(key, g, v("V0_mean_mV", g) - E_L, sd);
   }
+}
+
+// The initial state words of the models that know "reset" alone (their rule of the initial V, or
+// none: psc_exp's is a normal draw, a source has no membrane).
+inline constexpr const char* kInitialReset[] = {"reset", nullptr};
+
+// Refuses an initial state word a model does not know (`words`, null-terminated).
+inline void check_initial(const PopulationSpec& p, const char* const* words) {
+  for (const char* const* w = words; *w; ++w)
+    if (p.initial == *w) return;
+  std::string known;
+  for (const char* const* w = words; *w; ++w) known += (known.empty() ? "'" : ", '") + std::string(*w) + "'";
+  throw std::invalid_argument("population '" + p.name + "' (" + p.model + "): initial state '" + p.initial +
+                              "' is not one of " + known);
 }
 
 // Calls f(k) for each k in [0, n) with fired[k] set; skips 8 clear bytes at a time (spikes

@@ -10,7 +10,7 @@ namespace {
 class Update final : public PopulationUpdate {
  public:
   Update(const PopulationSpec& spec, const ModelContext& ctx)
-      : p_(Parameters::of(spec)), probability_(p_.rate_hz * 1e-3 * ctx.h), key_(ctx.key) {}
+      : p_(Parameters::of(spec, ctx.h)), probability_(p_.rate_hz * 1e-3 * ctx.h), key_(ctx.key) {}
   void step(const StepInput& in, const NeuronColumns& s, uint8_t* fired) const override {
     if (in.step < p_.start_step || in.step >= p_.stop_step) {
       std::fill(fired, fired + s.n, 0);
@@ -60,8 +60,12 @@ class PerNeuronUpdate final : public PopulationUpdate {
 
 const char* const kPerNeuron[] = {"rate_hz", "start_ms", "stop_ms", nullptr};
 
-void check(const PopulationSpec& spec) { check_per_neuron(spec, kPerNeuron); }
-void initialize(const PopulationSpec&, const Key&, const NeuronColumns&) {}
+void check(const PopulationSpec& spec, double) {
+  require_parameters(spec, kPerNeuron);
+  check_per_neuron(spec, kPerNeuron);
+  check_initial(spec, kInitialReset);
+}
+void initialize(const PopulationSpec&, const Key&, double, const NeuronColumns&) {}
 
 std::unique_ptr<PopulationUpdate> make_update(const PopulationSpec& spec, const ModelContext& ctx,
                                               const NeuronColumns& s) {

@@ -1,7 +1,8 @@
 // Poisson sources (thalamic input): no membrane, input ignored; each fires with probability
-// rate_hz * h in each step of [start_step, stop_step), one draw per source and step keyed by
-// (source, step).
+// rate_hz * h in each step of [start_ms, stop_ms) (in whole steps, to the nearest), one draw per
+// source and step keyed by (source, step).
 #pragma once
+#include <algorithm>
 #include <cstdint>
 
 #include "core/spec.hpp"
@@ -9,11 +10,16 @@
 
 namespace ranvier::poisson_source {
 
-// The PopulationSpec fields the model reads.
+// The population's parameters, the window in steps of h. A bound beyond the engine's step
+// counts (2^62 steps) lies beyond any run: held at the last step it counts.
 struct Parameters {
   double rate_hz;
   int64_t start_step, stop_step;
-  static Parameters of(const PopulationSpec& p) { return {p.source_rate_hz, p.start_step, p.stop_step}; }
+  static Parameters of(const PopulationSpec& p, double h) {
+    const double latest = 0x1p62 * h;
+    return {parameter(p, "rate_hz"), steps_of(std::min(parameter(p, "start_ms"), latest), h),
+            steps_of(std::min(parameter(p, "stop_ms"), latest), h)};
+  }
 };
 
 // State: none.

@@ -43,7 +43,7 @@ bool splits(const PopulationSpec& p) {
   const auto ex = p.per_neuron.find("tau_syn_ex_ms"), in = p.per_neuron.find("tau_syn_in_ms");
   const bool vary_ex = ex != p.per_neuron.end(), vary_in = in != p.per_neuron.end();
   if (vary_ex || vary_in) return !(vary_ex && vary_in && same_values(ex->second, in->second));
-  return tau_syn_ex(p) != tau_syn_in(p);
+  return parameter(p, "tau_syn_ex_ms") != parameter(p, "tau_syn_in_ms");
 }
 
 SplitPropagators::SplitPropagators(const SplitParameters& p, double h) {
@@ -120,7 +120,7 @@ RANVIER_AVX512 void steps_avx512(const Propagators& p, double scale, const int32
 // Two currents, one set of propagators for the range.
 class SplitUpdate final : public PopulationUpdate {
  public:
-  SplitUpdate(const PopulationSpec& spec, const ModelContext& ctx) : p_(SplitParameters::of(spec), ctx.h) {}
+  SplitUpdate(const PopulationSpec& spec, const ModelContext& ctx) : p_(SplitParameters::of(spec, ctx.h), ctx.h) {}
   void step(const StepInput& in, const NeuronColumns& s, uint8_t* fired) const override {
     const double scale = in.input_scale;
     for (uint64_t k = 0; k < s.n; ++k)
@@ -148,11 +148,14 @@ class SplitPerNeuronUpdate final : public PopulationUpdate {
   std::vector<SplitPropagators> table_;
 };
 
-void check(const PopulationSpec& spec) {
+void check(const PopulationSpec& spec, double) {
+  require_parameters(spec, kParameters);
   check_per_neuron(spec, kPerNeuron);
-  if (!(spec.tau_m_ms > 0 && tau_syn_ex(spec) > 0 && tau_syn_in(spec) > 0 && spec.c_m_pF > 0))
+  check_initial(spec, kInitialReset);
+  if (!(parameter(spec, "tau_m_ms") > 0 && parameter(spec, "tau_syn_ex_ms") > 0 &&
+        parameter(spec, "tau_syn_in_ms") > 0 && parameter(spec, "C_m_pF") > 0))
     throw std::invalid_argument("psc_exp population '" + spec.name +
-                                "' needs positive tau_m_ms, tau_syn_ex_ms, tau_syn_in_ms and c_m_pF");
+                                "' needs positive tau_m_ms, tau_syn_ex_ms, tau_syn_in_ms and C_m_pF");
 }
 
 NeuronModel::Layout layout(const PopulationSpec& spec) {
@@ -160,7 +163,7 @@ NeuronModel::Layout layout(const PopulationSpec& spec) {
   return {split, split ? 1 : 0};
 }
 
-void initialize(const PopulationSpec& spec, const Key& key, const NeuronColumns& s) {
+void initialize(const PopulationSpec& spec, const Key& key, double, const NeuronColumns& s) {
   initial_potentials_absolute(spec, key, s);
 }
 

@@ -18,32 +18,28 @@
 
 namespace ranvier::psc_exp {
 
-// The synaptic time constants of a population: tau_syn_ex_ms and tau_syn_in_ms by name where
-// given (the front end gives both, equal to its tau_syn_ms where only that is set), else the
-// field tau_syn_ms for both.
-inline double tau_syn_ex(const PopulationSpec& p) {
-  const auto it = p.parameters.find("tau_syn_ex_ms");
-  return it == p.parameters.end() ? p.tau_syn_ms : it->second;
-}
-inline double tau_syn_in(const PopulationSpec& p) {
-  const auto it = p.parameters.find("tau_syn_in_ms");
-  return it == p.parameters.end() ? p.tau_syn_ms : it->second;
-}
+// The population's parameters, by the front end's names (the front end resolves its tau_syn_ms
+// into tau_syn_ex_ms and tau_syn_in_ms). Potentials absolute there: theta and reset are taken
+// relative to E_L, here and per neuron.
+inline constexpr const char* kParameters[] = {"E_L_mV",        "V_th_mV",       "V_reset_mV", "C_m_pF",
+                                              "tau_m_ms",      "tau_syn_ex_ms", "tau_syn_in_ms", "tau_arp_ms",
+                                              "I_e_pA",        "V0_mean_mV",    "V0_sd_mV",   nullptr};
 
 // Whether the population needs two currents: its time constants differ for some neuron (one
 // varies per neuron and the other does not, or not by the same values or draws, or the two
 // numbers differ).
 bool splits(const PopulationSpec& p);
 
-// One current: the PopulationSpec fields the model reads (its time constant tau_syn_ex, equal to
-// tau_syn_in); or one neuron's values, by the front end's names (potentials absolute there:
-// theta and reset are taken relative to the neuron's E_L, as the front end does for the
-// fields), where parameters vary per neuron.
+// One current (its time constant tau_syn_ex, equal to tau_syn_in): the population's parameters
+// (read once, when the engine is built), or one neuron's, where parameters vary per neuron.
 struct Parameters {
   double tau_m_ms, tau_syn_ms, c_m_pF, i_e_pA, theta_mV, reset_mV;
   int64_t refractory_steps;
-  static Parameters of(const PopulationSpec& p) {
-    return {p.tau_m_ms, tau_syn_ex(p), p.c_m_pF, p.i_e_pA, p.theta_mV, p.reset_mV, p.refractory_steps};
+  static Parameters of(const PopulationSpec& p, double h) {
+    const double E_L = parameter(p, "E_L_mV");
+    return {parameter(p, "tau_m_ms"),         parameter(p, "tau_syn_ex_ms"),     parameter(p, "C_m_pF"),
+            parameter(p, "I_e_pA"),           parameter(p, "V_th_mV") - E_L,     parameter(p, "V_reset_mV") - E_L,
+            steps_of(parameter(p, "tau_arp_ms"), h)};
   }
   static Parameters of_neuron(const NeuronParameters& v, uint64_t gid, double h) {
     const double E_L = v("E_L_mV", gid);
@@ -58,8 +54,7 @@ inline constexpr const char* kPerNeuron[] = {"E_L_mV", "V_th_mV", "V_reset_mV", 
                                              "tau_syn_ex_ms", "tau_syn_in_ms", "tau_arp_ms", "I_e_pA", nullptr};
 
 // State (columns of NeuronColumns): V, c (the synaptic current I, pA; I_ex with two currents,
-// and I_in in extra[0]), refractory. Initial V: initial_potential (N(v0_mean, v0_sd), relative
-// to rest), or per_neuron's initial_V_mV (absolute).
+// and I_in in extra[0]), refractory. Initial V: initial_potentials_absolute.
 
 // Exact propagators over one step h: V gets P22 V + P21 I + dc_term (P20 i_e), I gets P11 I.
 struct Propagators {
@@ -85,8 +80,11 @@ inline bool step(const Propagators& p, double input, double& V, double& I, int32
 struct SplitParameters {
   double tau_m_ms, tau_syn_ex_ms, tau_syn_in_ms, c_m_pF, i_e_pA, theta_mV, reset_mV;
   int64_t refractory_steps;
-  static SplitParameters of(const PopulationSpec& p) {
-    return {p.tau_m_ms, tau_syn_ex(p), tau_syn_in(p), p.c_m_pF, p.i_e_pA, p.theta_mV, p.reset_mV, p.refractory_steps};
+  static SplitParameters of(const PopulationSpec& p, double h) {
+    const double E_L = parameter(p, "E_L_mV");
+    return {parameter(p, "tau_m_ms"),      parameter(p, "tau_syn_ex_ms"),  parameter(p, "tau_syn_in_ms"),
+            parameter(p, "C_m_pF"),        parameter(p, "I_e_pA"),         parameter(p, "V_th_mV") - E_L,
+            parameter(p, "V_reset_mV") - E_L, steps_of(parameter(p, "tau_arp_ms"), h)};
   }
   static SplitParameters of_neuron(const NeuronParameters& v, uint64_t gid, double h) {
     const double E_L = v("E_L_mV", gid);

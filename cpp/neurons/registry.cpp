@@ -1,31 +1,24 @@
-// Every neuron model, one line each: the engine finds a population's model here by its kind,
-// the bindings by its name. Each line names the namespace of a model's file (which defines
-// `const NeuronModel model`).
+// Every neuron model: the engine and the bindings find a population's model here by its name.
+// The list is made by the build from the files: neuron_models.inc holds RANVIER_NEURON_MODEL(x)
+// for each cpp/neurons/x.cpp but this one (CMakeLists.txt), whose namespace ranvier::x defines
+// `const NeuronModel model` (named "x" too).
 #include <stdexcept>
 #include <string>
 
 #include "neurons/neuron_model.hpp"
 
-#define RANVIER_NEURON_MODELS(X) \
-  X(lifca)                       \
-  X(psc_exp)                     \
-  X(ignore_and_fire)             \
-  X(artificial)                  \
-  X(poisson_source)              \
-  X(iaf_psc_alpha)               \
-  X(iaf_cond_exp)                \
-  X(iaf_cond_alpha)              \
-  X(spike_train)                 \
-  X(inhomogeneous_poisson)
-
 namespace ranvier {
 
-#define RANVIER_DECLARE_MODEL(name) namespace name { extern const NeuronModel model; }
-RANVIER_NEURON_MODELS(RANVIER_DECLARE_MODEL)
+#define RANVIER_NEURON_MODEL(name) namespace name { extern const NeuronModel model; }
+#include "neuron_models.inc"
+#undef RANVIER_NEURON_MODEL
 
 namespace {
-#define RANVIER_LIST_MODEL(name) &name::model,
-const NeuronModel* const kModels[] = {RANVIER_NEURON_MODELS(RANVIER_LIST_MODEL)};
+const NeuronModel* const kModels[] = {
+#define RANVIER_NEURON_MODEL(name) &name::model,
+#include "neuron_models.inc"
+#undef RANVIER_NEURON_MODEL
+};
 }  // namespace
 
 const NeuronModel& neuron_model(const std::string& name) {

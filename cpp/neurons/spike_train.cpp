@@ -1,8 +1,8 @@
 // Spike trains given in advance (NEST's spike_generator feeding a parrot_neuron, in one
 // population): each neuron fires at the times its train lists, ignores all input, has no
-// membrane. The trains are PopulationSpec::train_steps, neuron x's in
-// [train_begin[x], train_begin[x + 1]): the steps s of the spikes, so that each spike has the
-// engine's spike time (s + 1) h, the time the user gave.
+// membrane. The trains are the integer sequence train_steps (PopulationSpec::integer_sequences),
+// neuron x's in [train_begin[x], train_begin[x + 1]) (the sequence train_begin): the steps s of
+// the spikes, so that each spike has the engine's spike time (s + 1) h, the time the user gave.
 #include <algorithm>
 #include <stdexcept>
 
@@ -14,7 +14,8 @@ namespace {
 
 class Update final : public PopulationUpdate {
  public:
-  explicit Update(const PopulationSpec& spec) : spec_(spec) {}
+  explicit Update(const PopulationSpec& spec)
+      : first_(spec.first), begin_(integer_sequence(spec, "train_begin")), steps_(integer_sequence(spec, "train_steps")) {}
   // A vectorised compare for all cells, then the few that fired move to their next spike.
   void step(const StepInput& in, const NeuronColumns& s, uint8_t* fired) const override {
     const int64_t step = in.step;
@@ -24,30 +25,40 @@ class Update final : public PopulationUpdate {
     for_each_fired(fired, s.n, [&](uint64_t k) { next[k] = next_spike(s.gid[k], ++s.spikes_fired[k]); });
   }
   int64_t next_spike(uint64_t gid, uint32_t fired) const {
-    const uint64_t x = gid - spec_.first;
-    const uint64_t at = spec_.train_begin[x] + fired;
-    return at < spec_.train_begin[x + 1] ? spec_.train_steps[at] : -1;   // -1: no more
+    const uint64_t x = gid - first_;
+    const uint64_t at = uint64_t(begin_[x]) + fired;
+    return at < uint64_t(begin_[x + 1]) ? steps_[at] : -1;   // -1: no more
   }
 
  private:
-  const PopulationSpec& spec_;     // the engine's configuration outlives every update
+  // The engine's configuration outlives every update (set_population makes new ones).
+  uint64_t first_;
+  const std::vector<int64_t>& begin_;
+  const std::vector<int64_t>& steps_;
 };
 
-void check(const PopulationSpec& spec) {
+void check(const PopulationSpec& spec, double) {
   check_no_per_neuron(spec);
-  if (spec.train_begin.size() != spec.size + 1 || spec.train_begin.back() != spec.train_steps.size())
-    throw std::invalid_argument("spike_train '" + spec.name + "': train_begin needs size + 1 offsets into train_steps");
+  check_initial(spec, kInitialReset);
+  const std::vector<int64_t>& begin = integer_sequence(spec, "train_begin");
+  const std::vector<int64_t>& steps = integer_sequence(spec, "train_steps");
+  if (begin.size() != spec.size + 1 || begin.front() != 0 || uint64_t(begin.back()) != steps.size() ||
+      !std::is_sorted(begin.begin(), begin.end()))
+    throw std::invalid_argument("spike_train '" + spec.name + "': train_begin needs size + 1 increasing offsets "
+                                "into train_steps");
   for (uint64_t x = 0; x < spec.size; ++x)
-    for (uint64_t i = spec.train_begin[x]; i < spec.train_begin[x + 1]; ++i)
-      if (spec.train_steps[i] < 0 || (i > spec.train_begin[x] && spec.train_steps[i] <= spec.train_steps[i - 1]))
+    for (int64_t i = begin[x]; i < begin[x + 1]; ++i)
+      if (steps[i] < 0 || (i > begin[x] && steps[i] <= steps[i - 1]))
         throw std::invalid_argument("spike_train '" + spec.name + "': each train's steps must be increasing and >= 0");
 }
 
-void initialize(const PopulationSpec& spec, const Key&, const NeuronColumns& s) {
+void initialize(const PopulationSpec& spec, const Key&, double, const NeuronColumns& s) {
+  const std::vector<int64_t>& begin = integer_sequence(spec, "train_begin");
+  const std::vector<int64_t>& steps = integer_sequence(spec, "train_steps");
   for (uint64_t k = 0; k < s.n; ++k) {
     const uint64_t x = s.gid[k] - spec.first;
     s.spikes_fired[k] = 0;
-    s.next_spike[k] = spec.train_begin[x] < spec.train_begin[x + 1] ? spec.train_steps[spec.train_begin[x]] : -1;
+    s.next_spike[k] = begin[x] < begin[x + 1] ? steps[begin[x]] : -1;
   }
 }
 
@@ -57,10 +68,12 @@ std::unique_ptr<PopulationUpdate> make_update(const PopulationSpec& spec, const 
 
 // New trains between runs: each neuron goes on with its first spike at or after step `now`.
 void parameters_changed(const PopulationSpec& spec, const NeuronColumns& s, int64_t now) {
+  const std::vector<int64_t>& begin = integer_sequence(spec, "train_begin");
+  const std::vector<int64_t>& steps = integer_sequence(spec, "train_steps");
   for (uint64_t k = 0; k < s.n; ++k) {
     const uint64_t x = s.gid[k] - spec.first;
-    const auto first = spec.train_steps.begin() + ptrdiff_t(spec.train_begin[x]);
-    const auto last = spec.train_steps.begin() + ptrdiff_t(spec.train_begin[x + 1]);
+    const auto first = steps.begin() + ptrdiff_t(begin[x]);
+    const auto last = steps.begin() + ptrdiff_t(begin[x + 1]);
     const auto at = std::lower_bound(first, last, now);
     s.spikes_fired[k] = uint32_t(at - first);
     s.next_spike[k] = at < last ? *at : -1;

@@ -36,22 +36,6 @@ import numpy as np
 from .errors import ConfigError
 from .neurons import NEURON_MODELS
 
-# model -> (name, unit, description) of the second recorded variable, c (Simulation record_state)
-SECOND_VARIABLE = {
-    "lifca": ("c", "dimensionless", "spike-frequency adaptation variable"),
-    "psc_exp": ("I_syn", "pA", "synaptic current"),
-    "iaf_psc_alpha": ("I_syn_ex", "pA", "excitatory synaptic current"),
-    "iaf_cond_exp": ("gsyn_exc", "nS", "excitatory synaptic conductance"),
-    "iaf_cond_alpha": ("gsyn_exc", "nS", "excitatory synaptic conductance"),
-}
-# model -> the inhibitory synaptic variable (Result.state["c_in"]), where the model has one
-INHIBITORY_VARIABLE = {
-    "psc_exp": ("I_syn_in", "pA", "inhibitory synaptic current (two time constants only)"),
-    "iaf_psc_alpha": ("I_syn_in", "pA", "inhibitory synaptic current"),
-    "iaf_cond_exp": ("gsyn_inh", "nS", "inhibitory synaptic conductance"),
-    "iaf_cond_alpha": ("gsyn_inh", "nS", "inhibitory synaptic conductance"),
-}
-
 
 def _import_neo():
     try:
@@ -107,12 +91,12 @@ def to_neo(result, populations=None):
     neo, pq = _import_neo()
     chosen = _chosen(result, populations)
     spikes = _spikes(result)
-    from .version import ranvier_version
+    from . import __version__
 
     net = result.network
     h = result.resolution_ms
     block = neo.Block(name=net.name, description=f"Ranvier run of {net.name!r}, {result.duration_ms:g} ms",
-                      simulator="ranvier", ranvier_version=ranvier_version(), dt=h, duration_ms=result.duration_ms,
+                      simulator="ranvier", ranvier_version=__version__, dt=h, duration_ms=result.duration_ms,
                       seed=int(result.seed), mpi_processes=int(result.ranks), threads=int(result.threads),
                       populations=[p.name for p in chosen])
     seg = neo.Segment(name="segment000", description=f"{net.name}: [0, {result.duration_ms:g}) ms")
@@ -188,13 +172,14 @@ def _signals(neo, pq, result, pop, state) -> list:
                      f"so its recorded V is")
     signals = [neo.AnalogSignal(v.T, units="mV", name="v", description="membrane potential",
                                 v_reference=reference, **common)]
-    name, unit, what = SECOND_VARIABLE.get(pop.model, ("c", "dimensionless",
-                                                       f"the second state variable of {pop.model} (unit not known "
-                                                       f"to ranvier.neo_io)"))
+    # the model's recordables (NeuronModel.recordables): c, and c_in where the model has one
+    name, unit, what = model.recordables.get("c", ("c", "dimensionless",
+                                                   f"the second state variable of {pop.model} (its model names "
+                                                   f"no recordable 'c')"))
     c = np.asarray(state["c"], dtype=np.float64)[mine]
     signals.append(neo.AnalogSignal(c.T, units=unit, name=name, description=what, **common))
     c_in = np.asarray(state["c_in"], dtype=np.float64)[mine] if "c_in" in state else None
-    if pop.model in INHIBITORY_VARIABLE and c_in is not None and not np.all(np.isnan(c_in)):
-        name, unit, what = INHIBITORY_VARIABLE[pop.model]
+    if "c_in" in model.recordables and c_in is not None and not np.all(np.isnan(c_in)):
+        name, unit, what = model.recordables["c_in"]
         signals.append(neo.AnalogSignal(c_in.T, units=unit, name=name, description=what, **common))
     return signals

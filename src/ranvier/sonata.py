@@ -44,6 +44,7 @@ from pathlib import Path
 import numpy as np
 
 from .errors import ConfigError
+from .neurons import NEURON_MODELS, SpikeTrain
 
 # NEST name -> Ranvier parameter name, per mapped model; "V_m" is the initial potential.
 _ALPHA_KEYS = {"E_L": "E_L_mV", "V_th": "V_th_mV", "V_reset": "V_reset_mV", "C_m": "C_m_pF", "tau_m": "tau_m_ms",
@@ -497,6 +498,11 @@ def _nest_keys(nest_name: str) -> dict | None:
     return None
 
 
+def _ranvier_model(nest_name: str) -> str:
+    """The Ranvier model of a NEST model (NeuronModel.nest_model)."""
+    return next(name for name, m in NEURON_MODELS.items() if m.nest_model == nest_name)
+
+
 def _to_ranvier(nest_name: str, nest: dict, where: str) -> tuple[str, dict]:
     """(Ranvier model, its parameters) of a NEST model with parameters by NEST's names."""
     keys = _nest_keys(nest_name)
@@ -508,7 +514,7 @@ def _to_ranvier(nest_name: str, nest: dict, where: str) -> tuple[str, dict]:
                               f"supported: {sorted(NEST_DEFAULTS['iaf_psc_delta'])}")
         if q["C_m"] <= 0:                                     # I_e / C_m below
             raise ConfigError(f"{where}: nest:iaf_psc_delta C_m = {q['C_m']:g} pF is not positive")
-        return "lifca", {"tau_m_ms": q["tau_m"], "theta_mV": q["V_th"] - q["E_L"], "reset_mV": q["V_reset"] - q["E_L"],
+        return _ranvier_model(nest_name), {"tau_m_ms": q["tau_m"], "theta_mV": q["V_th"] - q["E_L"], "reset_mV": q["V_reset"] - q["E_L"],
                          "tau_arp_ms": q["t_ref"], "dc_mV_per_ms": q["I_e"] / q["C_m"],
                          "initial_V_mV": q["V_m"] - q["E_L"]}
     unknown = sorted(set(nest) - set(keys))
@@ -519,8 +525,7 @@ def _to_ranvier(nest_name: str, nest: dict, where: str) -> tuple[str, dict]:
     if nest_name == "iaf_psc_exp":
         # NEST's defaults where the file leaves them out (psc_exp's own tau_syn_ms would stand in)
         params = {"tau_syn_ex_ms": 2.0, "tau_syn_in_ms": 2.0, **params}
-    return {"iaf_psc_alpha": "iaf_psc_alpha", "iaf_psc_exp": "psc_exp", "iaf_cond_exp": "iaf_cond_exp",
-            "iaf_cond_alpha": "iaf_cond_alpha"}[nest_name], params
+    return _ranvier_model(nest_name), params
 
 
 def _dynamics_file(components: dict, name: str, where: str) -> dict:
@@ -805,12 +810,12 @@ def _add_node_populations(net, pops, trains, components, info):
                         layers[k][x] = (steps[occurrence == k] * dt).tolist()
                     doubled += int(np.count_nonzero(occurrence > 0))
                 layers = layers or [[[] for _ in range(mine.size)]]
-                pop = Population(rname, int(mine.size), params={"spike_times_ms": layers[0]}, model="spike_train",
+                pop = Population(rname, int(mine.size), params={"spike_times_ms": layers[0]}, model=SpikeTrain.name,
                                  excitatory=excitatory)
                 info.virtual.add(rname)
                 for k, layer in enumerate(layers[1:], start=2):
                     copy = Population(f"{rname}#{k}", int(mine.size), params={"spike_times_ms": layer},
-                                      model="spike_train", excitatory=excitatory)
+                                      model=SpikeTrain.name, excitatory=excitatory)
                     extra.append(copy)
                     info.virtual.add(copy.name)
                     info.populations[copy.name] = (p.name, p.node_ids[mine].copy())
@@ -829,7 +834,6 @@ def _add_node_populations(net, pops, trains, components, info):
                         raise ConfigError(f"{where}: per-node dynamics_params '{key}' is not supported for "
                                           f"nest:{model}")
                     rkey = keys[key]
-                    from .neurons import NEURON_MODELS
                     default = params.get(rkey, NEURON_MODELS[rmodel].parameters[rkey].default)
                     params[rkey] = np.where(np.isnan(v), default, v)
                 pop = Population(rname, int(mine.size), params=params, model=rmodel, excitatory=excitatory,
@@ -1128,7 +1132,6 @@ def write_report(path, state: dict, net, info: SonataInfo, seed: int) -> None:
 
 
 def _rest(pop, seed: int) -> np.ndarray:
-    from .neurons import NEURON_MODELS
     return np.asarray(NEURON_MODELS[pop.model].neuron_values(pop, "E_L_mV", seed), dtype=np.float64)
 
 

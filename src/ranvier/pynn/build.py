@@ -5,10 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-# The Ranvier models of cells with a membrane (the others are sources): PyNN's initial v applies,
-# and weights become Ranvier's units, nA -> pA and uS -> nS (x 1000; IF_curr_delta's lifca:
-# 1000 w mV, as pyNN.nest gives iaf_psc_delta).
-MEMBRANE_MODELS = ("iaf_psc_alpha", "psc_exp", "iaf_cond_exp", "iaf_cond_alpha", "lifca")
+from ranvier.neurons import NEURON_MODELS, SpikeTrain
 
 
 def _native_values(pop) -> dict:
@@ -46,18 +43,11 @@ def _spike_times(value, size, dt, given=None, first=0):
 def ranvier_params(state, p) -> dict:
     """A PyNN population's native parameters as its Ranvier population takes them."""
     native = _native_values(p)
-    if p.celltype.ranvier_model == "spike_train":
+    if p.celltype.ranvier_model == SpikeTrain.name:
         return {"spike_times_ms": _spike_times(native["spike_times_ms"], p.size, state.dt, state.given_times,
                                                int(p.first_id))}
-    params = dict(native)
-    if p.celltype.ranvier_model == "lifca":          # IF_curr_delta: NEST's iaf_psc_delta, relative to rest
-        e_l = np.asarray(params.pop("E_L_mV"), dtype=float)
-        c_m = np.asarray(params.pop("C_m_pF"), dtype=float)
-        params["theta_mV"] = np.asarray(params.pop("V_th_mV"), dtype=float) - e_l
-        params["reset_mV"] = np.asarray(params.pop("V_reset_mV"), dtype=float) - e_l
-        params["dc_mV_per_ms"] = np.asarray(params.pop("I_e_pA"), dtype=float) / c_m
-        params = {k: (float(np.ravel(v)[0]) if isinstance(v, np.ndarray) and np.all(v == np.ravel(v)[0]) else v)
-                  for k, v in params.items()}
+    # Native potentials are absolute, as PyNN's (IF_curr_delta's lifca takes its relative to rest).
+    params = NEURON_MODELS[p.celltype.ranvier_model].from_absolute(native)
     if "tau_arp_ms" in params:           # refractory periods to the nearest step (NEST's rounding)
         params["tau_arp_ms"] = np.round(np.asarray(params["tau_arp_ms"], dtype=float) / state.dt) * state.dt
         if params["tau_arp_ms"].ndim == 0:
@@ -71,12 +61,12 @@ def describe(state) -> dict:
     for p in state.populations:
         model = p.celltype.ranvier_model
         params = ranvier_params(state, p)
-        initial = p._initial.get("v") if model in MEMBRANE_MODELS else None
-        if initial is None and model in MEMBRANE_MODELS:
+        membrane = NEURON_MODELS[model].has_potential
+        initial = p._initial.get("v") if membrane else None
+        if initial is None and membrane:
             initial = np.full(p.size, float(p.celltype.default_initial_values["v"]))
-        if model == "lifca":                         # relative to rest
-            initial = np.asarray(initial, dtype=float) - np.broadcast_to(
-                np.asarray(_native_values(p)["E_L_mV"], dtype=float), (p.size,))
+        if membrane:                                  # PyNN's v is absolute; as the model takes it
+            initial = NEURON_MODELS[model].initial_from_absolute(initial, _native_values(p), p.size)
         pops.append({"label": p.label, "size": p.size, "model": model, "params": params,
                      "initial": None if initial is None else np.asarray(initial, float),
                      "excitatory": True})
@@ -144,10 +134,10 @@ def build_network(state):
     state.plastic = []                         # (PyNN projection index, Ranvier projection index)
     state.native_index = {}                    # PyNN projection index -> Ranvier projection index
     for j, pr in enumerate(desc["projections"]):
-        target_model = desc["populations"][pr["post"]]["model"]
+        # nA -> pA, uS -> nS; IF_curr_delta (lifca): 1000 w mV, as pyNN.nest gives iaf_psc_delta
+        scale = NEURON_MODELS[desc["populations"][pr["post"]]["model"]].pynn_weight_scale
         if "native" in pr:
             q = pr["native"]
-            scale = 1000.0 if target_model in MEMBRANE_MODELS else 1.0
             w = abs(q["weight"]) * scale * (-1.0 if pr["receptor"] == "inhibitory" else 1.0)
             extra = {"autapses": True} if q.get("autapses") else {}
             state.native_index[j] = len(net.projections)
@@ -157,8 +147,6 @@ def build_network(state):
             continue
         if not len(pr["weight"]):
             continue
-        # nA -> pA, uS -> nS; IF_curr_delta (lifca): 1000 w mV, as pyNN.nest gives iaf_psc_delta
-        scale = 1000.0 if target_model in MEMBRANE_MODELS else 1.0
         w = np.abs(pr["weight"]) * scale
         if pr["receptor"] == "inhibitory":
             w = -w

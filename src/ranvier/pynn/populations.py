@@ -8,6 +8,8 @@ from pyNN import common, errors
 from pyNN.parameters import ParameterSpace, simplify
 from pyNN.standardmodels import StandardCellType
 
+from ranvier.neurons import SpikeTrain
+
 from . import simulator
 from .build import spike_trains
 from .recording import Recorder
@@ -69,7 +71,7 @@ class Population(common.Population):
         parameter_space.shape = (self.size,)
         parameter_space.evaluate(simplify=False)
         self._parameters = parameter_space.as_dict()
-        if self.celltype.ranvier_model == "spike_train":
+        if self.celltype.ranvier_model == SpikeTrain.name:
             for k, train in enumerate(spike_trains(self._parameters["spike_times_ms"], self.size)):
                 if np.any(np.diff(train) < 0):
                     raise errors.InvalidParameterValueError(f"SpikeSourceArray: the spike times of cell {k} are not "

@@ -15,7 +15,7 @@ import numpy as np
 
 from pyNN import common
 
-from .build import MEMBRANE_MODELS
+from ranvier.neurons import NEURON_MODELS
 
 name = "Ranvier"
 
@@ -76,7 +76,7 @@ class State(common.control.BaseState):
         if got is None:
             return []
         src, tgt = self.network.population(net_pr.source), self.network.population(net_pr.target)
-        scale = 1000.0 if tgt.model in MEMBRANE_MODELS else 1.0
+        scale = NEURON_MODELS[tgt.model].pynn_weight_scale
         return [Connection(int(s - src.first_id), int(t - tgt.first_id), weight=float(abs(w) / scale), delay=float(d))
                 for s, t, w, d in zip(got.source, got.target, got.weight, got.delay_ms)]
 
@@ -90,7 +90,7 @@ class State(common.control.BaseState):
             if got is None or not pr.connections:
                 continue
             src_pop, tgt_pop = self.network.population(net_pr.source), self.network.population(net_pr.target)
-            scale = 1000.0 if tgt_pop.model in MEMBRANE_MODELS else 1.0
+            scale = NEURON_MODELS[tgt_pop.model].pynn_weight_scale
             ours = np.lexsort((np.rint(got.delay_ms / self.dt), got.target, got.source))
             from .build import _parent_index
             pre = _parent_index(pr.pre, np.array([c.presynaptic_index for c in pr.connections])) + src_pop.first_id

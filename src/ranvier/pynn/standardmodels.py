@@ -11,12 +11,14 @@ from __future__ import annotations
 
 from pyNN.standardmodels import build_translations, cells, electrodes, synapses
 
+from ranvier.neurons import IafCondAlpha, IafCondExp, IafPscAlpha, Lifca, PoissonSource, PscExp, SpikeTrain
+
 from .simulator import state
 
 
 class IF_curr_alpha(cells.IF_curr_alpha):
     __doc__ = cells.IF_curr_alpha.__doc__
-    ranvier_model = "iaf_psc_alpha"
+    ranvier_model = IafPscAlpha.name
     translations = build_translations(
         ('tau_m', 'tau_m_ms'),
         ('cm', 'C_m_pF', 1000.0),
@@ -34,7 +36,7 @@ class IF_curr_alpha(cells.IF_curr_alpha):
 
 class IF_curr_exp(cells.IF_curr_exp):
     __doc__ = cells.IF_curr_exp.__doc__
-    ranvier_model = "psc_exp"
+    ranvier_model = PscExp.name
     translations = build_translations(
         ('tau_m', 'tau_m_ms'),
         ('cm', 'C_m_pF', 1000.0),
@@ -55,7 +57,7 @@ class IF_curr_delta(cells.IF_curr_delta):
     NEST's, absolute (E_L_mV, V_th_mV, ...); the build takes them relative to E_L. A weight w
     jumps V by 1000 w mV, as pyNN.nest gives iaf_psc_delta."""
     __doc__ = cells.IF_curr_delta.__doc__
-    ranvier_model = "lifca"
+    ranvier_model = Lifca.name
     translations = build_translations(
         ('v_rest', 'E_L_mV'),
         ('v_reset', 'V_reset_mV'),
@@ -71,7 +73,7 @@ class IF_curr_delta(cells.IF_curr_delta):
 
 class IF_cond_exp(cells.IF_cond_exp):
     __doc__ = cells.IF_cond_exp.__doc__
-    ranvier_model = "iaf_cond_exp"
+    ranvier_model = IafCondExp.name
     translations = build_translations(
         ('tau_m', 'g_L_nS', "cm/tau_m*1000.0", "C_m_pF/g_L_nS"),
         ('cm', 'C_m_pF', 1000.0),
@@ -91,7 +93,7 @@ class IF_cond_exp(cells.IF_cond_exp):
 
 class IF_cond_alpha(cells.IF_cond_alpha):
     __doc__ = cells.IF_cond_alpha.__doc__
-    ranvier_model = "iaf_cond_alpha"
+    ranvier_model = IafCondAlpha.name
     translations = IF_cond_exp.translations
     variable_map = IF_cond_exp.variable_map
     scale_factors = IF_cond_exp.scale_factors
@@ -99,13 +101,13 @@ class IF_cond_alpha(cells.IF_cond_alpha):
 
 class SpikeSourceArray(cells.SpikeSourceArray):
     __doc__ = cells.SpikeSourceArray.__doc__
-    ranvier_model = "spike_train"
+    ranvier_model = SpikeTrain.name
     translations = build_translations(('spike_times', 'spike_times_ms'))
 
 
 class SpikeSourcePoisson(cells.SpikeSourcePoisson):
     __doc__ = cells.SpikeSourcePoisson.__doc__
-    ranvier_model = "poisson_source"
+    ranvier_model = PoissonSource.name
     translations = build_translations(
         ('rate', 'rate_hz'),
         ('start', 'start_ms'),
