@@ -7,14 +7,14 @@
 //   /tmp/philox_kernel 48 200000        # blocks per call, calls
 //
 // To compare with an older header, build a second binary with -I pointing at a folder holding
-// that version's core/philox.hpp and core/simd.hpp (docs/performance.md, "Philox's latency").
+// that version's base/philox.hpp and base/simd.hpp (docs/performance.md, "Philox's latency").
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <vector>
 
-#include "core/philox.hpp"
+#include "base/philox.hpp"
 
 using namespace ranvier;
 

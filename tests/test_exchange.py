@@ -209,7 +209,7 @@ def round_robin_owner(run):
 
 
 def block_owner(run):
-    """cpp/core/placement.hpp's balanced blocks: the first n % P blocks hold one neuron more."""
+    """cpp/base/placement.hpp's balanced blocks: the first n % P blocks hold one neuron more."""
     n, P = run["has_targets"].shape[1], run["ranks"]
     starts = np.array([r * (n // P) + min(r, n % P) for r in range(P + 1)])
     return np.searchsorted(starts, np.arange(n), side="right") - 1

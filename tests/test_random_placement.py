@@ -1,4 +1,4 @@
-"""Random placement (cpp/core/placement.hpp): each population shuffled over ranks and threads by
+"""Random placement (cpp/base/placement.hpp): each population shuffled over ranks and threads by
 a bijection keyed by the seed, with no table. The spikes it gives are checked in every
 invariance matrix (test_invariance, test_plasticity, ...); here the map itself."""
 import numpy as np

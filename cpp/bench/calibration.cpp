@@ -10,7 +10,7 @@
 #include <numeric>
 #include <vector>
 
-#include "core/huge_pages.hpp"
+#include "base/huge_pages.hpp"
 
 namespace ranvier {
 namespace {

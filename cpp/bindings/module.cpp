@@ -17,9 +17,9 @@
 #include "comm/communicator.hpp"
 #include "comm/primitive_bench.hpp"
 #include "core/crash_report.hpp"
-#include "core/distributions.hpp"
+#include "base/distributions.hpp"
 #include "core/engine.hpp"
-#include "core/philox.hpp"
+#include "base/philox.hpp"
 #include "neurons/neuron_model.hpp"
 
 namespace nb = nanobind;

@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "core/simd.hpp"
+#include "base/simd.hpp"
 #include "neurons/neuron_model.hpp"
 
 namespace ranvier {

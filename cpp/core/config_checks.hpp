@@ -2,7 +2,7 @@
 // where there is one, the fix. Python validates the description first; these guard the engine
 // against any caller.
 #pragma once
-#include "core/spec.hpp"
+#include "base/spec.hpp"
 
 namespace ranvier {
 

@@ -8,9 +8,9 @@
 #include <stdexcept>
 #include <string>
 
-#include "core/distributions.hpp"
+#include "base/distributions.hpp"
 #include "core/engine.hpp"
-#include "core/philox.hpp"
+#include "base/philox.hpp"
 
 namespace ranvier {
 

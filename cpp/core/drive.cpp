@@ -5,7 +5,7 @@
 #include <cstring>
 
 #include "core/engine.hpp"
-#include "core/philox.hpp"
+#include "base/philox.hpp"
 #if defined(__x86_64__)
 #include <immintrin.h>  // also for the AVX-512 kernels, compiled by target attribute in any build
 #endif

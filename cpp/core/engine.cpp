@@ -14,7 +14,7 @@
 #include <thread>
 
 #include "core/config_checks.hpp"
-#include "core/philox.hpp"
+#include "base/philox.hpp"
 #include "neurons/neuron_model.hpp"
 
 namespace ranvier {

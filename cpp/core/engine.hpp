@@ -9,12 +9,12 @@
 #include <vector>
 
 #include "comm/communicator.hpp"
-#include "core/distributions.hpp"
+#include "base/distributions.hpp"
 #include "core/local_network.hpp"
-#include "core/placement.hpp"
+#include "base/placement.hpp"
 #include "core/plasticity.hpp"
-#include "core/simd.hpp"
-#include "core/spec.hpp"
+#include "base/simd.hpp"
+#include "base/spec.hpp"
 #include "exchange/exchange.hpp"
 #include "exchange/pathway.hpp"
 #include "neurons/neuron_model.hpp"

@@ -4,9 +4,9 @@
 #include <cstdint>
 #include <vector>
 
-#include "core/huge_pages.hpp"
-#include "core/placement.hpp"
-#include "core/spec.hpp"
+#include "base/huge_pages.hpp"
+#include "base/placement.hpp"
+#include "base/spec.hpp"
 #include "neurons/neuron_model.hpp"
 
 namespace ranvier {

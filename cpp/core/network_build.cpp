@@ -10,10 +10,10 @@
 #include <type_traits>
 #include <utility>
 
-#include "core/distributions.hpp"
+#include "base/distributions.hpp"
 #include "core/local_network.hpp"
-#include "core/philox.hpp"
-#include "core/simd.hpp"
+#include "base/philox.hpp"
+#include "base/simd.hpp"
 #include "neurons/neuron_model.hpp"
 
 namespace ranvier {

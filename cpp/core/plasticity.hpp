@@ -20,9 +20,9 @@
 #include <cstdint>
 #include <vector>
 
-#include "core/huge_pages.hpp"
+#include "base/huge_pages.hpp"
 #include "core/local_network.hpp"
-#include "core/spec.hpp"
+#include "base/spec.hpp"
 
 namespace ranvier {
 

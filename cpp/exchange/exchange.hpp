@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "comm/communicator.hpp"
-#include "core/placement.hpp"
+#include "base/placement.hpp"
 
 namespace ranvier {
 

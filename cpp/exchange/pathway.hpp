@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "comm/communicator.hpp"
-#include "core/placement.hpp"
-#include "core/spec.hpp"
+#include "base/placement.hpp"
+#include "base/spec.hpp"
 #include "exchange/exchange.hpp"
 
 namespace ranvier {

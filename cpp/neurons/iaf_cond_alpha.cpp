@@ -19,7 +19,7 @@
 #include <stdexcept>
 #include <vector>
 
-#include "core/spec.hpp"
+#include "base/spec.hpp"
 #include "neurons/neuron_model.hpp"
 #include "neurons/rkf45.hpp"
 

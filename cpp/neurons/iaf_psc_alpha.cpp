@@ -13,7 +13,7 @@
 #include <stdexcept>
 #include <vector>
 
-#include "core/spec.hpp"
+#include "base/spec.hpp"
 #include "neurons/neuron_model.hpp"
 
 namespace ranvier::iaf_psc_alpha {

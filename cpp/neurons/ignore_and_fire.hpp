@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <cstdint>
 
-#include "core/spec.hpp"
+#include "base/spec.hpp"
 #include "neurons/neuron_model.hpp"
 
 namespace ranvier::ignore_and_fire {

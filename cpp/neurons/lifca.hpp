@@ -7,7 +7,7 @@
 #pragma once
 #include <cstdint>
 
-#include "core/spec.hpp"
+#include "base/spec.hpp"
 #include "neurons/neuron_model.hpp"
 
 namespace ranvier::lifca {

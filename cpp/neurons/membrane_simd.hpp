@@ -8,7 +8,7 @@
 #include <utility>
 #include <vector>
 
-#include "core/simd.hpp"
+#include "base/simd.hpp"
 #include "neurons/neuron_model.hpp"
 #if defined(__x86_64__)
 #include <immintrin.h>  // also for the AVX-512 kernels, compiled by target attribute in any build

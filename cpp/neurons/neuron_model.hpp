@@ -14,10 +14,10 @@
 #include <string>
 #include <vector>
 
-#include "core/distributions.hpp"
-#include "core/philox.hpp"
-#include "core/simd.hpp"
-#include "core/spec.hpp"
+#include "base/distributions.hpp"
+#include "base/philox.hpp"
+#include "base/simd.hpp"
+#include "base/spec.hpp"
 
 namespace ranvier {
 

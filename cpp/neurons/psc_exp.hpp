@@ -13,7 +13,7 @@
 #pragma once
 #include <cstdint>
 
-#include "core/spec.hpp"
+#include "base/spec.hpp"
 #include "neurons/neuron_model.hpp"
 
 namespace ranvier::psc_exp {

@@ -23,12 +23,12 @@ MAX_DELAY_STEPS = 65535
 
 
 def _uniform_of_word(word: int) -> float:
-    """The engine's to_uniform (cpp/core/philox.hpp): (word + 1/2) 2^-32, in (0, 1)."""
+    """The engine's to_uniform (cpp/base/philox.hpp): (word + 1/2) 2^-32, in (0, 1)."""
     return (word + 0.5) * 2.0 ** -32
 
 
 def _inverse_normal(p: float) -> float:
-    """The engine's inverse normal CDF (Acklam's approximation, cpp/core/distributions.hpp)."""
+    """The engine's inverse normal CDF (Acklam's approximation, cpp/base/distributions.hpp)."""
     a = (-3.969683028665376e+01, 2.209460984245205e+02, -2.759285104469687e+02,
          1.383577518672690e+02, -3.066479806614716e+01, 2.506628277459239e+00)
     b = (-5.447609879822406e+01, 1.615858368580409e+02, -1.556989798598866e+02,
@@ -155,7 +155,7 @@ CONNECTION_RULES = ("probability", "total_synapses", "indegree", "outdegree", "s
 DELAY_LAW_FIELDS = ("delay_offset_ms", "delay_scale_ms", "delay_cut_ms", "delay_step_ms", "delay_mean_ms",
                     "delay_sd_ms", "delay_redraw_below_ms", "delay_redraw_above_ms")
 # Engine-side limits: a target's in-degree from one projection is a 32-bit count; a drive's
-# synapses per neuron a signed 64-bit one (DriveSpec::n_synapses, cpp/core/spec.hpp).
+# synapses per neuron a signed 64-bit one (DriveSpec::n_synapses, cpp/base/spec.hpp).
 MAX_DEGREE = 2**32 - 1
 MAX_DRIVE_SYNAPSES = 2**63 - 1
 

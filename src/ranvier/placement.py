@@ -2,7 +2,7 @@
 
 The engine places neurons by arithmetic: `round-robin` (every area spread over every rank, the
 conventional scheme), `block` and `random` (each population shuffled over ranks and threads by a
-bijection keyed by the seed: cpp/core/placement.hpp) need nothing from here. The area-aware schemes are computed
+bijection keyed by the seed: cpp/base/placement.hpp) need nothing from here. The area-aware schemes are computed
 here, from the network alone, as contiguous gid segments with a rank each:
 
 - `by-area`: each area whole on one rank (area i on rank i % ranks); needs at least as many

@@ -42,7 +42,7 @@ BYTES_PER_SYNAPSE_PEAK_PACKED = 7.0    # 4-byte synapses (measured: 6.3 B/synaps
 BYTES_PER_PLASTIC_SYNAPSE_PEAK = 30.0
 BASE_BYTES_PER_RANK = 150 * 2**20
 
-# The external drive (Engine::drive, cpp/core/engine.cpp; PoissonTable, cpp/core/distributions.hpp).
+# The external drive (Engine::drive, cpp/core/engine.cpp; PoissonTable, cpp/base/distributions.hpp).
 DRIVE_CHUNK = 512                      # neurons whose events are listed at once
 DRIVE_EVENT_BYTES = 21                 # per listed event: neuron, word, weight, place (4 B each), tail flag, tail index
 POISSON_TABLE_MAX_ENTRIES = 2**31 - 1  # the table's CDF is indexed by int

@@ -9,7 +9,7 @@
 #include <immintrin.h>  // also for the AVX-512 kernels, compiled by target attribute in any build
 #endif
 
-#include "core/simd.hpp"
+#include "base/simd.hpp"
 
 namespace ranvier {
 

@@ -188,7 +188,7 @@ struct EngineConfig {
   bool use_mpi = false;                   // false: a single process, no MPI
   int64_t comm_handle = 0;                // with use_mpi: the communicator's Fortran handle (any sign)
   // Settings the front end reads from the environment, once (ranvier.options):
-  std::string simd = "best";              // the kernels (cpp/core/simd.hpp): best, avx512, avx2 or scalar
+  std::string simd = "best";              // the kernels (cpp/base/simd.hpp): best, avx512, avx2 or scalar
   bool grouped_build = false;             // build every thread's synapses in the grouped layout (tests)
   int ranks_per_node = 0;                 // the hierarchical exchange's nodes: 0 shared memory, else groups of k
 
