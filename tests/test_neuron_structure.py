@@ -72,7 +72,7 @@ def test_no_module_outside_the_models_names_a_model():
 def test_population_spec_has_no_field_of_one_model():
     bound = {a for a in dir(_engine.PopulationSpec()) if not a.startswith("_")}
     assert bound == POPULATION_FIELDS, (sorted(bound - POPULATION_FIELDS), sorted(POPULATION_FIELDS - bound))
-    text = (ROOT / "cpp" / "core" / "spec.hpp").read_text()
+    text = (ROOT / "cpp" / "base" / "spec.hpp").read_text()
     body = re.search(r"struct PopulationSpec \{(.*?)\n\};", text, re.S).group(1)
     code = "\n".join(line.split("//")[0] for line in body.splitlines())
     declared = set()

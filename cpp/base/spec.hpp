@@ -84,23 +84,11 @@ struct ColumnGridSpec {
   std::vector<uint64_t> threshold;       // cumulative, the last 2^32
 };
 
-// Spike-timing-dependent plasticity of a projection's synapses (cpp/core/plasticity.hpp), with
-// the semantics and parameter names of NEST 3.10's synapse models: the whole delay is dendritic;
-// a weight changes when a pre-synaptic spike arrives, from the target's spike history.
-enum class PlasticityRule : uint8_t {
-  none,                 // static synapses
-  stdp,                 // stdp_synapse: all-to-all pairing
-  stdp_nn_symmetric,    // stdp_nn_symm_synapse
-  stdp_nn_pre_centered, // stdp_nn_pre_centered_synapse
-  stdp_nn_restricted,   // stdp_nn_restr_synapse
-  stdp_power_law,       // stdp_pl_synapse_hom
-};
-
+// A projection's synapse rule (cpp/synapses/: "static", or a plastic rule such as "stdp") by its
+// name, with its parameters by the Python front end's names; each rule reads its own at build.
 struct PlasticitySpec {
-  PlasticityRule rule = PlasticityRule::none;
-  double tau_plus_ms = 20, lambda = 0.01, alpha = 1;
-  double mu_plus = 1, mu_minus = 1, w_max = 100;  // the stdp* rules
-  double mu = 0.4;                                // the power law
+  std::string rule = "static";
+  std::map<std::string, double> parameters;
 };
 
 struct ProjectionSpec {
@@ -129,7 +117,7 @@ struct ProjectionSpec {
   double delay_mean_ms = 1, delay_sd_ms = 0, delay_redraw_below_ms = -1, delay_redraw_above_ms = -1;
   PlasticitySpec plasticity;
 
-  bool plastic() const { return plasticity.rule != PlasticityRule::none; }
+  bool plastic() const { return plasticity.rule != "static"; }
   bool list_weights() const { return rule == ConnectionRule::list && list && !list->weights.empty(); }
   bool list_delays() const { return rule == ConnectionRule::list && list && !list->delay_steps.empty(); }
 };

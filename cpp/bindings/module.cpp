@@ -16,6 +16,7 @@
 #include "bench/calibration.hpp"
 #include "comm/communicator.hpp"
 #include "comm/primitive_bench.hpp"
+#include "synapses/synapse_rule.hpp"
 #include "core/crash_report.hpp"
 #include "base/distributions.hpp"
 #include "core/engine.hpp"
@@ -48,9 +49,6 @@ using DoubleArray = nb::ndarray<const double, nb::ndim<1>, nb::c_contig, nb::dev
 
 // ConnectionRule by name, in the enum's order.
 constexpr const char* rule_names[] = {"pairwise", "fixed_total", "fixed_indegree", "fixed_outdegree", "list", "grid"};
-// PlasticityRule, in its order (the Python front end's names).
-constexpr const char* plasticity_names[] = {"none", "stdp", "stdp_nn_symmetric", "stdp_nn_pre_centered",
-                                            "stdp_nn_restricted", "stdp_power_law"};
 
 }  // namespace
 
@@ -197,16 +195,15 @@ NB_MODULE(_engine, m) {
       .def_rw("injected_current", &PopulationSpec::injected_current);
   nb::class_<PlasticitySpec>(m, "PlasticitySpec")
       .def(nb::init<>())
-      .def_prop_rw("rule", [](const PlasticitySpec& p) { return std::string(plasticity_names[size_t(p.rule)]); },
+      .def_prop_rw("rule", [](const PlasticitySpec& p) { return p.rule; },
                    [](PlasticitySpec& p, const std::string& name) {
-                     for (size_t i = 0; i < std::size(plasticity_names); ++i)
-                       if (name == plasticity_names[i]) { p.rule = PlasticityRule(i); return; }
-                     throw nb::value_error(("unknown plasticity rule '" + name + "'").c_str());
+                     try {
+                       p.rule = synapse_rule(name).name;
+                     } catch (const std::invalid_argument& e) {
+                       throw nb::value_error(e.what());
+                     }
                    })
-      .def_rw("tau_plus_ms", &PlasticitySpec::tau_plus_ms).def_rw("lambda_", &PlasticitySpec::lambda)
-      .def_rw("alpha", &PlasticitySpec::alpha).def_rw("mu_plus", &PlasticitySpec::mu_plus)
-      .def_rw("mu_minus", &PlasticitySpec::mu_minus).def_rw("w_max", &PlasticitySpec::w_max)
-      .def_rw("mu", &PlasticitySpec::mu);
+      .def_rw("parameters", &PlasticitySpec::parameters);
   nb::class_<ProjectionSpec>(m, "ProjectionSpec")
       .def(nb::init<>())
       .def_rw("source", &ProjectionSpec::source).def_rw("target", &ProjectionSpec::target)

@@ -71,8 +71,8 @@ uint64_t Engine::network_digest() const {
     for (const auto& ps : ts.plastic)
       for (uint64_t s = 0; s < N; ++s)
         for (uint32_t h = ps.row_head[s]; h < ps.row_head[s + 1]; ++h)
-          for (uint32_t i = ps.seg_first[h]; i < ps.seg_first[h + 1]; ++i)
-            sum += synapse_hash(1 + ps.projection, s, ts.neurons.gid[ps.neuron[i]], ps.seg_delay[h], 0);
+          for (uint32_t k = 0; k < ps.count(h); ++k)
+            sum += synapse_hash(1 + ps.projection, s, ts.neurons.gid[ps.target(h, k)], ps.seg_delay[h], 0);
   }
   return sum;
 }
@@ -169,14 +169,14 @@ StateTables Engine::checkpoint_state() const {
           for (uint32_t h = ps.row_head[s]; h < ps.row_head[s + 1]; ++h) {
             seg_src.push_back(int64_t(s));
             seg_delay.push_back(ps.seg_delay[h]);
-            seg_last.push_back(ps.seg_trace[h].last);
-            seg_k_plus.push_back(ps.seg_trace[h].k_plus);
-            for (uint32_t i = ps.seg_first[h]; i < ps.seg_first[h + 1]; ++i) {
+            seg_last.push_back(ps.trace(h).last);
+            seg_k_plus.push_back(ps.trace(h).k_plus);
+            for (uint32_t k = 0; k < ps.count(h); ++k) {
               src.push_back(int64_t(s));
-              tgt.push_back(int64_t(ts.neurons.gid[ps.neuron[i]]));
+              tgt.push_back(int64_t(ts.neurons.gid[ps.target(h, k)]));
               delay.push_back(ps.seg_delay[h]);
-              weight.push_back(ps.weight[i]);
-              if (!ps.k_plus.empty()) k_plus.push_back(ps.k_plus[i]);
+              weight.push_back(ps.weight(h, k));
+              if (ps.synapse_state) k_plus.push_back(ps.state(h, k)[0]);
             }
           }
       }
@@ -320,8 +320,8 @@ void Engine::restore_state(const StateTables& s, int64_t boundary_step) {
         for (uint32_t h = ps.row_head[g]; h < ps.row_head[g + 1]; ++h) {
           const int64_t arrival = e + ps.seg_delay[h];
           if (arrival < boundary_step) continue;
-          const uint32_t first = ps.seg_first[h], count = ps.seg_first[h + 1] - first;
-          ts.plastic_queue[slot_of(arrival)].push_back({h, first, count, uint16_t(p), ps.seg_delay[h]});
+          const uint32_t count = ps.count(h);
+          ts.plastic_queue[slot_of(arrival)].push_back({h, ps.seg_record[h], count, uint16_t(p), ps.seg_delay[h]});
           scheduled += count;
         }
       }
@@ -349,7 +349,7 @@ void Engine::restore_state(const StateTables& s, int64_t boundary_step) {
     struct Local {
       SynKey key;
       PlasticStore* store;
-      uint32_t i;
+      uint32_t h, k;
     };
     std::vector<Local> local;
     for (auto& ts : threads_)
@@ -357,8 +357,8 @@ void Engine::restore_state(const StateTables& s, int64_t boundary_step) {
         if (ps.projection != j) continue;
         for (uint64_t g = 0; g < N; ++g)
           for (uint32_t h = ps.row_head[g]; h < ps.row_head[g + 1]; ++h)
-            for (uint32_t i = ps.seg_first[h]; i < ps.seg_first[h + 1]; ++i)
-              local.push_back({SynKey((g << 16) | ps.seg_delay[h], ts.neurons.gid[ps.neuron[i]]), &ps, i});
+            for (uint32_t k = 0; k < ps.count(h); ++k)
+              local.push_back({SynKey((g << 16) | ps.seg_delay[h], ts.neurons.gid[ps.target(h, k)]), &ps, h, k});
       }
     std::stable_sort(local.begin(), local.end(), [](const Local& a, const Local& b) { return a.key < b.key; });
     size_t x = 0;
@@ -366,10 +366,10 @@ void Engine::restore_state(const StateTables& s, int64_t boundary_step) {
       while (x < src.size() && saved_key(x) < l.key) ++x;
       if (x == src.size() || saved_key(x) != l.key)
         throw std::invalid_argument("checkpoint: a plastic synapse of this network is missing from it");
-      l.store->weight[l.i] = weight[x];
-      if (!l.store->k_plus.empty()) {
+      l.store->weight(l.h, l.k) = weight[x];
+      if (l.store->synapse_state) {
         if (k_plus.size() != src.size()) throw std::invalid_argument("checkpoint: the synapses' K+ are missing");
-        l.store->k_plus[l.i] = k_plus[x];
+        l.store->state(l.h, l.k)[0] = k_plus[x];
       }
       ++x;
     }
@@ -389,8 +389,8 @@ void Engine::restore_state(const StateTables& s, int64_t boundary_step) {
             const auto key = std::make_pair(int64_t(g), int64_t(ps.seg_delay[h]));
             while (y < seg_src.size() && seg_key(y) < key) ++y;
             if (y == seg_src.size() || seg_key(y) != key) throw std::invalid_argument("checkpoint: a plastic segment is missing");
-            ps.seg_trace[h].last = seg_last[y];
-            ps.seg_trace[h].k_plus = seg_k_plus[y];
+            ps.trace(h).last = seg_last[y];
+            ps.trace(h).k_plus = seg_k_plus[y];
           }
       }
   }

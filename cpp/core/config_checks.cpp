@@ -6,6 +6,7 @@
 
 #include "base/simd.hpp"
 #include "neurons/neuron_model.hpp"
+#include "synapses/synapse_rule.hpp"
 
 namespace ranvier {
 
@@ -41,10 +42,10 @@ void check_config(EngineConfig& cfg) {
     const PlasticitySpec& p = pr.plasticity;
     const std::string where = "plastic projection " + cfg.populations[pr.source].name + " -> " +
                               cfg.populations[pr.target].name + ": ";
-    if (!(p.tau_plus_ms > 0) || !(cfg.populations[pr.target].tau_minus_ms > 0))
-      throw std::invalid_argument(where + "tau_plus_ms and the target's tau_minus_ms must be positive");
-    if (p.rule != PlasticityRule::stdp_power_law && !(p.w_max != 0))
-      throw std::invalid_argument(where + "w_max must not be zero");
+    if (!(cfg.populations[pr.target].tau_minus_ms > 0))
+      throw std::invalid_argument(where + "the target's tau_minus_ms must be positive");
+    const SynapseRule& rule = synapse_rule(p.rule);
+    if (rule.check) rule.check(p, where);
   }
   if (cfg.global_interval > 0) {
     // The global pathway holds a spike for up to D cycles, so every synapse between ranks of

@@ -146,8 +146,8 @@ RANVIER_PHASE void Engine::schedule(ThreadState& ts, const std::vector<SpikeReco
     for (uint32_t p = 0; p < ts.plastic.size(); ++p) {
       const PlasticStore& ps = ts.plastic[p];
       for (uint32_t h = ps.row_head[g]; h < ps.row_head[g + 1]; ++h) {
-        const uint32_t first = ps.seg_first[h], count = ps.seg_first[h + 1] - first;
-        ts.plastic_queue[queue_of(o + ps.seg_delay[h])].push_back({h, first, count, uint16_t(p), ps.seg_delay[h]});
+        const uint32_t count = ps.count(h);
+        ts.plastic_queue[queue_of(o + ps.seg_delay[h])].push_back({h, ps.seg_record[h], count, uint16_t(p), ps.seg_delay[h]});
         scheduled += count;
       }
     }

@@ -15,6 +15,7 @@
 #include "base/philox.hpp"
 #include "base/simd.hpp"
 #include "neurons/neuron_model.hpp"
+#include "synapses/synapse_rule.hpp"
 
 namespace ranvier {
 
@@ -858,7 +859,8 @@ void build_thread_synapses(const EngineConfig& cfg, const Placement& placement, 
         if (plastic) {  // the weight itself, unrounded: plasticity changes it from there
           if (plastic_weights->size() + m > (uint64_t(1) << 31))
             throw std::runtime_error("more than 2^31 plastic synapses of one projection on one thread: use more threads or ranks");
-          const bool split = pr.plasticity.rule != PlasticityRule::stdp_power_law && pr.plasticity.w_max < 0;
+          const SynapseRule& rule = synapse_rule(pr.plasticity.rule);
+          const bool split = rule.negative && rule.negative(pr.plasticity);
           for (size_t i = 0; i < m; ++i) {
             weight[i] = int32_t(plastic_weights->size());
             inhibitory[i] = split;

@@ -16,13 +16,17 @@
 // Weights are kept in double precision; the efficacy added to the input is rounded to the fixed
 // point of static synapses at each delivery, so sums stay independent of order.
 #pragma once
+#include <algorithm>
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "base/huge_pages.hpp"
 #include "core/local_network.hpp"
 #include "base/spec.hpp"
+#include "synapses/synapse_rule.hpp"
 
 namespace ranvier {
 
@@ -123,39 +127,59 @@ struct PostHistory {
 };
 
 // The plastic synapses of one projection on one thread: rows keyed by global source, delay
-// segments sorted by target, as SynapseStore's; a weight (double) per synapse. The source's last
-// spike and its trace K+ are per segment (every synapse of a segment shares its pre-synaptic
-// train), except for the nearest-neighbour pre-centred rule, which resets K+ per synapse.
+// segments sorted by target, as SynapseStore's. Each segment is one contiguous record, so that a
+// delivery reads one run of lines beside its queue entry (words of 8 bytes):
+//   the segment's pre-synaptic trace (SegmentTrace: every synapse of a segment shares its
+//   pre-synaptic train), its targets' thread-local indices (4 B each, padded to a word), their
+//   weights (double), then the rule's state per synapse (SynapseRule::synapse_state doubles each,
+//   the nearest pre-centred rule's K+).
 struct SegmentTrace {
   int64_t last = 0;                     // the step of the source's last delivered spike (0: none yet)
   double k_plus = 0;                    // K+ after it
 };
 
-struct PlasticStore;
-struct PlasticEntry;
-// The delivery of one segment, compiled per rule and weight dependence, chosen at build.
-using SegmentDelivery = uint32_t (*)(PlasticStore&, const PlasticEntry&, int64_t step, PostHistory&, int32_t* row,
-                                     double scale);
-
 struct PlasticStore {
   uint32_t projection = 0;
-  SegmentDelivery deliver = nullptr;
-  PlasticitySpec rule;
+  std::unique_ptr<const PlasticDelivery> rule;   // compiled at build (cpp/synapses/)
+  uint32_t synapse_state = 0;           // the rule's doubles per synapse beyond the weight
   std::vector<uint32_t> row_head, seg_first;
   std::vector<uint16_t> seg_delay;
+  std::vector<uint32_t> seg_record;     // each segment's first word in `records`
   // Read at random, a segment at a time, across hundreds of MB: huge pages spare the TLB misses.
-  std::vector<SegmentTrace, HugePageAllocator<SegmentTrace>> seg_trace;
-  std::vector<uint32_t, HugePageAllocator<uint32_t>> neuron;   // thread-local index of each synapse's target
-  std::vector<double, HugePageAllocator<double>> weight;
-  std::vector<double, HugePageAllocator<double>> k_plus;       // per synapse: the pre-centred rule only
+  std::vector<std::byte, HugePageAllocator<std::byte>> records;
   uint64_t column_offset = 0;           // input column = neuron + column_offset (inhibitory: split input)
-  StepDecay decay_plus;                 // exp(-k h / tau_plus)
   const StepDecay* decay_minus = nullptr;  // exp(-k h / tau_minus) of the targets (PostHistory::decays)
 
-  uint64_t size() const { return weight.size(); }
+  // Words of a segment's record of `count` synapses with `state` doubles each beyond the weight.
+  static uint64_t record_words(uint64_t count, uint32_t state) {
+    return sizeof(SegmentTrace) / 8 + (count + 1) / 2 + count * (1 + state);
+  }
+  std::byte* record(uint32_t word) { return records.data() + 8 * uint64_t(word); }
+  const std::byte* record(uint32_t word) const { return records.data() + 8 * uint64_t(word); }
+  static SegmentTrace& trace_of(std::byte* r) { return *reinterpret_cast<SegmentTrace*>(r); }
+  static uint32_t* targets_of(std::byte* r) { return reinterpret_cast<uint32_t*>(r + sizeof(SegmentTrace)); }
+  static double* weights_of(std::byte* r, uint32_t count) {
+    return reinterpret_cast<double*>(r + sizeof(SegmentTrace) + 8 * ((uint64_t(count) + 1) / 2));
+  }
+
+  // Segment h: its synapses, its trace, and synapse k of it (0 <= k < count(h)).
+  uint32_t count(uint32_t h) const { return seg_first[h + 1] - seg_first[h]; }
+  SegmentTrace& trace(uint32_t h) { return trace_of(record(seg_record[h])); }
+  const SegmentTrace& trace(uint32_t h) const { return const_cast<PlasticStore*>(this)->trace(h); }
+  uint32_t target(uint32_t h, uint32_t k) const { return targets_of(const_cast<PlasticStore*>(this)->record(seg_record[h]))[k]; }
+  double& weight(uint32_t h, uint32_t k) { return weights_of(record(seg_record[h]), count(h))[k]; }
+  double weight(uint32_t h, uint32_t k) const { return const_cast<PlasticStore*>(this)->weight(h, k); }
+  // The rule's state of synapse k (synapse_state doubles).
+  double* state(uint32_t h, uint32_t k) { return weights_of(record(seg_record[h]), count(h)) + count(h) + k * synapse_state; }
+  const double* state(uint32_t h, uint32_t k) const { return const_cast<PlasticStore*>(this)->state(h, k); }
+  // The segment holding synapse i (its index in the store, row by row, segment by segment).
+  uint32_t segment_of(uint64_t i) const {
+    return uint32_t(std::upper_bound(seg_first.begin(), seg_first.end(), i) - seg_first.begin() - 1);
+  }
+
+  uint64_t size() const { return seg_first.empty() ? 0 : seg_first.back(); }
   uint64_t bytes() const {
-    return row_head.size() * 4 + seg_first.size() * 4 + seg_delay.size() * 2 + seg_trace.size() * 16 +
-           neuron.size() * 4 + weight.size() * 8 + k_plus.size() * 8;
+    return row_head.size() * 4 + seg_first.size() * 4 + seg_delay.size() * 2 + seg_record.size() * 4 + records.size();
   }
 };
 
@@ -167,12 +191,19 @@ void build_plastic_store(const EngineConfig& cfg, uint32_t j, const ThreadNeuron
 void build_post_history(const EngineConfig& cfg, const ThreadNeurons& neurons, std::vector<PlasticStore>& stores,
                         int64_t keep_steps, PostHistory& out);
 
-// A plastic segment to deliver: the segment, its synapses and delay (copied from the store when
-// scheduled, so delivery reads no header), and its store (one per plastic projection).
+// A plastic segment to deliver: the segment, its record's first word, its synapses and delay
+// (copied from the store when scheduled, so delivery reads no header), and its store (one per
+// plastic projection).
 struct PlasticEntry {
-  uint32_t segment, first, count;
+  uint32_t segment, record, count;
   uint16_t store, delay;
 };
+
+// An efficacy in the fixed point of the input rows.
+inline int32_t to_fixed(double w, double scale) {
+  const double f = std::rint(w * scale);
+  return int32_t(std::clamp(f, -2147483647.0, 2147483647.0));
+}
 
 // Delivers the plastic segments `due` whose spikes are integrated in step `step` (spike time plus
 // delay is step + 1): updates every weight, adds the efficacies (fixed point, `scale` units per
@@ -180,9 +211,12 @@ struct PlasticEntry {
 uint64_t deliver_plastic(std::vector<PlasticStore>& stores, const std::vector<PlasticEntry>& due, int64_t step,
                          PostHistory& history, int32_t* row, double scale);
 
-// A synapse's weight brought up to `now` (steps): the facilitation by the target's spikes that
-// reached the synapse since its last pre-synaptic spike, which NEST applies only at the next one.
-// Reads, changes nothing.
-double weight_up_to_date(const PlasticStore& store, uint32_t h, uint32_t i, const PostHistory& history, int64_t now);
+// Synapse k of segment h brought up to `now` (steps): the facilitation by the target's spikes
+// that reached the synapse since its last pre-synaptic spike, which NEST applies only at the next
+// one. Reads, changes nothing.
+inline double weight_up_to_date(const PlasticStore& store, uint32_t h, uint32_t k, const PostHistory& history,
+                                int64_t now) {
+  return history.empty() ? store.weight(h, k) : store.rule->weight_up_to_date(store, h, k, history, now);
+}
 
 }  // namespace ranvier

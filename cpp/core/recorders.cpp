@@ -106,10 +106,10 @@ void Engine::connections(std::vector<uint64_t>& src, std::vector<uint64_t>& tgt,
     for (const auto& ps : ts.plastic)
       for (uint64_t s = 0; s < N; ++s)
         for (uint32_t h = ps.row_head[s]; h < ps.row_head[s + 1]; ++h)
-          for (uint32_t i = ps.seg_first[h]; i < ps.seg_first[h + 1]; ++i) {
+          for (uint32_t k = 0; k < ps.count(h); ++k) {
             src.push_back(s);
-            tgt.push_back(ts.neurons.gid[ps.neuron[i]]);
-            w.push_back(ps.weight[i]);
+            tgt.push_back(ts.neurons.gid[ps.target(h, k)]);
+            w.push_back(ps.weight(h, k));
             d.push_back(ps.seg_delay[h]);
           }
   }
@@ -124,10 +124,10 @@ void Engine::plastic_weights(uint32_t j, bool up_to_date, std::vector<uint64_t>&
       if (ps.projection != j) continue;
       for (uint64_t s = 0; s < N; ++s)
         for (uint32_t h = ps.row_head[s]; h < ps.row_head[s + 1]; ++h)
-          for (uint32_t i = ps.seg_first[h]; i < ps.seg_first[h + 1]; ++i) {
+          for (uint32_t k = 0; k < ps.count(h); ++k) {
             src.push_back(s);
-            tgt.push_back(ts.neurons.gid[ps.neuron[i]]);
-            w.push_back(up_to_date ? weight_up_to_date(ps, h, i, ts.history, now) : ps.weight[i]);
+            tgt.push_back(ts.neurons.gid[ps.target(h, k)]);
+            w.push_back(up_to_date ? weight_up_to_date(ps, h, k, ts.history, now) : ps.weight(h, k));
             d.push_back(ps.seg_delay[h]);
           }
     }
@@ -157,8 +157,8 @@ void Engine::set_plastic_weights(uint32_t j, const double* w, size_t n) {
     for (auto& ps : ts.plastic) {
       if (ps.projection != j) continue;
       if (at + ps.size() > n) throw std::invalid_argument("set_plastic_weights: fewer weights than synapses");
-      std::copy(w + at, w + at + ps.size(), ps.weight.begin());
-      at += ps.size();
+      for (uint32_t h = 0; h < ps.seg_delay.size(); ++h)
+        for (uint32_t k = 0; k < ps.count(h); ++k) ps.weight(h, k) = w[at++];
     }
   if (at != n) throw std::invalid_argument("set_plastic_weights: more weights than synapses");
 }
@@ -178,7 +178,9 @@ void Engine::plastic_weights_at(uint32_t j, const std::vector<uint64_t>& places,
   for (size_t k = 0; k < places.size(); ++k) {
     if (places[k] >= total) throw std::invalid_argument("plastic_weights_at: a place beyond the synapses");
     const size_t s = size_t(std::upper_bound(first.begin(), first.end(), places[k]) - first.begin()) - 1;
-    out[k] = stores[s]->weight[places[k] - first[s]];
+    const uint64_t i = places[k] - first[s];
+    const uint32_t h = stores[s]->segment_of(i);
+    out[k] = stores[s]->weight(h, uint32_t(i - stores[s]->seg_first[h]));
   }
 }
 

@@ -63,7 +63,8 @@ FILES = ("state.npz", "network.pickle", "recording.npz")
 # What network.pickle may name: the classes that describe a network (every model's, SONATA's and
 # pyNN.ranvier's networks are made of them) and NumPy's arrays and scalars. Anything else (a
 # function, os.system, a class of another module) could run code when unpickled: refused.
-NETWORK_MODULES = ("ranvier.network", "ranvier.devices", "ranvier.plasticity", "ranvier.random", "ranvier.grid")
+NETWORK_MODULES = ("ranvier.network", "ranvier.devices", "ranvier.plasticity", "ranvier.synapses.stdp",
+                   "ranvier.synapses.stdp_power_law", "ranvier.random", "ranvier.grid")
 NUMPY_GLOBALS = {(m, name) for m in ("numpy.core.multiarray", "numpy._core.multiarray")
                  for name in ("_reconstruct", "scalar")} | {("numpy", "ndarray"), ("numpy", "dtype")}
 PREFIX = "step-"                    # checkpoints of a run: <folder>/step-<12 digits>
@@ -395,7 +396,7 @@ class _NetworkUnpickler(pickle.Unpickler):
         if module in NETWORK_MODULES:
             import importlib
             found = getattr(importlib.import_module(module), name, None)
-            if isinstance(found, type) and found.__module__ == module:
+            if isinstance(found, type) and found.__module__ in NETWORK_MODULES:   # defined or re-exported there
                 return found
         raise ConfigError(f"{self.where}: network.pickle names {module}.{name}, which is not one of Ranvier's network "
                           f"classes: refused, since unpickling it could run code; give the network to resume "

@@ -1,0 +1,198 @@
+// The delivery of one plastic segment, generic over the rule: the loop over the segment's record
+// (core/plasticity.hpp), the reading of each target's spike history, and the input. A rule file
+// supplies a class (a "Rule") and instantiates RuleDelivery<Rule> for it:
+//
+//   struct Rule {
+//     static constexpr uint32_t kState;        // doubles of state per synapse (SynapseRule::synapse_state)
+//     static constexpr bool kSegmentTrace;     // the segment's K+ decays and grows by 1 at each spike
+//     StepDecay decay_plus;                    // exp(-k h / tau_plus)
+//     // The weight after a delivered spike, and the synapse's state updated.
+//     template <class Target> double update(double w, const Target&, const PreSpike&, double* state) const;
+//     // The weight with the facilitation of `Target`'s spikes alone (a weight read between spikes).
+//     template <class Target> double facilitated(double w, const Target&, const PreSpike&, const double* state) const;
+//   };
+//
+// `Target` is one of the views below: the target's spikes that reached the synapse since its
+// previous pre-synaptic spike (count(), and pairing(j) = exp(-(t_last - (t_j + d)) / tau_plus) of
+// the j-th), and at this spike (t_pre - d, the delay being dendritic) the target's trace K-
+// (k_minus()) and the exponential of its last spike alone (nearest(): nearest-neighbour rules).
+// Each delivery builds the cheapest view that holds: most read only the target's 32 hot bytes.
+// The compiler sees the rule and the view: every case compiles to its own straight code.
+#pragma once
+#include <algorithm>
+#include <cstdint>
+#include <memory>
+
+#include "core/plasticity.hpp"
+#include "synapses/synapse_rule.hpp"
+
+namespace ranvier {
+
+// The pre-synaptic side of a delivery: the segment's K+ after the source's previous spike, and
+// the steps since that spike (t_pre - t_last).
+struct PreSpike {
+  double k_plus;
+  int64_t since_last;
+};
+
+// The target has never spiked.
+struct NoTargetSpike {
+  static constexpr uint32_t count() { return 0; }
+  static double pairing(uint32_t) { return 0.0; }
+  static double k_minus() { return 0.0; }
+  static double nearest() { return 0.0; }
+};
+
+// No target spike since the synapse's previous spike: its last one gives K-.
+struct NoNewTargetSpike {
+  double k, near;
+  static constexpr uint32_t count() { return 0; }
+  static double pairing(uint32_t) { return 0.0; }
+  double k_minus() const { return k; }
+  double nearest() const { return near; }
+};
+
+// Only the target's last spike since the synapse's previous spike.
+struct LastTargetSpike {
+  double pair, k, near;
+  static constexpr uint32_t count() { return 1; }
+  double pairing(uint32_t) const { return pair; }
+  double k_minus() const { return k; }
+  double nearest() const { return near; }
+};
+
+// Any other case: the target's history, its spikes in (t1, t2] being spikes[lo, hi).
+struct TargetSpikes {
+  const PostSpike* spikes;
+  size_t lo, hi, before;               // before: the last spike strictly before t2, + 1 (0: none)
+  int64_t t2, d, t_last;
+  const StepDecay* decay_plus;
+  const StepDecay* decay_minus;
+  uint32_t count() const { return uint32_t(hi - lo); }
+  double pairing(uint32_t j) const { return (*decay_plus)(spikes[lo + j].step + d - t_last); }
+  double nearest() const { return before ? (*decay_minus)(t2 - spikes[before - 1].step) : 0.0; }
+  double k_minus() const { return before ? spikes[before - 1].k_minus * nearest() : 0.0; }
+};
+
+// The target's spikes in (t1, t2] (NEST's get_history): spikes[lo, hi).
+inline void spikes_between(const PostHistory::Where& n, int64_t t1, int64_t t2, size_t& lo, size_t& hi) {
+  size_t i = n.size;
+  while (i > n.head && n.spikes[i - 1].step > t2) --i;
+  hi = i;
+  while (i > n.head && n.spikes[i - 1].step > t1) --i;
+  lo = i;
+}
+
+// The last spike strictly before t (NEST's get_K_value(s)): its index + 1, or 0 for none.
+inline size_t last_before(const PostHistory::Where& n, size_t hi, int64_t t) {
+  size_t k = hi;
+  while (k > n.head && n.spikes[k - 1].step >= t) --k;
+  return k > n.head ? k : 0;
+}
+
+// One segment: every synapse's update, then the segment's pre-synaptic trace. The target's
+// history is read only when it spiked since the synapse's previous spike (t1 below): otherwise
+// its last spike and trace (PostHistory::Hot) say everything. Target lines are fetched a few
+// synapses ahead, and the history tails of those that need it a few synapses after that.
+template <class Rule>
+uint32_t deliver_segment(const Rule& rule, PlasticStore& st, const PlasticEntry& e, int64_t step,
+                         PostHistory& history, int32_t* row, double scale) {
+  const StepDecay& decay_minus = *st.decay_minus;
+  const StepDecay& decay_plus = rule.decay_plus;
+  const int64_t d = e.delay;
+  const int64_t t_pre = step + 1 - d;       // the pre-synaptic spike's time (steps)
+  const uint32_t count = e.count;
+  std::byte* record = st.record(e.record);
+  SegmentTrace& trace = PlasticStore::trace_of(record);
+  const uint32_t* neuron = PlasticStore::targets_of(record);
+  double* weight = PlasticStore::weights_of(record, count);
+  double* state = weight + count;
+  const int64_t t_last = trace.last;        // the previous one's
+  const PreSpike pre{trace.k_plus, t_pre - t_last};
+  // Post-synaptic spikes reach the synapse d later: those in (t_last - d, t_pre - d] pair with
+  // t_last (facilitation); K- just before t_pre - d depresses.
+  const int64_t t1 = t_last - d, t2 = t_pre - d;
+  PostHistory::Hot* hot = history.hot.data();
+  const PostHistory::Where* where = history.where.data();
+  int32_t* input = row + st.column_offset;
+  constexpr uint32_t kLine = 8, kTail = 4;  // synapses ahead: the target's line, its history's tail
+  for (uint32_t i = 0; i < std::min(count, kLine); ++i) __builtin_prefetch(&hot[neuron[i]]);
+  for (uint32_t i = 0; i < std::min(count, kTail); ++i) __builtin_prefetch(&where[neuron[i]]);
+  for (uint32_t i = 0; i < count; ++i) {
+    if (i + kLine < count) {
+      __builtin_prefetch(&hot[neuron[i + kLine]]);
+      __builtin_prefetch(&where[neuron[i + kLine]]);
+    }
+    if (i + kTail < count) {
+      const PostHistory::Hot& ahead = hot[neuron[i + kTail]];
+      if (ahead.any() && ahead.last > t1 && (ahead.last >= t2 || ahead.previous > t1)) {
+        const PostHistory::Where& at = where[neuron[i + kTail]];
+        __builtin_prefetch(at.spikes + at.size - 1, 1);
+      }
+    }
+    PostHistory::Hot& n = hot[neuron[i]];
+    double* s = state + i * Rule::kState;
+    double w = weight[i];
+    if (n.any() && n.last <= t1) {          // no target spike since t1: nothing to read or count
+      const double nearest = decay_minus(t2 - n.last);
+      w = rule.update(w, NoNewTargetSpike{n.k_minus * nearest, nearest}, pre, s);
+    } else if (n.any() && n.last < t2 && n.previous <= t1) {   // only the last target spike since t1
+      ++n.last_reads;
+      const double nearest = decay_minus(t2 - n.last);
+      w = rule.update(w, LastTargetSpike{decay_plus(n.last + d - t_last), n.k_minus * nearest, nearest}, pre, s);
+    } else if (n.any()) {
+      const PostHistory::Where& at = where[neuron[i]];
+      size_t lo, hi;
+      spikes_between(at, t1, t2, lo, hi);
+      for (size_t j = lo; j < hi; ++j) ++at.spikes[j].reads;
+      const TargetSpikes spikes{at.spikes, lo, hi, last_before(at, hi, t2), t2, d, t_last, &decay_plus, &decay_minus};
+      w = rule.update(w, spikes, pre, s);
+    } else {                                // the target has not spiked: K- is 0
+      w = rule.update(w, NoTargetSpike{}, pre, s);
+    }
+    weight[i] = w;
+    input[neuron[i]] += to_fixed(w, scale);
+  }
+  if constexpr (Rule::kSegmentTrace) trace.k_plus = pre.k_plus * decay_plus(pre.since_last) + 1.0;
+  trace.last = t_pre;
+  return count;
+}
+
+// Synapse k of segment h brought up to `now`: the facilitation by the target's spikes in
+// (t_last - d, now - d].
+template <class Rule>
+double weight_up_to_date(const Rule& rule, const PlasticStore& st, uint32_t h, uint32_t k, const PostHistory& history,
+                         int64_t now) {
+  const PostHistory::Where& n = history.where[st.target(h, k)];
+  const SegmentTrace& trace = st.trace(h);
+  const int64_t d = st.seg_delay[h], t_last = trace.last, t2 = now - d;
+  size_t lo, hi;
+  spikes_between(n, t_last - d, t2, lo, hi);
+  const TargetSpikes spikes{n.spikes, lo, hi, 0, t2, d, t_last, &rule.decay_plus, st.decay_minus};
+  return rule.facilitated(st.weight(h, k), spikes, PreSpike{trace.k_plus, now - t_last}, st.state(h, k));
+}
+
+// A rule compiled for the engine.
+template <class Rule>
+class RuleDelivery final : public PlasticDelivery {
+ public:
+  explicit RuleDelivery(Rule rule) : rule_(std::move(rule)) {}
+  uint32_t deliver(PlasticStore& store, const PlasticEntry& entry, int64_t step, PostHistory& history, int32_t* row,
+                   double scale) const override {
+    return deliver_segment(rule_, store, entry, step, history, row, scale);
+  }
+  double weight_up_to_date(const PlasticStore& store, uint32_t h, uint32_t k, const PostHistory& history,
+                           int64_t now) const override {
+    return ranvier::weight_up_to_date(rule_, store, h, k, history, now);
+  }
+
+ private:
+  Rule rule_;
+};
+
+template <class Rule>
+std::unique_ptr<PlasticDelivery> compiled(Rule rule) {
+  return std::make_unique<RuleDelivery<Rule>>(std::move(rule));
+}
+
+}  // namespace ranvier

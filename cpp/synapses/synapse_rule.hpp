@@ -1,0 +1,69 @@
+// What every synapse rule provides to the engine. A rule is one file under cpp/synapses/ (its
+// parameters, its update at a delivered spike, its facilitation for a weight read between spikes)
+// and one line in registry.cpp; the engine and the bindings know a rule by its name
+// (PlasticitySpec::rule), as they know neuron models.
+//
+// A plastic rule's delivery loop (segment_delivery.hpp) is generic over the rule and compiled for
+// each rule and weight dependence; the one a projection runs is chosen once, at build: delivery
+// makes one virtual call per segment, never one per synapse.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <stdexcept>
+#include <string>
+
+#include "base/spec.hpp"
+
+namespace ranvier {
+
+struct PlasticStore;
+struct PlasticEntry;
+struct PostHistory;
+
+// A plastic projection's rule with its parameters, compiled: the update of one segment at a
+// delivered spike, and a weight brought up to date between spikes.
+class PlasticDelivery {
+ public:
+  virtual ~PlasticDelivery() = default;
+  // Delivers one segment whose spike is integrated in step `step`: updates its weights from the
+  // targets' histories, adds the efficacies (fixed point, `scale` units per input unit) to the
+  // input row `row`. Returns the synapses delivered.
+  virtual uint32_t deliver(PlasticStore& store, const PlasticEntry& entry, int64_t step, PostHistory& history,
+                           int32_t* row, double scale) const = 0;
+  // Synapse i (its index in segment h) as of step `now`: the facilitation by the target's spikes
+  // that reached it since its last pre-synaptic spike, which NEST applies only at the next one.
+  virtual double weight_up_to_date(const PlasticStore& store, uint32_t h, uint32_t i, const PostHistory& history,
+                                   int64_t now) const = 0;
+};
+
+// A registry entry.
+struct SynapseRule {
+  const char* name;        // as the Python front end names it (PlasticitySpec::rule)
+  bool plastic;            // false: static synapses, kept in the static store (core/delivery.cpp)
+  // Refuses bad parameters: throws std::invalid_argument starting with `where` and naming the
+  // parameter. Null: nothing to check.
+  void (*check)(const PlasticitySpec&, const std::string& where) = nullptr;
+  // The compiled rule of a projection; h: the resolution (ms).
+  std::unique_ptr<PlasticDelivery> (*make)(const PlasticitySpec&, double h) = nullptr;
+  // Doubles of state per synapse beyond its weight (the nearest pre-centred rule's K+: 1), kept
+  // in the segment's record and in checkpoints ("k_plus").
+  uint32_t synapse_state = 0;
+  // Whether the projection's weights are negative (they then go to the inhibitory input of
+  // targets with split input). Null: never.
+  bool (*negative)(const PlasticitySpec&) = nullptr;
+};
+
+// The rule of a name; throws std::invalid_argument naming the known ones for an unknown name.
+// Looked up at build only, never in a loop.
+const SynapseRule& synapse_rule(const std::string& name);
+
+// A parameter a rule takes by name (PlasticitySpec::parameters); throws std::invalid_argument
+// naming the rule and the parameter when it is missing.
+inline double rule_parameter(const PlasticitySpec& p, const char* name) {
+  const auto it = p.parameters.find(name);
+  if (it == p.parameters.end())
+    throw std::invalid_argument("synapse rule '" + p.rule + "' lacks the parameter '" + name + "'");
+  return it->second;
+}
+
+}  // namespace ranvier

@@ -1,0 +1,42 @@
+"""The synapse-rule registry (cpp/synapses/registry.cpp, ranvier.synapses): every Python kind's
+rules are the engine's by name, and an unknown name is refused naming the known ones."""
+import pytest
+
+import ranvier as rv
+from ranvier import _engine, plasticity, synapses
+
+
+def test_every_kind_names_engine_rules():
+    names = set()
+    for kind in synapses.KINDS:
+        for rule in kind.nest_models:
+            spec = _engine.PlasticitySpec()
+            spec.rule = rule
+            assert spec.rule == rule
+            names.add(rule)
+    assert names == set(synapses.NEST_MODELS)
+    assert _engine.PlasticitySpec().rule == "static"
+
+
+def test_unknown_rule_names_the_known_ones():
+    spec = _engine.PlasticitySpec()
+    with pytest.raises(ValueError, match=r"unknown synapse rule 'stdp_triplet'; known: static, stdp, "):
+        spec.rule = "stdp_triplet"
+
+
+def test_engine_parameters_reach_the_spec():
+    syn = rv.STDP(lambda_=0.02, w_max=3.0, pairing="nearest-restricted")
+    spec = plasticity.plasticity_spec(syn, _engine)
+    assert spec.rule == "stdp_nn_restricted"
+    assert spec.parameters == {"tau_plus_ms": 20.0, "lambda": 0.02, "alpha": 1.0, "mu_plus": 1.0,
+                               "mu_minus": 1.0, "w_max": 3.0}
+    assert plasticity.describe(syn).endswith("= NEST stdp_nn_restr_synapse")
+    assert plasticity.describe(rv.STDPPowerLaw()).endswith("= NEST stdp_pl_synapse_hom")
+
+
+def test_public_names_stay():
+    assert rv.STDP is plasticity.STDP is synapses.STDP
+    assert rv.STDPPowerLaw is plasticity.STDPPowerLaw
+    assert plasticity.PAIRINGS["all-to-all"] == "stdp"
+    assert plasticity.NEST_MODELS["stdp_nn_symmetric"] == "stdp_nn_symm_synapse"
+    assert plasticity.SYNAPSE_KINDS == (rv.STDP, rv.STDPPowerLaw)
