@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 
 import ranvier as rv
-from ranvier import checkpoint
+from ranvier.io import checkpoint
 
 WORKLOADS = {
     "dpsnn": lambda: rv.models.dpsnn(neurons=20480),

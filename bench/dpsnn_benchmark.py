@@ -18,7 +18,7 @@ import tempfile
 from pathlib import Path
 
 from ranvier import ConfigError
-from ranvier.environment import cpu_model
+from ranvier.runtime.environment import cpu_model
 from ranvier.bench.runner import launch
 
 CONFIGURATIONS = [          # (label, ranks, threads per rank)

@@ -1,6 +1,6 @@
 """Up and down states of every module of a dpsnn grid run (docs/dpsnn.md, "Slow waves on the grid").
 
-The run summary's up/down analysis (ranvier.updown) reads the whole network's rate; on a large
+The run summary's up/down analysis (ranvier.analysis.updown) reads the whole network's rate; on a large
 grid the modules' up states need not coincide, and their average can look asynchronous. This
 reads a run's spikes.h5 and config.toml, applies the same analysis to each module's own spikes
 (its F, B and I neurons), and prints the whole network's result, the number of modules with up
@@ -20,7 +20,9 @@ from pathlib import Path
 import h5py
 import numpy as np
 
-from ranvier import config, models, updown
+from ranvier.io import config
+from ranvier import models
+from ranvier.analysis import updown
 
 
 def module_spikes(run: Path):

@@ -239,7 +239,7 @@ def populations_of(run_dir: Path) -> list[list]:
 
 
 def analyse_seed(seed: int, run_dir: Path, transient_ms: float, wall_s: float | None = None) -> dict:
-    from ranvier import activity
+    from ranvier.analysis import activity
 
     try:
         summary = json.loads((run_dir / "summary.json").read_text())
@@ -275,7 +275,7 @@ def analyse_seed(seed: int, run_dir: Path, transient_ms: float, wall_s: float | 
 
 # -- the report -----------------------------------------------------------------------------
 def summarise(seed_results: list[dict], settings: dict) -> dict:
-    from ranvier import activity
+    from ranvier.analysis import activity
 
     aggregate = activity.aggregate_seeds([r["populations"] for r in seed_results])
     comparison = activity.compare_rates({name: a["rate_hz"]["mean"] for name, a in aggregate.items()})

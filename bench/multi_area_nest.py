@@ -11,7 +11,7 @@ Two modes (--connectivity):
   and the initial potentials then differ between runs: each --seeds entry is the seed of those
   (NEST's rng_seed, Ranvier's seed). The noise floor is seed 1 against seed 2 of each simulator
   on the same synapses.
-- `law`: both get the same scaled network description (ranvier.multi_area: population sizes,
+- `law`: both get the same scaled network description (ranvier.models.multi_area: population sizes,
   fixed-total synapse numbers, weight and delay laws, external Poisson drive, DC compensation)
   and each draws its own realisation with its own generator (each --seeds entry is a network
   realisation), so the comparison also carries the quenched noise of different networks.

@@ -37,7 +37,7 @@ def main() -> None:
     a = ap.parse_args()
 
     from ranvier import models
-    from ranvier.simulation import Simulation
+    from ranvier.core.simulation import Simulation
 
     var, value = parse_setting(a.setting)
     base = parse_setting(a.base) if a.base else None

@@ -45,7 +45,7 @@ def peak_rss_mib() -> float:
 
 def one_run(args) -> dict:
     import ranvier as rv
-    from ranvier import config as cfgmod
+    from ranvier.io import config as cfgmod
 
     cfg = cfgmod.load(ROOT / "examples" / "dpsnn-small.toml")
     parameters = {**cfg.parameters, **dict(cfgmod.parse_assignment(a) for a in args.set)}

@@ -23,7 +23,8 @@ from pathlib import Path
 import numpy as np
 
 import ranvier as rv
-from ranvier import datasets, sonata
+from ranvier import datasets
+from ranvier.io import sonata
 
 
 def ranvier_run(config, dt, threads=2):

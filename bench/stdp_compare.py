@@ -35,10 +35,10 @@ The NEST network is the same network, drawn by NEST's generator (so another inst
   nest.logic.conditional on fresh uniforms whose leaves are the whole-ms delays and whose
   branch probabilities are the law's conditional ones (about 6 uniforms per synapse, which
   NEST's construction time includes; tests/test_stdp_compare.py checks the leaf probabilities).
-- Plastic: NEST's stdp_synapse (or the stdp_nn_* model of stdp_pairing, ranvier.plasticity.
+- Plastic: NEST's stdp_synapse (or the stdp_nn_* model of stdp_pairing, ranvier.core.plasticity.
   NEST_MODELS) with tau_plus, lambda, alpha, mu_plus, mu_minus and Wmax = stdp_w_max_factor J,
   one CopyModel per projection; tau_minus on the F and B neurons. NEST treats the whole delay as
-  dendritic; so does Ranvier (ranvier.plasticity). Static: static_synapse, one copy per projection.
+  dendritic; so does Ranvier (ranvier.core.plasticity). Static: static_synapse, one copy per projection.
 - Neurons. NEST has no lifca (V' = -V / tau_m - g_c c, c' = -c / tau_c, c += alpha_c at a
   spike). The closest is aeif_psc_delta with Delta_T = 0 (no exponential term; the threshold is
   then V_th) and a = 0 (no sub-threshold adaptation): C_m V' = -g_L (V - E_L) - w,
@@ -270,7 +270,7 @@ def _weight_stats(chunks: list) -> dict | None:
 
 
 def _model_parameters(w: dict, plastic: bool) -> dict:
-    from ranvier.config import parse_assignment
+    from ranvier.io.config import parse_assignment
     params = {"neurons": w["neurons"], "synapses_per_neuron": w["synapses_per_neuron"]}
     params.update(parse_assignment(text) for text in w["sets"])
     params["plasticity"] = "stdp" if plastic else None
@@ -283,7 +283,7 @@ def resolve_child(w: dict) -> dict:
     """The parameters (all of them, as dpsnn resolves them), the population sizes and the NEST
     STDP model; a ConfigError propagates (exit 2 with its line)."""
     import ranvier as rv
-    from ranvier.plasticity import NEST_MODELS, PAIRINGS
+    from ranvier.core.plasticity import NEST_MODELS, PAIRINGS
 
     plastic = rv.models.dpsnn(**_model_parameters(w, True))
     static = rv.models.dpsnn(**_model_parameters(w, False))

@@ -9,7 +9,7 @@ and classifies each run:
 
     silent      mean rate below 0.1 Hz and no up states
     saturated   mean rate above 100 Hz (neurons near their refractory limit)
-    SWA         up and down states (ranvier.updown) at a slow-oscillation frequency up to 2.5 Hz
+    SWA         up and down states (ranvier.analysis.updown) at a slow-oscillation frequency up to 2.5 Hz
     fast        up and down states faster than that: a population oscillation, not slow waves
     AW          the rest: asynchronous activity
 
@@ -30,7 +30,7 @@ from pathlib import Path
 import numpy as np
 
 import ranvier as rv
-from ranvier import updown
+from ranvier.analysis import updown
 
 STATES = ("silent", "AW", "SWA", "fast", "saturated")
 COLOURS = {"silent": "0.75", "AW": "C0", "SWA": "C1", "fast": "C4", "saturated": "C3"}

@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 
 from ranvier.bench import restore_cpus
-from ranvier.environment import cpu_model
+from ranvier.runtime.environment import cpu_model
 
 BUSY = "while True: pass"
 

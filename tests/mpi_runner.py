@@ -205,7 +205,7 @@ def pynn_cells_network(neurons: int, probability: float):
     homogeneous; B, tau_syn_ex_ms and E_in_mV per neuron); 70 % excitatory, inhibitory weights
     negative (split input), pA into psc_exp, nS into the conductance models; Poisson drive."""
     import ranvier as rv
-    from ranvier.random import Uniform
+    from ranvier.core.random import Uniform
     n_e = n_c = n_a = neurons * 7 // 30
     n_i = n_d = n_b = (neurons - n_e - n_c - n_a) // 3
     net = rv.Network(name="pynn-cells")
@@ -278,7 +278,7 @@ def heterogeneous_network(neurons: int, probability: float):
     distributions of every kind drawn by the engine, with per-neuron initial potentials, beside
     a homogeneous population; recurrent input in mV (lifca) and pA (the others), Poisson drive."""
     import ranvier as rv
-    from ranvier.random import Lognormal, Normal, Uniform
+    from ranvier.core.random import Lognormal, Normal, Uniform
     n_l, n_p = neurons * 2 // 5, neurons // 5
     n_a = n_h = (neurons - n_l - n_p) // 2
     index = np.arange(n_l)
@@ -453,7 +453,7 @@ def run_config(model="dpsnn", neurons=2048, synapses=1125, ms=300.0, threads=1, 
         gathered = sim.connections()
         up_to_date = sim.weights("E", "E", up_to_date=True)
         # weights.h5's arrays: canonical order, multapses in draw order (not sorted by weight)
-        from ranvier import weights as weights_io
+        from ranvier.io import weights as weights_io
         edge_names = weights_io.edge_population_names(net)
         in_file = {edge_names[j]: arrays for j, arrays in (weights_io.gather_plastic(sim) or {}).items()}
     if model == "dpsnn-stdp":

@@ -1,4 +1,4 @@
-"""ranvier.activity and bench/microcircuit_validation.py on synthetic spike data with known
+"""ranvier.analysis.activity and bench/microcircuit_validation.py on synthetic spike data with known
 answers; no engine run."""
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import h5py
 import numpy as np
 import pytest
 
-from ranvier import activity as v
+from ranvier.analysis import activity as v
 
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPT = ROOT / "bench" / "microcircuit_validation.py"

@@ -27,7 +27,8 @@ import pytest
 from conftest import MPI_TIMEOUT_S, ROOT, TESTS, check_balance, counters, mpiexec_path, subprocess_env
 
 import ranvier as rv
-from ranvier import _engine, placement
+from ranvier import _engine
+from ranvier.core import placement
 from ranvier.bench import restore_cpus
 from ranvier.errors import ConfigError
 
@@ -475,7 +476,7 @@ def test_area_placement_errors():
 
 # -- delay segments: the irregular-access model at the granularity of the delivery layout -----
 def test_delay_law_in_steps():
-    from ranvier import theory
+    from ranvier.analysis import theory
     pmf = theory.truncated_normal_steps(1.5, 0.75, 0.1, 0.1)
     assert pmf.sum() == pytest.approx(1.0) and pmf[:1].sum() == 0 and pmf[1] > 0
     assert (np.arange(pmf.size) * pmf).sum() * 0.1 == pytest.approx(1.554, abs=0.01)   # the truncated mean
@@ -524,7 +525,7 @@ def test_summary_predicts_exchange_time_from_an_mpi_fit(tmp_path):
 def test_fast_chunks_grow_in_whole_global_windows(monkeypatch):
     """Chunks that grow (fast runs: simulation.FAST_CHUNK_S) stay whole windows of D cycles, up to
     the longest chunk rounded down to one: no global exchange is flushed off its schedule."""
-    from ranvier import simulation
+    from ranvier.core import simulation
     monkeypatch.setattr(simulation, "FAST_CHUNK_S", 1e9)                # every chunk counts as fast
     sim = rv.Simulation(small_network(delay_ratio=3), threads=1, exchange="two-tier", placement="by-area")
     assert sim.global_interval == 3 and sim.cycle_ms == 0.1

@@ -15,9 +15,10 @@ import pytest
 
 import ranvier as rv
 from conftest import ROOT, mpiexec_path, needs_mpiexec, subprocess_env
-from ranvier import resources, spec
+from ranvier.runtime import resources
+from ranvier.core import spec
 from ranvier.bench import restore_cpus
-from ranvier.network import MAX_NORMAL_DEVIATE
+from ranvier.core.network import MAX_NORMAL_DEVIATE
 
 # A small dpsnn that runs in well under a second: the flags under test come after it and win.
 SMALL = ["--neurons", "2000", "--set", "synapses_per_neuron=20", "--duration-ms", "10", "--threads", "1"]
@@ -40,7 +41,7 @@ def cli(*args, env=None, timeout=120, shell_prefix=None):
 
 # case -> (arguments after `ranvier run`, words the one line must hold, shell prefix or None)
 CASES = {
-    # 1. 2^31 neurons: was ValueError: math domain error (ranvier.spec.fraction_bits)
+    # 1. 2^31 neurons: was ValueError: math domain error (ranvier.core.spec.fraction_bits)
     "2^31 neurons": (["--set", "neurons=2147483648"], ["will not fit in memory", "synapses", "fewer neurons"], None),
     # 2. a delay over 65535 steps: was a RuntimeError from engine.build()
     "exponential delay over 65535 steps": (
@@ -261,7 +262,8 @@ def test_no_limit_no_refusal_from_cgroups(tmp_path):
 def test_out_of_memory_in_the_build_is_a_memory_error_of_one_line(monkeypatch, capsys, tmp_path):
     """A std::bad_alloc the estimate did not foresee: the engine's threads pass it on as a
     RuntimeError('std::bad_alloc'); it reaches the user as a MemoryError, one line, exit 1."""
-    from ranvier import _engine, cli, simulation
+    from ranvier import _engine, cli
+    from ranvier.core import simulation
 
     class Engine:
         def __init__(self, config):

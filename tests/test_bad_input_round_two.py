@@ -8,7 +8,8 @@ import pytest
 from conftest import assert_bad_input
 
 import ranvier as rv
-from ranvier import cli, resources
+from ranvier import cli
+from ranvier.runtime import resources
 
 TINY = ["dpsnn", "--neurons", "400", "--set", "synapses_per_neuron=40", "--threads", "1", "--quiet",
         "--energy", "none"]

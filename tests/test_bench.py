@@ -144,7 +144,7 @@ def test_mpi_bench_writes_times_fits_and_a_plot(tmp_path):
 
 # -- the communication model (theory.md, section 3) -------------------------------------------
 def test_exchange_model_adds_latencies_and_charges_the_records_bytes():
-    from ranvier import theory
+    from ranvier.analysis import theory
 
     fit = {"ranks": 3, "primitives": {
         "allgather": {"latency_s": 2e-6, "bandwidth_bytes_per_s": 1e9},

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from conftest import PNG_MAGIC, assert_bad_input, needs_mpiexec, ranvier_cli, read_csv
 
-from ranvier import cycle_stats, theory
+from ranvier.analysis import cycle_stats, theory
 from ranvier.bench import areas as bench_areas
 from ranvier.errors import ConfigError
 
@@ -261,7 +261,7 @@ def test_a_config_file_gives_the_model_but_not_the_schemes(tmp_path, specs):
 # -- the worker, in process on one rank ---------------------------------------------------------
 @pytest.mark.parametrize("scheme", bench_areas.SCHEMES)
 def test_worker_measures_phases_exchanges_and_cycle_statistics(scheme, tmp_path):
-    from ranvier.simulation import PHASES
+    from ranvier.core.simulation import PHASES
 
     parameters = {"n_areas": 2, "area_size": 400, "K": 40}
     settings = bench_areas._scheme_settings(scheme, "allgather", None, None)

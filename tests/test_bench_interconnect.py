@@ -8,7 +8,7 @@ import math
 import pytest
 
 from conftest import ROOT, PNG_MAGIC, assert_bad_input, needs_mpiexec, ranvier_cli, read_csv
-from ranvier import theory
+from ranvier.analysis import theory
 from ranvier.bench import interconnect, netns
 from ranvier.errors import ConfigError
 

@@ -12,11 +12,12 @@ from pathlib import Path
 import pytest
 from conftest import PNG_MAGIC, assert_bad_input, needs_mpiexec, ranvier_cli, read_csv
 
-from ranvier import cli, speedup
+from ranvier import cli
+from ranvier.analysis import speedup
 from ranvier.bench import areas as bench_areas
 from ranvier.bench import common, runner
 from ranvier.bench import scaling as bench_scaling
-from ranvier.commands import run as run_command
+from ranvier.cli import run as run_command
 
 # A tiny dpsnn (dpsnn needs synapses_per_neuron < neurons) and a tiny artificial-cells.
 TINY_DPSNN = ["--set", "neurons=600", "--set", "synapses_per_neuron=60", "--duration-ms", "50"]
@@ -163,7 +164,7 @@ def test_strong_scaling_speedup_and_efficiency_against_the_fewest_cores():
 
 
 def test_one_definition_of_speedup_and_efficiency():
-    """ranvier.speedup: speedup = baseline RTF / RTF, efficiency = speedup / (cores / baseline cores);
+    """ranvier.analysis.speedup: speedup = baseline RTF / RTF, efficiency = speedup / (cores / baseline cores);
     weak scaling: efficiency = the speedup; none where oversubscribed."""
     assert speedup.scaling(0.5, 4, 2.0, 1) == speedup.Scaling(4.0, 1.0)
     assert speedup.scaling(1.25, 2, 2.0, 1) == speedup.Scaling(1.6, 0.8)
@@ -250,7 +251,7 @@ def test_the_run_command_reads_back_as_the_same_configuration(tmp_path):
     assert argv[:4] == [sys.executable, "-m", "ranvier", "run"]
     assert "--energy" not in argv and "--baseline-s" not in argv and "--exchange" not in argv
     assert argv[-3:] == ["--out", str(tmp_path / "r1-t2-1"), "--quiet"]
-    from ranvier.simulation import EXCHANGES, PLACEMENTS
+    from ranvier.core.simulation import EXCHANGES, PLACEMENTS
     args = cli.make_parser(EXCHANGES, PLACEMENTS).parse_args(argv[3:])
     cfg = run_command.resolve_config(args)
     assert cfg.model == "dpsnn" and cfg.parameters == overrides

@@ -243,7 +243,7 @@ def test_the_issues_names_beside_each_other():
 
 
 def test_names_the_output_can_hold_are_written_and_read_back(tmp_path):
-    from ranvier import recording
+    from ranvier.core import recording
 
     names = ["..", " lead", "trail ", "L2.3e", "é#2", "a b"]
     net = rv.Network()

@@ -1,4 +1,4 @@
-"""Checkpoints (ranvier.checkpoint, cpp/core/checkpoint.cpp): a run saved and resumed on another
+"""Checkpoints (ranvier.io.checkpoint, cpp/core/checkpoint.cpp): a run saved and resumed on another
 decomposition gives the uninterrupted run's spikes (and plastic weights) exactly, and a
 checkpoint that does not fit is refused in one line saying why.
 
@@ -19,7 +19,7 @@ import pytest
 import ranvier as rv
 from conftest import DPSNN_SMALL, counters, mpiexec_path, needs_mpiexec, run_workload, subprocess_env
 from ranvier.bench import restore_cpus
-from ranvier import checkpoint
+from ranvier.io import checkpoint
 from ranvier.errors import ConfigError
 
 SAVE_AT_MS = 150.0

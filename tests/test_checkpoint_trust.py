@@ -1,4 +1,4 @@
-"""Checkpoints that are not what Ranvier wrote are not trusted (ranvier.checkpoint).
+"""Checkpoints that are not what Ranvier wrote are not trusted (ranvier.io.checkpoint).
 
 Every byte of every file of a checkpoint is covered by a digest (checkpoint.json's own
 included): an edited checkpoint is refused in one line naming the checkpoint, the file and the
@@ -19,7 +19,8 @@ import numpy as np
 import pytest
 
 import ranvier as rv
-from ranvier import checkpoint, cli
+from ranvier.io import checkpoint
+from ranvier import cli
 from ranvier.errors import ConfigError
 from test_checkpoint import copy_of, edit_meta, refused, same_spike_files, small_network
 from test_checkpoint import saved  # noqa: F401 (a fixture)
@@ -157,7 +158,7 @@ def test_no_callable_outside_ranvier_network_classes_is_taken(saved, tmp_path, p
 
 def test_a_function_of_ranvier_is_not_taken(saved, tmp_path):
     """Ranvier's own module, but a function, not a network class: it could do anything."""
-    from ranvier.commands import run as run_command
+    from ranvier.cli import run as run_command
 
     class Reduced:
         def __reduce__(self):
@@ -165,7 +166,7 @@ def test_a_function_of_ranvier_is_not_taken(saved, tmp_path):
 
     path = copy_of(saved, tmp_path)
     sign(path, **{"network.pickle": pickle.dumps(Reduced(), protocol=4)})
-    refused(path, "network.pickle", "ranvier.commands.run.command")
+    refused(path, "network.pickle", "ranvier.cli.run.command")
 
 
 def round_trip_networks():
@@ -199,7 +200,7 @@ def round_trip_networks():
     sys.path.insert(0, str(ROOT / "examples" / "sonata"))
     from make_network import write_network
     import tempfile
-    from ranvier import sonata
+    from ranvier.io import sonata
     with tempfile.TemporaryDirectory() as d:
         yield "sonata", sonata.load(write_network(checkpoint.Path(d)))[0]
 

@@ -103,7 +103,7 @@ def test_persistent_operations_made_and_freed_many_times():
 REFUSED_WITHOUT_MPI4 = textwrap.dedent("""
     from mpi4py import MPI
     import ranvier as rv
-    from ranvier import simulation
+    from ranvier.core import simulation
     from ranvier.errors import ConfigError
 
     real = simulation._engine.build_info

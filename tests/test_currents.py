@@ -1,4 +1,4 @@
-"""Injected currents (ranvier.devices: StepCurrent, DCCurrent): exact on the grid, NEST's
+"""Injected currents (ranvier.core.devices: StepCurrent, DCCurrent): exact on the grid, NEST's
 step_current_generator to the step, the same spikes for any threads and placement, and clear
 errors before anything is built. Ranks: tests/test_sonata.py runs a network with a current
 clamp on 1 and 2 ranks."""

@@ -1,11 +1,11 @@
-"""Cycle-time statistics (ranvier.cycle_stats) on synthetic timers with known properties."""
+"""Cycle-time statistics (ranvier.analysis.cycle_stats) on synthetic timers with known properties."""
 import json
 import math
 
 import numpy as np
 import pytest
 
-from ranvier import cycle_stats, theory
+from ranvier.analysis import cycle_stats, theory
 from ranvier.errors import ConfigError
 
 RANKS, CYCLES = 4, 20000

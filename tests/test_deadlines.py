@@ -1,4 +1,4 @@
-"""Real-time deadlines (ranvier.deadlines): the lag of wall time behind simulated time per
+"""Real-time deadlines (ranvier.analysis.deadlines): the lag of wall time behind simulated time per
 cycle, hard and soft real time in every summary, and --pace (never faster than biology)."""
 import json
 import subprocess
@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import ranvier as rv
-from ranvier import deadlines
+from ranvier.analysis import deadlines
 from conftest import mpiexec_path, needs_mpiexec, ranvier_cli, subprocess_env
 
 

@@ -1,4 +1,4 @@
-"""The death watch (ranvier.deathwatch): which ends of a rank it reports, on its own, without MPI.
+"""The death watch (ranvier.runtime.deathwatch): which ends of a rank it reports, on its own, without MPI.
 
 Under mpiexec the launcher tears the job down within milliseconds of a death, so whether the
 watch's line gets out there is a race the job tests (test_job_faults.py) see only from the
@@ -15,13 +15,13 @@ import time
 
 import pytest
 
-from ranvier import deathwatch
+from ranvier.runtime import deathwatch
 
 psutil = pytest.importorskip("psutil")
 
 RANK = """\
 import os, signal, sys, time
-from ranvier import deathwatch
+from ranvier.runtime import deathwatch
 conn = deathwatch.connect(sys.argv[1].replace("@", "\\0", 1), int(sys.argv[2]))   # argv holds no NUL
 how = sys.argv[3]
 print("connected", flush=True)

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import ranvier as rv
-from ranvier import config
+from ranvier.io import config
 
 PRESET = Path(__file__).resolve().parents[1] / "examples" / "dpsnn-grid-swa.toml"
 

@@ -1,4 +1,4 @@
-"""ranvier.energy on fake meters: a powercap tree in tmp_path, NVML-like modules, recorded power
+"""ranvier.runtime.energy on fake meters: a powercap tree in tmp_path, NVML-like modules, recorded power
 traces and a power model, driven by a fake clock (no real waiting except one short thread test)."""
 from __future__ import annotations
 
@@ -8,23 +8,8 @@ import time
 
 import pytest
 
-from ranvier import energy
-from ranvier.energy import (
-    REPORT_KEYS,
-    EnergySession,
-    ExternalTrace,
-    NvmlMeter,
-    PowerModel,
-    RaplMeter,
-    Unavailable,
-    counter_energy,
-    format_lines,
-    integrate_power,
-    report_from_marks,
-    select_meter,
-    unavailable_report,
-    unwrap,
-)
+from ranvier.runtime import energy
+from ranvier.runtime.energy import REPORT_KEYS, EnergySession, ExternalTrace, NvmlMeter, PowerModel, RaplMeter, Unavailable, counter_energy, format_lines, integrate_power, report_from_marks, select_meter, unavailable_report, unwrap
 from ranvier.errors import ConfigError
 
 EPOCH = 1_700_000_000.0

@@ -1,5 +1,5 @@
 """The engine's settings from the environment (RANVIER_SIMD, RANVIER_RANKS_PER_NODE,
-RANVIER_BUILD_GROUPED) are read once, by ranvier.options, into the engine's configuration: the
+RANVIER_BUILD_GROUPED) are read once, by ranvier.core.options, into the engine's configuration: the
 engine reads no environment variable, and a bad value is refused before anything is built,
 naming the variable."""
 from __future__ import annotations
@@ -12,7 +12,7 @@ import pytest
 import ranvier as rv
 from ranvier import _engine
 from ranvier.errors import ConfigError
-from ranvier.options import engine_settings
+from ranvier.core.options import engine_settings
 
 CPP = Path(__file__).resolve().parent.parent / "cpp"
 
@@ -28,7 +28,7 @@ def small_network():
 def test_the_engine_reads_no_environment():
     readers = [f"{p.relative_to(CPP)}:{n}" for p in sorted(CPP.rglob("*.[ch]pp"))
                for n, line in enumerate(p.read_text().splitlines(), 1) if re.search(r"\bgetenv\s*\(", line)]
-    assert not readers, f"the engine reads the environment at {readers}: read it in ranvier.options"
+    assert not readers, f"the engine reads the environment at {readers}: read it in ranvier.core.options"
 
 
 @pytest.mark.parametrize("variable, value", [("RANVIER_SIMD", "avx3"), ("RANVIER_SIMD", "AVX2"),
@@ -40,9 +40,9 @@ def test_a_bad_value_is_refused_naming_the_variable(variable, value):
 
 
 def test_unset_means_the_defaults():
-    assert engine_settings({}) == rv.options.EngineSettings(simd="best", ranks_per_node=0, grouped_build=False)
+    assert engine_settings({}) == rv.core.options.EngineSettings(simd="best", ranks_per_node=0, grouped_build=False)
     assert engine_settings({"RANVIER_SIMD": "scalar", "RANVIER_RANKS_PER_NODE": "3", "RANVIER_BUILD_GROUPED": "1"}) == \
-        rv.options.EngineSettings(simd="scalar", ranks_per_node=3, grouped_build=True)
+        rv.core.options.EngineSettings(simd="scalar", ranks_per_node=3, grouped_build=True)
 
 
 def test_the_settings_reach_the_engine_configuration(monkeypatch):

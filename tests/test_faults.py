@@ -22,7 +22,7 @@ from conftest import mpiexec_path, needs_mpiexec, ranvier_cli, subprocess_env
 
 from ranvier import cli
 from ranvier.bench import restore_cpus
-from ranvier.commands import info
+from ranvier.cli import info
 
 # A network that builds in a fraction of a second and simulates long enough to be interrupted.
 TINY = ["--neurons", "400", "--set", "synapses_per_neuron=100", "--threads", "1"]
@@ -89,7 +89,7 @@ class Launched:
             for child in psutil.Process(self.proc.pid).children(recursive=True):
                 try:
                     rank = child.environ().get("PMI_RANK")
-                    if "--watch" in child.cmdline():       # rank 0's output watcher (ranvier.leftovers)
+                    if "--watch" in child.cmdline():       # rank 0's output watcher (ranvier.io.leftovers)
                         continue
                 except psutil.Error:
                     continue
@@ -233,7 +233,7 @@ def test_a_script_that_ends_normally_on_every_rank_finalizes_mpi(tmp_path):
 
 CLI_SCRIPT = """\
 import sys
-from ranvier import cli, simulation
+from ranvier import cli; from ranvier.core import simulation
 
 run = simulation.Simulation.run
 
@@ -280,7 +280,7 @@ def test_sigint_in_one_process_is_exit_130(launch, tmp_path):
 
 INTERRUPTED_IN_EXEC = """\
 import sys
-from ranvier import cli, simulation
+from ranvier import cli; from ranvier.core import simulation
 
 
 def interrupted(self, *args, **kwargs):
@@ -336,7 +336,7 @@ def test_failed_allocation_is_one_line(tmp_path):
         import sys
         import numpy as np
         from ranvier import cli
-        from ranvier.commands import info
+        from ranvier.cli import info
 
         info.command = lambda args=None: np.ones(1 << 40, dtype=np.uint8)
         sys.exit(cli.main(["info"]))

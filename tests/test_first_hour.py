@@ -20,7 +20,7 @@ from conftest import ROOT, assert_bad_input, needs_mpiexec, read_csv, subprocess
 import ranvier as rv
 from ranvier import cli, models
 from ranvier.bench import restore_cpus
-from ranvier.simulation import EXCHANGES, DurationRounded
+from ranvier.core.simulation import EXCHANGES, DurationRounded
 
 # dpsnn small enough to build and run in about a second; its communication interval is 1 ms.
 DPSNN_TINY = ["--neurons", "1024", "--set", "synapses_per_neuron=100", "--threads", "1", "--energy", "none"]
@@ -160,10 +160,10 @@ def ranvier_argv(command: str) -> list[str]:
 
 def check_documented(argv: list[str]) -> None:
     """What `ranvier ARGV` checks before it runs anything, without running it."""
-    from ranvier import config as cfgmod
+    from ranvier.io import config as cfgmod
     from ranvier.bench import common, exchange
-    from ranvier.commands import run
-    from ranvier.simulation import EXCHANGES, PLACEMENTS
+    from ranvier.cli import run
+    from ranvier.core.simulation import EXCHANGES, PLACEMENTS
 
     try:
         args = cli.make_parser(EXCHANGES, PLACEMENTS).parse_args(argv)
@@ -331,7 +331,7 @@ def test_a_duration_off_the_step_grid_is_still_refused():
 
 
 @needs_mpiexec
-@pytest.mark.filterwarnings("ignore::ranvier.simulation.DurationRounded")
+@pytest.mark.filterwarnings("ignore::ranvier.core.simulation.DurationRounded")
 def test_a_rounded_duration_is_decomposition_invariant(workloads):
     kw = dict(model="dpsnn", neurons=1024, synapses=100, ms=15.5)
     reference = workloads(1, **kw)
@@ -420,7 +420,7 @@ def silent_network():
 
 
 def test_the_summary_shows_silent_populations():
-    from ranvier.commands.run import format_summary
+    from ranvier.cli.run import format_summary
 
     result = rv.Simulation(silent_network(), threads=1).run(50.0)
     rates = result.rates()

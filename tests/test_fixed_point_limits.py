@@ -2,7 +2,7 @@
 build in one line naming the field, its value and the largest (or smallest) that fits.
 
 Synaptic input is summed in 32-bit fixed point at a scale of 2^-fraction_bits chosen per network
-(ranvier.spec.fraction_bits); a synapse's weight is one such word. A weight beyond the word used
+(ranvier.core.spec.fraction_bits); a synapse's weight is one such word. A weight beyond the word used
 to wrap silently (1e9 mV became -8388608 mV: an excitatory synapse turned inhibitory), and a
 weight below half a step was stored as 0. Step counts (refractory periods, intervals, times)
 go into 32- or 64-bit integers, counts into fields of their own width.
@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 
 import ranvier as rv
-from ranvier import spec
-from ranvier.network import MAX_NORMAL_DEVIATE
+from ranvier.core import spec
+from ranvier.core.network import MAX_NORMAL_DEVIATE
 
 LIF = dict(tau_m_ms=20.0, theta_mV=20.0, reset_mV=10.0, tau_arp_ms=2.0)
 # The largest |weight| one 32-bit word holds at the coarsest scale, 2^-8: (2^31 - 1) / 2^8 mV.

@@ -3,7 +3,7 @@ and requires of every one of them one of two outcomes.
 
 Generated: a small run of a real model (dpsnn, plastic or not, artificial-cells, mam-benchmark:
 a few hundred neurons, tens of ms) whose settings go into a TOML config file (the sections and
-keys of examples/*.toml and ranvier.config: model, [parameters], [simulation]), into flags, or
+keys of examples/*.toml and ranvier.io.config: model, [parameters], [simulation]), into flags, or
 both, with optional valid flags (--out new, nested, absolute, an empty folder, an earlier result
 with --force; --record-state, --record-spikes-of, --record-weights, --checkpoint-every, --energy,
 --no-barrier, --quiet); then none, one or two breakages: in the file, wrong types, zero,
@@ -56,8 +56,8 @@ from hypothesis import strategies as st
 
 from ranvier import cli
 from ranvier.bench import restore_cpus
-from ranvier.output import MARKER, STAGING_SUFFIX
-from ranvier.simulation import EXCHANGES
+from ranvier.io.output import MARKER, STAGING_SUFFIX
+from ranvier.core.simulation import EXCHANGES
 
 CASE_SECONDS = 30                 # one case, valid run included (they take well under a second)
 IN_PROCESS_CASES = 600            # cases per CI run of test_every_case_is_a_run_or_one_line (>= 500)

@@ -1,17 +1,17 @@
-"""dpsnn on a grid of columns (ranvier.grid): lateral connectivity by distance, exponential or
+"""dpsnn on a grid of columns (ranvier.core.grid): lateral connectivity by distance, exponential or
 Gaussian, periodic or open; placement 'grid'; the same spikes on any decomposition; targeted
 exchanges send less than allgather when the grid is larger than the connectivity's range."""
 import numpy as np
 import pytest
 
 import ranvier as rv
-from ranvier import grid as gridmod
-from ranvier import placement
+from ranvier.core import grid as gridmod
+from ranvier.core import placement
 from conftest import counters, counters_per_rank
 
 GRID_RUN = dict(model="dpsnn-grid", neurons=5120, synapses=200, ms=200.0)   # 16 x 16 columns of 20
 # every strategy but two-tier (for multi-area models) on the 4-rank grid placement; four on the others
-ALL_STRATEGIES = tuple(e for e in rv.simulation.EXCHANGES if e != "two-tier")
+ALL_STRATEGIES = tuple(e for e in rv.core.simulation.EXCHANGES if e != "two-tier")
 SOME_STRATEGIES = ("allgather", "alltoallv", "p2p", "neighbor")
 
 

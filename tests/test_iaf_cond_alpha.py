@@ -174,7 +174,7 @@ def test_iaf_cond_alpha_defaults_are_nests():
 def test_constant_per_neuron_values_give_the_homogeneous_run():
     """Every parameter per neuron but constant: the per-neuron update gives the homogeneous
     population's spikes and traces, bit for bit."""
-    from ranvier.random import Normal
+    from ranvier.core.random import Normal
     n = 200
     params = {**COND_ALPHA, "I_e_pA": 0.0, "V0_mean_mV": -60.0, "V0_sd_mV": 5.0}
 

@@ -1,4 +1,4 @@
-"""Load imbalance (ranvier.imbalance): spikes emitted and received per rank and interval, in
+"""Load imbalance (ranvier.analysis.imbalance): spikes emitted and received per rank and interval, in
 every summary, and `ranvier bench imbalance` over placements."""
 import json
 import subprocess
@@ -7,7 +7,7 @@ import sys
 import numpy as np
 import pytest
 
-from ranvier import imbalance
+from ranvier.analysis import imbalance
 from conftest import mpiexec_path, needs_mpiexec, ranvier_cli, subprocess_env
 
 

@@ -22,9 +22,9 @@ from pathlib import Path
 import pytest
 
 from conftest import mpiexec_path, needs_mpiexec, subprocess_env
-from ranvier import checkpoint
+from ranvier.io import checkpoint
 from ranvier.bench import restore_cpus
-from ranvier.output import MARKER, STAGING_SUFFIX
+from ranvier.io.output import MARKER, STAGING_SUFFIX
 from test_checkpoint import same_spike_files
 from test_faults import TINY, error_lines, launch, python_m_ranvier  # noqa: F401 (launch: a fixture)
 
@@ -149,7 +149,7 @@ def test_a_crash_of_one_rank_is_one_line_naming_it(launch, tmp_path, sig, rank):
 
 CRASHING_RUN = """\
 import ctypes, sys
-from ranvier import cli, simulation
+from ranvier import cli; from ranvier.core import simulation
 
 run = simulation.Simulation.run
 

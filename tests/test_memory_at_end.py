@@ -21,7 +21,7 @@ from ranvier.bench import restore_cpus
 # alone: VmHWM after resetting it (writing 5 to /proc/self/clear_refs, Linux 4.0 and later).
 CLOSE_PEAK = textwrap.dedent("""\
     import sys, numpy as np
-    from ranvier.recording import FileRecording
+    from ranvier.core.recording import FileRecording
     spikes, folder = int(sys.argv[1]), sys.argv[2]
     rec = FileRecording(folder, ["a", "b"], [0, 1000], [1000, 1000], 0.1, 1, ("deliver", "update"))
     chunk, step = 200_000, 0

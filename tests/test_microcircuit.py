@@ -13,9 +13,10 @@ import pytest
 
 import ranvier as rv
 from conftest import counters
-from ranvier import models, spec
+from ranvier import models
+from ranvier.core import spec
 from ranvier.errors import ConfigError
-from ranvier.activity import population_statistics
+from ranvier.analysis.activity import population_statistics
 
 NEURON = {"E_L_mV": -65.0, "V_th_mV": -50.0, "V_reset_mV": -65.0, "C_m_pF": 250.0, "tau_m_ms": 10.0,
           "tau_syn_ms": 0.5, "tau_arp_ms": 2.0, "I_e_pA": 0.0, "V0_mean_mV": -65.0, "V0_sd_mV": 0.0}

@@ -15,7 +15,8 @@ import pytest
 
 from conftest import ROOT, mpiexec_path, needs_mpiexec, subprocess_env
 
-from ranvier import cli, models, parallel
+from ranvier import cli, models
+from ranvier.runtime import parallel
 from ranvier.errors import ConfigError
 
 SMALL = str(ROOT / "examples" / "dpsnn-small.toml")
@@ -102,7 +103,7 @@ def test_a_communicator_given_to_an_engine_without_mpi_is_refused(monkeypatch):
 
 
 # Under the real launcher: the engine's answer replaced in each rank before the command runs.
-WITHOUT_MPI = ("import sys; import ranvier.parallel as p; p.engine_built_with_mpi = lambda: False; "
+WITHOUT_MPI = ("import sys; import ranvier.runtime.parallel as p; p.engine_built_with_mpi = lambda: False; "
                "from ranvier import cli; sys.exit(cli.main(sys.argv[1:]))")
 
 
@@ -120,7 +121,7 @@ def test_refused_once_under_mpiexec(tmp_path):
 
 
 # -- a cluster's own MPI, swapped in at run time ----------------------------------------------
-LOADED_LIBMPI = ("import ranvier; from ranvier.parallel import mpi_library_version; "
+LOADED_LIBMPI = ("import ranvier; from ranvier.runtime.parallel import mpi_library_version; "
                  "print(mpi_library_version()); "
                  "print(*sorted({line.split()[-1] for line in open('/proc/self/maps') if '/libmpi' in line}), sep='\\n')")
 

@@ -1,4 +1,4 @@
-"""The multi-area model of macaque visual cortex (ranvier.multi_area) from its derived data.
+"""The multi-area model of macaque visual cortex (ranvier.models.multi_area) from its derived data.
 
 - The network: 254 populations in 32 areas, sizes int(N * scale), synapse totals
   int(synapses * scale * k_scale), the stabilised in-degrees, weights of the ground and the
@@ -22,7 +22,7 @@ from test_areas import PLACEMENTS, assert_same, mam_sweep
 
 import ranvier as rv
 from ranvier import datasets as ranvier_datasets
-from ranvier import multi_area
+from ranvier.models import multi_area
 from ranvier.errors import ConfigError
 
 import data_sets
@@ -206,7 +206,7 @@ def test_structure_aware_bench_compares_placements_and_schemes(tmp_path, capsys)
     printed = capsys.readouterr().out
     assert "load per area" in printed and "V2" in printed and "1/sqrt(D)" in printed
     # ranvier report draws the study from the bench's folder: its tables and the three panels
-    from ranvier import report
+    from ranvier.analysis import report
     written = report.write_report([tmp_path], tmp_path / "report")
     md = written.markdown.read_text()
     assert "## Structure-aware study: multi-area on 2 rank(s) (sa)" in md

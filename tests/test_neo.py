@@ -1,4 +1,4 @@
-"""Result.to_neo(): a run as a neo.Block laid out as PyNN's get_data() (ranvier.neo_io)."""
+"""Result.to_neo(): a run as a neo.Block laid out as PyNN's get_data() (ranvier.io.neo)."""
 import numpy as np
 import pytest
 

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from conftest import ROOT, mpiexec_path, restore_cpus, subprocess_env
-from ranvier import report
+from ranvier.analysis import report
 from ranvier.bench import netns
 
 REASON = netns.unavailable_reason() if sys.platform.startswith("linux") else "network namespaces need Linux"

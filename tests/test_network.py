@@ -51,7 +51,7 @@ def test_projection_without_a_model_names_its_own_field():
 
 def test_duration_not_a_multiple_of_the_cycle():
     """Off the step grid: refused. Between two cycles: runs to the end of the last one, and says so."""
-    from ranvier.simulation import DurationRounded
+    from ranvier.core.simulation import DurationRounded
 
     sim = rv.Simulation(rv.models.dpsnn(neurons=200, synapses_per_neuron=20), threads=1)
     with pytest.raises(rv.ConfigError, match="not a multiple of the resolution"):

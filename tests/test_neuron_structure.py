@@ -1,4 +1,4 @@
-"""A neuron model is one file on each side: its Python module ranvier/neurons/<name>.py (parameters,
+"""A neuron model is one file on each side: its Python module ranvier/core/neurons/<name>.py (parameters,
 units, recordables, input unit, conversions, the engine's spec) and its C++ file under cpp/neurons/,
 which reads the parameters by name. Nothing else names a model or holds one of its facts."""
 from __future__ import annotations
@@ -9,7 +9,7 @@ import re
 from pathlib import Path
 
 from ranvier import _engine
-from ranvier.neurons import NEURON_MODELS, NeuronModel
+from ranvier.core.neurons import NEURON_MODELS, NeuronModel
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "src" / "ranvier"
@@ -20,28 +20,28 @@ POPULATION_FIELDS = {"name", "first", "size", "model", "parameters", "per_neuron
 
 # (file under src/ranvier, model name) -> why that file may name the model as a string.
 NAMED_ELSEWHERE = {
-    ("network.py", "lifca"): "the default model of a Population",
-    ("models.py", "artificial"): "the workload builders choose their models, as a user's script does",
-    ("models.py", "ignore_and_fire"): "the workload builders choose their models",
-    ("models.py", "psc_exp"): "the workload builders choose their models",
-    ("models.py", "poisson_source"): "the workload builders choose their models",
-    ("multi_area.py", "psc_exp"): "the multi-area model's builder chooses its model",
-    ("sonata.py", "iaf_psc_alpha"): "NEST's model name in SONATA's model_template (also Ranvier's)",
-    ("sonata.py", "iaf_cond_exp"): "NEST's model name in SONATA's model_template (also Ranvier's)",
-    ("sonata.py", "iaf_cond_alpha"): "NEST's model name in SONATA's model_template (also Ranvier's)",
+    ("core/network.py", "lifca"): "the default model of a Population",
+    ("models/__init__.py", "artificial"): "the workload builders choose their models, as a user's script does",
+    ("models/__init__.py", "ignore_and_fire"): "the workload builders choose their models",
+    ("models/__init__.py", "psc_exp"): "the workload builders choose their models",
+    ("models/__init__.py", "poisson_source"): "the workload builders choose their models",
+    ("models/multi_area.py", "psc_exp"): "the multi-area model's builder chooses its model",
+    ("io/sonata.py", "iaf_psc_alpha"): "NEST's model name in SONATA's model_template (also Ranvier's)",
+    ("io/sonata.py", "iaf_cond_exp"): "NEST's model name in SONATA's model_template (also Ranvier's)",
+    ("io/sonata.py", "iaf_cond_alpha"): "NEST's model name in SONATA's model_template (also Ranvier's)",
 }
 
 
 def test_every_model_is_the_one_model_of_its_own_module():
     assert NEURON_MODELS
     for name, model in NEURON_MODELS.items():
-        assert model.__module__ == f"ranvier.neurons.{name}", (name, model.__module__)
+        assert model.__module__ == f"ranvier.core.neurons.{name}", (name, model.__module__)
         module = importlib.import_module(model.__module__)
         own = [m for m in vars(module).values()
                if isinstance(m, type) and issubclass(m, NeuronModel) and m.__module__ == module.__name__]
         assert own == [model], (name, own)
-    files = {p.stem for p in (PACKAGE / "neurons").glob("*.py")} - {"__init__", "base"}
-    assert files == set(NEURON_MODELS), "every module of ranvier/neurons but base is one model"
+    files = {p.stem for p in (PACKAGE / "core" / "neurons").glob("*.py")} - {"__init__", "base"}
+    assert files == set(NEURON_MODELS), "every module of ranvier/core/neurons but base is one model"
 
 
 def test_every_model_has_its_engine_file_of_the_same_name():
@@ -57,13 +57,13 @@ def test_no_module_outside_the_models_names_a_model():
     found = set()
     for path in sorted(PACKAGE.rglob("*.py")):
         rel = path.relative_to(PACKAGE).as_posix()
-        if rel.startswith("neurons/"):
+        if rel.startswith("core/neurons/"):
             continue
         for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
             if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value in NEURON_MODELS:
                 found.add((rel, node.value))
     unexplained = sorted(found - set(NAMED_ELSEWHERE))
-    assert not unexplained, (f"model names outside ranvier/neurons: {unexplained}; ask the model "
+    assert not unexplained, (f"model names outside ranvier/core/neurons: {unexplained}; ask the model "
                              f"(NEURON_MODELS[name].<fact>, or the class's .name) instead")
     stale = sorted(set(NAMED_ELSEWHERE) - found)
     assert not stale, f"NAMED_ELSEWHERE lists names no longer there: {stale}"

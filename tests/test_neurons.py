@@ -1,12 +1,13 @@
-"""The neuron-model layer (ranvier.neurons): every registered model keeps the same contract, so a
-new model is checked here without a line added; the translation of a network (ranvier.spec)."""
+"""The neuron-model layer (ranvier.core.neurons): every registered model keeps the same contract, so a
+new model is checked here without a line added; the translation of a network (ranvier.core.spec)."""
 from __future__ import annotations
 
 import pytest
 
 import ranvier as rv
-from ranvier import _engine, network, spec
-from ranvier.neurons import NEURON_MODELS, NeuronModel, Parameter
+from ranvier import _engine
+from ranvier.core import network, spec
+from ranvier.core.neurons import NEURON_MODELS, NeuronModel, Parameter
 
 # One valid parameter set per model: a new model adds its line here (the contract tests below
 # refuse a registered model without one).

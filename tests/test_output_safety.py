@@ -16,7 +16,7 @@ import pytest
 
 from conftest import ROOT, subprocess_env
 from ranvier.bench import restore_cpus
-from ranvier.output import MARKER, STAGING_SUFFIX
+from ranvier.io.output import MARKER, STAGING_SUFFIX
 
 SMALL = str(ROOT / "examples" / "dpsnn-small.toml")
 QUICK = ["--neurons", "400", "--set", "synapses_per_neuron=100", "--duration-ms", "100", "--threads", "1", "--quiet"]
@@ -157,7 +157,7 @@ def test_a_second_run_on_the_same_folder_is_refused_while_the_first_writes(tmp_p
 
 @pytest.mark.parametrize("watcher", ["watcher", "watcher-killed-too"])
 def test_a_killed_run_leaves_no_folder_and_its_leftovers_are_cleaned(tmp_path, watcher):
-    """SIGKILL runs none of the run's own clean-up: its watcher process (ranvier.leftovers) removes
+    """SIGKILL runs none of the run's own clean-up: its watcher process (ranvier.io.leftovers) removes
     the staging folder and the lock; where the watcher died too, the next claim does."""
     import psutil
     out = tmp_path / "killed"
@@ -293,7 +293,7 @@ def test_a_full_disk_prints_the_summary_then_one_line_and_keeps_the_earlier_fold
 FORCE_KILLED = """\
 import os, signal, sys
 from pathlib import Path
-from ranvier import leftovers, output
+from ranvier.io import leftovers, output
 
 dest, mode = Path(sys.argv[1]), sys.argv[2]
 out = output.OutputFolder(dest, force=True)
@@ -323,7 +323,7 @@ def test_force_killed_mid_replacement_never_loses_the_earlier_result(tmp_path, m
     """--force puts the new folder in place of the old one with no moment where neither is there
     (one rename exchange), or, where the file system cannot exchange names, holds the old one
     aside where the watcher, or the next claim, puts it back."""
-    from ranvier import leftovers
+    from ranvier.io import leftovers
     probe_a, probe_b = tmp_path / "a", tmp_path / "b"
     probe_a.mkdir(), probe_b.mkdir()
     if mode == "exchange" and not leftovers._exchange(probe_a, probe_b):
@@ -362,7 +362,7 @@ def test_a_full_disk_while_checkpointing_is_one_line_and_keeps_the_earlier_check
     """The checkpoints of a run on a 1 MiB disk fill it: one line naming the checkpoint and the
     disk, status 1; the complete checkpoints before it are intact and resumable, an earlier
     result folder is untouched, nothing half-written stays."""
-    from ranvier import checkpoint
+    from ranvier.io import checkpoint
     out = small_disk / "res"
     first = run(SMALL, "--neurons", "200", "--set", "synapses_per_neuron=100", "--duration-ms", "50", "--threads", "1",
                 "--quiet", "--out", out, cwd=tmp_path)
@@ -384,10 +384,10 @@ def test_a_full_disk_while_checkpointing_is_one_line_and_keeps_the_earlier_check
 
 
 def test_recover_puts_back_a_held_result_and_clears_the_rest(tmp_path):
-    """ranvier.leftovers.recover, as the next claim runs it: an earlier result held aside by a run
+    """ranvier.io.leftovers.recover, as the next claim runs it: an earlier result held aside by a run
     that died between its two renames goes back; with a new result in place it is removed; a
     half-written checkpoint goes, one held aside while being replaced comes back."""
-    from ranvier import leftovers
+    from ranvier.io import leftovers
     held = tmp_path / ".res.replaced.abc.ranvier-tmp" / "result"
     held.mkdir(parents=True)
     (held / MARKER).write_text("earlier")
@@ -410,7 +410,8 @@ def test_recover_puts_back_a_held_result_and_clears_the_rest(tmp_path):
 
 
 def test_the_crash_line_is_formatted_when_installed():
-    from ranvier import _engine, parallel
+    from ranvier import _engine
+    from ranvier.runtime import parallel
     was = _engine.crash_report_installed()
     try:
         parallel.install_crash_report(2, 4)
@@ -427,7 +428,7 @@ def test_the_crash_line_is_formatted_when_installed():
 def test_an_interrupt_while_the_result_takes_its_place_waits_for_it():
     """The rename of the staging folder into place and the release of the claim run whole: an
     interrupt then acts once they are done (the result is complete, never half-replaced)."""
-    from ranvier.output import interrupts_held
+    from ranvier.io.output import interrupts_held
 
     done = []
     with pytest.raises(KeyboardInterrupt):

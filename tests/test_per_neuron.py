@@ -1,4 +1,4 @@
-"""Per-neuron parameters: arrays of one value per neuron, and distributions (ranvier.random) that
+"""Per-neuron parameters: arrays of one value per neuron, and distributions (ranvier.core.random) that
 the engine draws per neuron from Philox keyed by (seed, global id, the parameter).
 
 - a neuron of a heterogeneous population behaves as the single neuron of its parameters: the
@@ -23,7 +23,7 @@ import numpy as np
 import pytest
 
 import ranvier as rv
-from ranvier.random import Lognormal, Normal, Uniform
+from ranvier.core.random import Lognormal, Normal, Uniform
 
 H = 0.1
 Z_SE = 5.0                      # standard errors allowed in statistical checks

@@ -1,4 +1,4 @@
-"""STDP (ranvier.plasticity): exact, and identical under any decomposition.
+"""STDP (ranvier.core.plasticity): exact, and identical under any decomposition.
 
 - Every plastic synapse's final weight equals what NEST's algorithm gives for its own pre- and
   post-synaptic spike trains: an independent, event-by-event Python transcription of NEST 3.10's
@@ -22,8 +22,8 @@ from conftest import counters
 from mpi_runner import plastic_network
 
 PLASTIC_RUN = dict(model="plastic", neurons=600, synapses=30, ms=200.0)
-STRATEGIES = tuple(rv.simulation.STRATEGIES)
-PLACEMENTS = tuple(p for p in rv.simulation.PLACEMENTS if p != "grid")   # grid: for networks on a grid of columns (test_grid_columns)
+STRATEGIES = tuple(rv.core.simulation.STRATEGIES)
+PLACEMENTS = tuple(p for p in rv.core.simulation.PLACEMENTS if p != "grid")   # grid: for networks on a grid of columns (test_grid_columns)
 
 
 # -- NEST's algorithm, transcribed event by event ---------------------------------------------

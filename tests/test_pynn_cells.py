@@ -121,7 +121,7 @@ def test_psc_exp_aliases_and_engine_spec():
     pop = rv.Population("E", 10, {"tau_syn_ms": 0.5, "tau_syn_in_ms": 4.0}, model="psc_exp")
     pop.validate()
     assert (pop.params["tau_syn_ex_ms"], pop.params["tau_syn_in_ms"]) == (0.5, 4.0)
-    s = rv.neurons.PscExp.to_engine(pop, H)
+    s = rv.core.neurons.PscExp.to_engine(pop, H)
     assert "tau_syn_ms" not in s.parameters
     assert (s.parameters["tau_syn_ex_ms"], s.parameters["tau_syn_in_ms"]) == (0.5, 4.0)
     with pytest.raises(rv.ConfigError, match="'tau_syn_in_ms' must be positive"):
@@ -130,11 +130,11 @@ def test_psc_exp_aliases_and_engine_spec():
 
 def test_psc_exp_per_neuron_time_constant_draws_once():
     """A distributed tau_syn_ms gives both time constants the same draws (one current)."""
-    from ranvier.random import Uniform
+    from ranvier.core.random import Uniform
     pop = rv.Population("E", 50, {"tau_syn_ms": Uniform(0.5, 2.0)}, model="psc_exp")
     for name in ("tau_syn_ex_ms", "tau_syn_in_ms"):
         assert np.array_equal(pop.neuron_values(name, 4), pop.neuron_values("tau_syn_ms", 4))
-    s = rv.neurons.PscExp.to_engine(pop, H)
+    s = rv.core.neurons.PscExp.to_engine(pop, H)
     assert s.per_neuron["tau_syn_ex_ms"].tag == s.per_neuron["tau_syn_in_ms"].tag
 
 
@@ -285,7 +285,7 @@ def recurrent_run(model, params, n=300, ms=200.0):
 def test_constant_per_neuron_values_give_the_homogeneous_run(model):
     """Every parameter per neuron (arrays and zero-width distributions) but constant: the
     per-neuron update gives the homogeneous population's spikes and traces, bit for bit."""
-    from ranvier.random import Normal
+    from ranvier.core.random import Normal
     params, n = RECURRENT[model][0], 300
     ref = recurrent_run(model, dict(params), n)
     assert ref.spike_ids.size > 300

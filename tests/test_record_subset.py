@@ -31,7 +31,7 @@ def test_streamed_the_file_holds_the_chosen_neurons_and_any_decomposition_the_sa
     sim = rv.Simulation(net, threads=2, placement="random", seed=5, record_spikes_of=CHOSEN, stream_to=tmp_path)
     res = sim.run(1000.0)
     sim.close()
-    ids, steps = rv.recording.read_spike_file(tmp_path / "spikes.h5", [p.name for p in net.populations],
+    ids, steps = rv.core.recording.read_spike_file(tmp_path / "spikes.h5", [p.name for p in net.populations],
                                               [p.first_id for p in net.populations], 0.1)
     assert np.array_equal(ids, ref[0]) and np.array_equal(steps * 0.1, ref[1])
     assert res.spikes_total > ids.size
@@ -72,7 +72,7 @@ def test_ranvier_run_writes_the_state_report_and_the_chosen_spikes(tmp_path):
         assert g["mapping/node_ids"][:].tolist() == [0, 5, 10, 11, 12]
         assert g["mapping/time"][:].tolist() == [1.0, 301.0, 1.0]
         assert np.allclose(g["data"][:], np.asarray(res.state["V"]).T, atol=1e-4)      # float32 in the file
-    ids, steps = rv.recording.read_spike_file(out / "spikes.h5", [p.name for p in net.populations],
+    ids, steps = rv.core.recording.read_spike_file(out / "spikes.h5", [p.name for p in net.populations],
                                               [p.first_id for p in net.populations], 0.1)
     assert ids.max() < 100 and np.array_equal(ids, res.spikes[0])
     assert "record_spikes_of = [0, 1, 2" in (out / "config.toml").read_text()           # the rerun keeps them

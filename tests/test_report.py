@@ -19,7 +19,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from ranvier import report, speedup
+from ranvier.analysis import report, speedup
 from ranvier.errors import ConfigError
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -35,7 +35,7 @@ FAKE_ENERGY = {
     "events": {"recurrent": 1_000_000, "external": 500_000}, "notes": "fake numbers written by tests/test_report.py",
 }
 UNAVAILABLE_REASON = "no power meter readable here (test fixture)"
-FAKE_ENVIRONMENT = {   # the layout of ranvier.environment.collect()
+FAKE_ENVIRONMENT = {   # the layout of ranvier.runtime.environment.collect()
     "date_utc": "2026-01-01T00:00:00+00:00", "host": "test-host", "os": "Linux 6.1", "machine": "x86_64",
     "cpu_model": "Fake CPU 9000", "cores_logical": 4, "cores_physical": 2, "cores_available": 2,
     "memory_bytes": 8 * 2**30, "ranks": 1, "ranks_per_node": 1, "nodes": 1, "threads_per_rank": 1,

@@ -57,7 +57,7 @@ def test_a_long_run_holds_no_more_memory_and_keeps_every_spike(tmp_path):
     assert out["growth"] < 2 * 2**20
     assert out["cycles"] == 82000 and out["spikes_total"] > 0          # a result covers the whole run
     names, firsts = zip(*out["populations"])
-    ids, steps = rv.recording.read_spike_file(tmp_path / "spikes.h5", list(names), list(firsts), 0.1)
+    ids, steps = rv.core.recording.read_spike_file(tmp_path / "spikes.h5", list(names), list(firsts), 0.1)
     assert ids.size == out["spikes_total"] and np.all(np.diff(steps) >= 0)
     assert steps.max() >= 810000                       # the last second is in the file too
 
@@ -110,13 +110,13 @@ def test_time_order_is_lexsorts_order():
     shuffled = rng.permutation(5000)
     wide = (rng.integers(0, 2**40, 300), rng.integers(0, 2**30, 300))
     for i, s in (parts, (ids[shuffled], steps[shuffled]), wide, (ids[:0], steps[:0])):
-        assert np.array_equal(rv.recording.time_order(i, s), np.lexsort((i, s)))
+        assert np.array_equal(rv.core.recording.time_order(i, s), np.lexsort((i, s)))
 
 
 def test_fast_chunks_grow_and_keep_every_spike(monkeypatch):
     """Chunks that take under FAST_CHUNK_S of wall time double, up to LONGEST_CHUNK_MS: the same
     spikes and timers as a run in fixed chunks, in fewer gathers."""
-    from ranvier import simulation
+    from ranvier.core import simulation
     net = rv.models.dpsnn(neurons=400, synapses_per_neuron=100)
     fixed = rv.Simulation(net, threads=1, seed=5).run(1700.0, chunk_ms=100.0)
     sizes = []

@@ -1,4 +1,4 @@
-"""SONATA input (ranvier.sonata): a point-neuron network in SONATA files runs unchanged.
+"""SONATA input (ranvier.io.sonata): a point-neuron network in SONATA files runs unchanged.
 
 Two sources of networks: one written here (every feature the reader takes: two node
 populations, types with dynamics files and per-node parameters, virtual nodes with spike
@@ -21,7 +21,7 @@ import data_sets
 import ranvier as rv
 import ranvier.datasets
 from conftest import ROOT, mpiexec_path, needs_mpiexec, restore_cpus, subprocess_env
-from ranvier import sonata
+from ranvier.io import sonata
 
 sys.path.insert(0, str(ROOT / "examples" / "sonata"))
 from make_network import write_network  # noqa: E402

@@ -13,7 +13,8 @@ import pytest
 
 import ranvier as rv
 from conftest import ROOT, assert_bad_input
-from ranvier import cli, sonata
+from ranvier import cli
+from ranvier.io import sonata
 
 sys.path.insert(0, str(ROOT / "examples" / "sonata"))
 from make_network import write_network  # noqa: E402
@@ -218,7 +219,7 @@ def test_a_dynamics_parameter_of_iaf_psc_delta_that_is_not_a_number_is_refused(t
 
 
 def test_dynamics_params_null_means_nests_defaults(circuit):
-    from ranvier.neurons import NEURON_MODELS
+    from ranvier.core.neurons import NEURON_MODELS
     types = circuit.parent / "network" / "cortex_node_types.csv"
     types.write_text(types.read_text().replace("exc.json", "NULL"))
     net, _ = sonata.load(circuit)

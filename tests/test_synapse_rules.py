@@ -1,9 +1,10 @@
-"""The synapse-rule registry (cpp/synapses/registry.cpp, ranvier.synapses): every Python kind's
+"""The synapse-rule registry (cpp/synapses/registry.cpp, ranvier.core.synapses): every Python kind's
 rules are the engine's by name, and an unknown name is refused naming the known ones."""
 import pytest
 
 import ranvier as rv
-from ranvier import _engine, plasticity, synapses
+from ranvier import _engine
+from ranvier.core import plasticity, synapses
 
 
 def test_every_kind_names_engine_rules():

@@ -3,7 +3,7 @@ import math
 
 import pytest
 
-from ranvier import theory
+from ranvier.analysis import theory
 from ranvier.errors import ConfigError
 
 

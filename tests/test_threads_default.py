@@ -12,7 +12,7 @@ import pytest
 
 import ranvier
 import ranvier as rv
-from ranvier import resources
+from ranvier.runtime import resources
 
 
 @pytest.fixture(autouse=True)

@@ -1,11 +1,11 @@
-"""Up/down-state detection (ranvier.updown) on spike trains with known states, and none on
+"""Up/down-state detection (ranvier.analysis.updown) on spike trains with known states, and none on
 asynchronous activity."""
 import re
 
 import numpy as np
 import pytest
 
-from ranvier import updown
+from ranvier.analysis import updown
 
 
 def _spikes(rng, neurons, rate_of_t, duration_ms, dt_ms=1.0):

@@ -1,4 +1,4 @@
-"""Plastic weights in and out (ranvier.weights): weights.h5 in the SONATA edge layout, written
+"""Plastic weights in and out (ranvier.io.weights): weights.h5 in the SONATA edge layout, written
 in an order that does not depend on the decomposition; a simulation started from it holds the
 saved weights exactly, on any ranks and threads; the weight recorder; bad files refused."""
 from __future__ import annotations
@@ -15,7 +15,7 @@ import pytest
 import ranvier as rv
 from conftest import ROOT, TESTS, mpiexec_path, needs_mpiexec, subprocess_env
 from mpi_runner import plastic_network
-from ranvier import weights as weights_io
+from ranvier.io import weights as weights_io
 
 
 def saved(tmp_path, threads=2, ms=200.0):
@@ -96,7 +96,7 @@ def test_one_second_saved_then_one_more_from_the_file(tmp_path):
 
 
 def test_save_weights_writes_whole_files_or_none(tmp_path, monkeypatch):
-    from ranvier.output import OutputError
+    from ranvier.io.output import OutputError
     net, sim, path = saved(tmp_path)
     before = path.read_bytes()
     sim.run(20.0)
@@ -129,7 +129,7 @@ LOAD_SCRIPT = """
 import sys, numpy as np, ranvier as rv
 sys.path.insert(0, {tests!r})
 from mpi_runner import plastic_network
-from ranvier import weights as weights_io
+from ranvier.io import weights as weights_io
 net = plastic_network(600, 30)
 plastic = [(pr.source, pr.target) for pr in net.projections if pr.synapse is not None]
 # a file one rank wrote, read by two ranks of two threads: every plastic weight

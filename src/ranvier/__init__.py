@@ -1,7 +1,7 @@
 """Ranvier: fast, decomposition-invariant simulation of spiking cortical networks."""
 import os as _os
 
-from .parallel import launched_with_mpi as _launched_with_mpi
+from .runtime.parallel import launched_with_mpi as _launched_with_mpi
 
 # The CPUs this process may use, read before the OpenMP runtime (loaded with the engine) pins
 # this thread to the first of them: the processes that `ranvier bench` starts get them all back.
@@ -18,7 +18,7 @@ if not _launched_with_mpi():
 # they wait take the cores from the working ones (measured: 4 ranks x 2 threads on 2 cores ran
 # 14-67 times slower than with passive waiting). libgomp reads OMP_WAIT_POLICY only when it loads, so it is chosen here,
 # before the engine is imported, unless the user set it.
-from .resources import choose_wait_policy as _choose_wait_policy  # noqa: E402
+from .runtime.resources import choose_wait_policy as _choose_wait_policy  # noqa: E402
 
 _wait_policy_chosen = _choose_wait_policy()
 
@@ -26,12 +26,13 @@ _wait_policy_chosen = _choose_wait_policy()
 # `ranvier` command sets up its signal handling before NumPy, h5py and the engine load (an
 # interrupt in those seconds is an interrupt of the run, status 130, not a traceback).
 _PUBLIC = {
-    "ConfigError": "errors", "ColumnGrid": "grid", "DCCurrent": "devices", "NoiseCurrent": "devices",
-    "StepCurrent": "devices", "Network": "network", "Population": "network", "Projection": "network",
-    "PoissonDrive": "network", "STDP": "plasticity", "STDPPowerLaw": "plasticity", "WeightRecorder": "weights",
-    "Simulation": "simulation", "Result": "simulation", "PHASES": "simulation",
+    "ConfigError": "errors", "ColumnGrid": "core.grid", "DCCurrent": "core.devices", "NoiseCurrent": "core.devices",
+    "StepCurrent": "core.devices", "Network": "core.network", "Population": "core.network", "Projection": "core.network",
+    "PoissonDrive": "core.network", "STDP": "core.plasticity", "STDPPowerLaw": "core.plasticity", "WeightRecorder": "io.weights",
+    "Simulation": "core.simulation", "Result": "core.simulation", "PHASES": "core.simulation",
 }
-_SUBMODULES = ("models", "activity", "random")
+# Public submodules by their short names: rv.models, rv.activity, rv.random.
+_SUBMODULES = {"models": "models", "activity": "analysis.activity", "random": "core.random"}
 
 __all__ = [*_PUBLIC, *_SUBMODULES, "__version__"]
 
@@ -45,7 +46,9 @@ def __getattr__(name: str):
         value = ranvier_version()
     elif name in _PUBLIC:
         value = getattr(importlib.import_module(f".{_PUBLIC[name]}", __name__), name)
-    elif name in _SUBMODULES or (not name.startswith("__") and importlib.util.find_spec(f"{__name__}.{name}")):
+    elif name in _SUBMODULES:
+        value = importlib.import_module(f".{_SUBMODULES[name]}", __name__)
+    elif not name.startswith("__") and importlib.util.find_spec(f"{__name__}.{name}"):
         value = importlib.import_module(f".{name}", __name__)    # any module, as after an eager import
     else:
         raise AttributeError(f"module 'ranvier' has no attribute {name!r}")

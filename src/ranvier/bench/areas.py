@@ -24,9 +24,9 @@ from pathlib import Path
 
 import numpy as np
 
-from .. import config as cfgmod
-from .. import cycle_stats, theory
-from ..commands.arguments import assignment, positive_float, positive_int, positive_int_list
+from ..io import config as cfgmod
+from ..analysis import cycle_stats, theory
+from ..cli.arguments import assignment, positive_float, positive_int, positive_int_list
 from ..errors import ConfigError
 from . import common, scaling
 from .common import check_parameters, resolve_workload, say
@@ -100,7 +100,7 @@ def parse_knob_values(knob: str, values) -> list:
 
 
 def _check_strategy(flag: str, name: str | None) -> None:
-    from ..simulation import STRATEGIES
+    from ..core.simulation import STRATEGIES
 
     if name is not None and name not in STRATEGIES:
         raise ConfigError(f"{flag}: unknown strategy '{name}'; available: {', '.join(STRATEGIES)}")
@@ -134,7 +134,7 @@ def _plan_point(cfg: cfgmod.RunConfig, overrides: dict, ranks: int, global_inter
     """One point of a benchmark (a rank count, a knob value): its network is built here (cheap: the
     engine draws the synapses later) to check everything the runs would only find out later."""
     from .. import models
-    from .. import placement as placements
+    from ..core import placement as placements
 
     parameters = {**cfg.parameters, **overrides}
     threads, resolution = cfg.simulation["threads"], cfg.simulation["resolution_ms"]
@@ -273,7 +273,7 @@ def area_measurements(result, scheme: str) -> dict:
 def worker(spec: dict) -> None:
     """One run of the worker process (ranvier.bench WORKERS['areas'])."""
     from .. import models
-    from ..simulation import Simulation
+    from ..core.simulation import Simulation
 
     network = models.build(spec["model"], **spec["parameters"])
     sim = Simulation(network, **spec["simulation"])

@@ -8,7 +8,7 @@ import sys
 import time
 from pathlib import Path
 
-from .. import config as cfgmod
+from ..io import config as cfgmod
 from ..errors import ConfigError
 
 DEFAULT_DURATION_MS = 1000.0          # per run, when the workload is a model name

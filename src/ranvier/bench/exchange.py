@@ -17,14 +17,14 @@ from pathlib import Path
 
 import numpy as np
 
-from .. import config as cfgmod
-from .. import theory
-from ..commands.arguments import assignment, name_list, positive_float, positive_int, positive_int_list
+from ..io import config as cfgmod
+from ..analysis import theory
+from ..cli.arguments import assignment, name_list, positive_float, positive_int, positive_int_list
 from ..errors import ConfigError
 from . import common, runner
 from .common import say
 
-TWO_TIER = "two-tier"            # ranvier.spec.TWO_TIER, named here so that the parser needs no engine
+TWO_TIER = "two-tier"            # ranvier.core.spec.TWO_TIER, named here so that the parser needs no engine
 
 OVERLAP_SETTINGS = {"off": (False,), "on": (True,), "both": (False, True)}
 EXCHANGE_CSV, EXCHANGE_PNG = "exchange_bench.csv", "exchange_bench.png"
@@ -80,7 +80,7 @@ def command(args) -> None:
 
 def exchange_measurements(result) -> dict:
     """The per-cycle exchange figures of one run, from its Result on rank 0."""
-    from ..simulation import PHASES
+    from ..core.simulation import PHASES
 
     timers = result.cycle_timers                      # [rank, cycle, phase], seconds
     cycles = timers.shape[1]
@@ -114,7 +114,7 @@ def plan_exchange(workload: str, strategies: list[str] | None = None, overlap: s
     fitted to the workload), left_out (a line per strategy left out, and why) and simulated (the
     simulated time per run, as text)."""
     from .. import models
-    from ..simulation import EXCHANGES
+    from ..core.simulation import EXCHANGES
 
     explicit = strategies is not None
     strategies = common.check_names("--strategies", "strategy", strategies or EXCHANGES, EXCHANGES)
@@ -309,7 +309,7 @@ def plot_exchange(plt, summary: list[dict], path: Path, title: str) -> None:
 
 def worker(spec: dict) -> None:
     from .. import models
-    from ..simulation import Simulation
+    from ..core.simulation import Simulation
 
     network = models.build(spec["model"], **spec["parameters"])
     settings = dict(spec["simulation"])

@@ -25,7 +25,7 @@ import json
 from pathlib import Path
 
 from .. import models
-from ..commands.arguments import assignment, positive_float, positive_int
+from ..cli.arguments import assignment, positive_float, positive_int
 from ..errors import ConfigError
 from . import common, runner
 
@@ -38,7 +38,7 @@ COLUMNS = ("state", "placement", "ranks", "threads", "spikes", "emitted_max_over
 
 
 def add_parser(benches, exchanges) -> None:
-    from ..simulation import PLACEMENTS
+    from ..core.simulation import PLACEMENTS
 
     p = benches.add_parser(
         "imbalance", allow_abbrev=False, help="spikes per rank and interval, and waiting, per placement and state",
@@ -59,7 +59,7 @@ def add_parser(benches, exchanges) -> None:
 
 
 def command(args) -> None:
-    from ..simulation import PLACEMENTS
+    from ..core.simulation import PLACEMENTS
 
     placements = common.check_names("--placements", "placement", args.placements.split(","), PLACEMENTS)
     states = common.check_names("--states", "state", args.states.split(","), list(STATES))

@@ -30,9 +30,10 @@ from pathlib import Path
 
 import numpy as np
 
-from .. import config as cfgmod
-from .. import environment, theory
-from ..commands.arguments import assignment, name_list, positive_float, positive_int, positive_int_list
+from ..io import config as cfgmod
+from ..runtime import environment
+from ..analysis import theory
+from ..cli.arguments import assignment, name_list, positive_float, positive_int, positive_int_list
 from ..errors import ConfigError
 from . import common, netns, runner
 from .common import say
@@ -384,8 +385,9 @@ def plot(plt, rows: list[dict], path: Path, title: str) -> None:
 # -- the worker -------------------------------------------------------------------------------
 def worker(spec: dict) -> None:
     """One transport: the primitives' times, then the workload (worker kind "interconnect")."""
-    from .. import models, parallel
-    from ..simulation import Simulation
+    from .. import models
+    from ..runtime import parallel
+    from ..core.simulation import Simulation
     from .exchange import exchange_measurements
     from .mpi import time_primitives
 
@@ -397,7 +399,7 @@ def worker(spec: dict) -> None:
     if comm.rank != 0:
         return
     stats = result.cycle_statistics()
-    from ..simulation import PHASES
+    from ..core.simulation import PHASES
     per_cycle = result.cycle_timers.mean(axis=0)           # [cycle, phase], mean over ranks
     medians = {f"{phase}_median_us_per_cycle": float(np.median(per_cycle[:, PHASES.index(phase)]) * 1e6)
                for phase in ("communicate", "synchronize")}

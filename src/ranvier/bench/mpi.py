@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..commands.arguments import name_list, positive_int, positive_int_list
+from ..cli.arguments import name_list, positive_int, positive_int_list
 from ..errors import ConfigError
 from . import common, runner
 from .common import say
@@ -144,7 +144,7 @@ def plot_mpi(plt, fits: dict, path: Path, title: str) -> None:
 
 
 def worker(spec: dict) -> None:
-    from ..parallel import make_comm
+    from ..runtime.parallel import make_comm
 
     comm = make_comm()
     rows = time_primitives(comm, spec["primitives"], spec["sizes"], spec["repeats"])

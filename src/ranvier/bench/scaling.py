@@ -31,12 +31,12 @@ from pathlib import Path
 
 import numpy as np
 
-from .. import config as cfgmod
-from .. import speedup
-from ..commands.arguments import assignment, non_negative_float, positive_float, positive_int, positive_int_list
-from ..energy import KINDS as ENERGY_KINDS
+from ..io import config as cfgmod
+from ..analysis import speedup
+from ..cli.arguments import assignment, non_negative_float, positive_float, positive_int, positive_int_list
+from ..runtime.energy import KINDS as ENERGY_KINDS
 from ..errors import ConfigError
-from ..output import toml_value
+from ..io.output import toml_value
 from . import common, runner
 from .common import say
 
@@ -50,7 +50,7 @@ FILES = {STRONG: ("strong_scaling.csv", "strong_scaling.json", "strong_scaling.p
 RUNS_FOLDER = "runs"
 
 # One row per run. Percentages are of the simulate wall time (phases: mean over ranks);
-# peak RSS: the largest rank's; energy: from the run's summary["energy"] (ranvier.energy), energy_j
+# peak RSS: the largest rank's; energy: from the run's summary["energy"] (ranvier.runtime.energy), energy_j
 # above the idle baseline where there is one, µJ per recurrent synaptic event (the DPSNN study's metric).
 RUN_COLUMNS = [
     "ranks", "threads", "cores", "oversubscribed", "repeat", "model", "neurons", "synapses", "duration_ms",
@@ -87,7 +87,7 @@ def size_parameter(model: str) -> str:
 
 
 def _check_pass_through(energy, baseline_s) -> None:
-    from ..energy import KINDS
+    from ..runtime.energy import KINDS
 
     if energy is not None and energy not in KINDS:
         raise ConfigError(f"--energy must be one of {', '.join(KINDS)}, got {energy!r}")
@@ -101,8 +101,8 @@ def _check_point(cfg: cfgmod.RunConfig, overrides: dict, ranks: int, threads: in
     """One configuration: its network is built here (cheap: the engine draws the synapses only in
     a run) to refuse before anything runs what the run would only find out later."""
     from .. import models
-    from .. import placement as placements
-    from ..simulation import TWO_TIER
+    from ..core import placement as placements
+    from ..core.simulation import TWO_TIER
 
     parameters = {**cfg.parameters, **overrides}
     try:
@@ -134,7 +134,7 @@ def _check_point(cfg: cfgmod.RunConfig, overrides: dict, ranks: int, threads: in
 
 
 def _base_config(workload: str, parameters: dict, reserved: dict, duration_ms, exchange) -> cfgmod.RunConfig:
-    from ..simulation import EXCHANGES
+    from ..core.simulation import EXCHANGES
 
     if exchange is not None and exchange not in EXCHANGES:
         raise ConfigError(f"--exchange: unknown strategy '{exchange}'; available: {', '.join(EXCHANGES)}")
@@ -214,7 +214,7 @@ def _number(value):
 
 
 def energy_figures(summary: dict) -> dict | str:
-    """The energy of one run from its summary["energy"] (the report of ranvier.energy):
+    """The energy of one run from its summary["energy"] (the report of ranvier.runtime.energy):
     {source, seconds, watts, baseline_w, joules, uj_per_event}, or why there is none (a string).
     joules: energy to solution, above the idle baseline where the run measured one (--baseline-s);
     watts: mean power during the simulation; µJ per recurrent synaptic event (the DPSNN study's
@@ -291,7 +291,7 @@ def _median(group, key):
 def summarize(runs: list[dict], mode: str = STRONG) -> list[dict]:
     """One entry per (ranks, threads), sorted by cores: medians over repeats, the minimum
     real-time factor, and the speed-up and efficiency against the configuration with the fewest
-    cores (ranvier.speedup; weak scaling: the efficiency only; none where oversubscribed).
+    cores (ranvier.analysis.speedup; weak scaling: the efficiency only; none where oversubscribed).
     Energy figures only when every repeat of the configuration measured energy."""
     groups: dict[tuple, list[dict]] = {}
     for run in runs:

@@ -27,9 +27,11 @@ import statistics
 import tempfile
 from pathlib import Path
 
-from .. import config as cfgmod
-from .. import models, placement as placements, theory
-from ..commands.arguments import assignment, positive_float, positive_int
+from ..io import config as cfgmod
+from .. import models
+from ..core import placement as placements
+from ..analysis import theory
+from ..cli.arguments import assignment, positive_float, positive_int
 from ..errors import ConfigError
 from . import areas, common
 from .common import check_parameters, resolve_workload, say

@@ -21,7 +21,7 @@ def main(argv: list[str]) -> int:
         print("usage: python -m ranvier.bench worker SPEC.json (started by 'ranvier bench')", file=sys.stderr)
         return 2
     spec = json.loads(Path(argv[1]).read_text())
-    from ..parallel import abort_world
+    from ..runtime.parallel import abort_world
 
     try:
         WORKERS[spec["kind"]](spec)

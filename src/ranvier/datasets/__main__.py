@@ -4,7 +4,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from ..commands.arguments import Parser, UsageError
+from ..cli.arguments import Parser, UsageError
 from . import DATASETS, ROOT_ENV, data_root, folder, present
 
 PROG = "python -m ranvier.datasets"

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ranvier.neurons import NEURON_MODELS, SpikeTrain
+from ranvier.core.neurons import NEURON_MODELS, SpikeTrain
 
 
 def _native_values(pop) -> dict:
@@ -110,7 +110,7 @@ def _parent_index(obj, index):
 
 def build_network(state):
     import ranvier as rv
-    from ranvier.parallel import make_comm
+    from ranvier.runtime.parallel import make_comm
 
     comm = make_comm()
     # Rank 0's description and recording, on every rank (PyNN's unseeded RNGs differ by rank).

@@ -8,7 +8,7 @@ from pyNN import common, errors
 from pyNN.parameters import ParameterSpace, simplify
 from pyNN.standardmodels import StandardCellType
 
-from ranvier.neurons import SpikeTrain
+from ranvier.core.neurons import SpikeTrain
 
 from . import simulator
 from .build import spike_trains

@@ -15,7 +15,7 @@ import numpy as np
 
 from pyNN import common
 
-from ranvier.neurons import NEURON_MODELS
+from ranvier.core.neurons import NEURON_MODELS
 
 name = "Ranvier"
 
@@ -130,7 +130,7 @@ class State(common.control.BaseState):
 
     def update_population(self, population) -> None:
         """A population's parameters changed after a run: the simulation takes them."""
-        from ranvier.parallel import make_comm
+        from ranvier.runtime.parallel import make_comm
 
         from .build import ranvier_params
         sim = self.running_simulation()
@@ -200,7 +200,7 @@ class State(common.control.BaseState):
 
 
 def _mpi():
-    from ranvier.parallel import make_comm
+    from ranvier.runtime.parallel import make_comm
     comm = make_comm()
     return comm.rank, comm.size
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from pyNN.standardmodels import build_translations, cells, electrodes, synapses
 
-from ranvier.neurons import IafCondAlpha, IafCondExp, IafPscAlpha, Lifca, PoissonSource, PscExp, SpikeTrain
+from ranvier.core.neurons import IafCondAlpha, IafCondExp, IafPscAlpha, Lifca, PoissonSource, PscExp, SpikeTrain
 
 from .simulator import state
 

@@ -1,0 +1,13 @@
+"""The simulator: the network description, neuron and synapse models, the engine's specification, Simulation."""
+
+
+def __getattr__(name: str):
+    """A submodule on first use (`rv.io.config` as after `import ranvier.io.config`): importing
+    the package loads none of them."""
+    import importlib
+    try:
+        return importlib.import_module(f"{__name__}.{name}")
+    except ModuleNotFoundError as e:
+        if e.name != f"{__name__}.{name}":
+            raise
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None

@@ -1,0 +1,68 @@
+"""iaf_cond_exp: NEST's iaf_cond_exp, exponential synaptic conductances, absolute potentials
+(cpp/neurons/iaf_cond_exp.cpp)."""
+from __future__ import annotations
+
+from ...errors import ConfigError
+from .base import NeuronModel, Parameter, check_below, check_number, check_positive, check_refractory_fits, \
+    check_whole_steps, is_per_neuron
+
+
+class IafCondExp(NeuronModel):
+    """Leaky integrate-and-fire with exponential synaptic conductances (NEST's iaf_cond_exp):
+    C_m dV/dt = -g_L (V - E_L) + I_e - g_ex (V - E_ex) - g_in (V - E_in), each conductance
+    decaying with its time constant; a spike of weight w (nS) jumps g_ex by w where w > 0, g_in by
+    -w where w < 0. Integrated as NEST integrates it (Runge-Kutta-Fehlberg 4(5) with NEST's
+    adaptive step control, per neuron; docs/neuron-models.md). Potential parameters absolute (mV,
+    as NEST's); the engine, and what it records, hold V - E_L_mV (mV, relative to rest), and c =
+    g_ex (nS). Initial V as psc_exp. Defaults: NEST's."""
+    name = "iaf_cond_exp"
+    takes_current = True               # injected currents (ranvier.core.devices) add to I_e
+    input_unit = "nS"
+    has_potential = True
+    initial_states = ("reset",)        # "reset": V from V0_mean_mV and V0_sd_mV
+    recordables = {"c": ("gsyn_exc", "nS", "excitatory synaptic conductance"),
+                   "c_in": ("gsyn_inh", "nS", "inhibitory synaptic conductance")}
+    pynn_weight_scale = 1000.0         # PyNN's uS -> nS
+    nest_model = "iaf_cond_exp"
+    parameters = {
+        "E_L_mV": Parameter("mV", "leak reversal potential (absolute)", -70.0, per_neuron=True),
+        "V_th_mV": Parameter("mV", "firing threshold (absolute)", -55.0, per_neuron=True),
+        "V_reset_mV": Parameter("mV", "reset potential (absolute; V is held here while refractory)", -60.0,
+                                per_neuron=True),
+        "C_m_pF": Parameter("pF", "membrane capacitance", 250.0, per_neuron=True),
+        "g_L_nS": Parameter("nS", "leak conductance", 16.6667, per_neuron=True),
+        "E_ex_mV": Parameter("mV", "excitatory reversal potential (absolute)", 0.0, per_neuron=True),
+        "E_in_mV": Parameter("mV", "inhibitory reversal potential (absolute)", -85.0, per_neuron=True),
+        "tau_syn_ex_ms": Parameter("ms", "time constant of the excitatory conductance", 0.2, per_neuron=True),
+        "tau_syn_in_ms": Parameter("ms", "time constant of the inhibitory conductance", 2.0, per_neuron=True),
+        "tau_arp_ms": Parameter("ms", "absolute refractory period", 2.0, per_neuron=True),
+        "I_e_pA": Parameter("pA", "constant input current", 0.0, per_neuron=True),
+        "V0_mean_mV": Parameter("mV", "mean of the initial membrane potential (absolute)", -70.0),
+        "V0_sd_mV": Parameter("mV", "standard deviation of the initial membrane potential", 0.0),
+    }
+
+    @classmethod
+    def check(cls, pop, where):
+        q = pop.params
+        for key in ("C_m_pF", "g_L_nS", "tau_syn_ex_ms", "tau_syn_in_ms"):
+            check_positive(where, key, q[key])
+        for key in ("tau_arp_ms", "V0_sd_mV"):
+            check_positive(where, key, q[key], allow_zero=True)
+        for key in ("E_L_mV", "V_th_mV", "V_reset_mV", "E_ex_mV", "E_in_mV", "I_e_pA", "V0_mean_mV"):
+            check_number(where, key, q[key])
+        check_below(where, "V_reset_mV", "V_th_mV", q, pop.size)
+        given = set(q) - pop.defaulted
+        if is_per_neuron(pop.initial) and given & {"V0_mean_mV", "V0_sd_mV"}:
+            raise ConfigError(f"{where}: 'initial' sets the initial potential per neuron, and so do "
+                              f"{sorted(given & {'V0_mean_mV', 'V0_sd_mV'})}; give one of the two")
+
+    @classmethod
+    def check_resolution(cls, pop, resolution_ms):
+        check_whole_steps(pop, "tau_arp_ms", resolution_ms)
+        check_refractory_fits(pop, resolution_ms)
+
+    @classmethod
+    def to_engine(cls, pop, resolution_ms):
+        s = cls._spec(pop)
+        cls._per_neuron_spec(pop, s)        # every parameter by name; the means of those that vary
+        return s
