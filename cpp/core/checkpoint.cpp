@@ -79,9 +79,21 @@ uint64_t Engine::network_digest() const {
 
 StateTables Engine::checkpoint_state() const {
   StateTables out;
+  save_neurons(out);
+  save_pending(out);
+  save_plastic(out);
+  save_histories(out);
+  save_currents(out);
+  out.ints["engine.cycle"] = {cycle_};
+  out.ints["engine.steps_per_cycle"] = {cfg_.steps_per_cycle};
+  out.ints["engine.drive_steps"] = {cfg_.drive_steps};
+  return out;
+}
+
+void Engine::save_neurons(StateTables& out) const {
   auto& I = out.ints;
   auto& R = out.reals;
-  const int64_t L = cfg_.steps_per_cycle, rows = cfg_.drive_steps;
+  const int64_t rows = cfg_.drive_steps;
   // Neurons and their input rows ([neuron][row], row = step % drive_steps).
   auto& gid = I["neuron.gid"];
   auto& refractory = I["neuron.refractory"];
@@ -115,6 +127,11 @@ StateTables Engine::checkpoint_state() const {
       }
     }
   }
+}
+
+void Engine::save_pending(StateTables& out) const {
+  auto& I = out.ints;
+  const int64_t L = cfg_.steps_per_cycle;
   // Spikes in flight: from each queued segment, its source and emission step (arrival - delay).
   auto& pending_gid = I["pending.gid"];
   auto& pending_step = I["pending.step"];
@@ -148,6 +165,11 @@ StateTables Engine::checkpoint_state() const {
       }
     }
   }
+}
+
+void Engine::save_plastic(StateTables& out) const {
+  auto& I = out.ints;
+  auto& R = out.reals;
   // Plastic projections: synapses, segment traces; the targets' histories once per rank.
   const uint64_t N = cfg_.neuron_count();
   for (uint32_t j = 0; j < cfg_.projections.size(); ++j) {
@@ -182,6 +204,11 @@ StateTables Engine::checkpoint_state() const {
       }
     if (!k_plus.empty()) R[p + "k_plus"] = std::move(k_plus);
   }
+}
+
+void Engine::save_histories(StateTables& out) const {
+  auto& I = out.ints;
+  auto& R = out.reals;
   auto& post_gid = I["post.gid"];
   auto& post_last = I["post.last"];
   auto& post_previous = I["post.previous"];
@@ -211,6 +238,11 @@ StateTables Engine::checkpoint_state() const {
       }
     }
   }
+}
+
+void Engine::save_currents(StateTables& out) const {
+  auto& I = out.ints;
+  auto& R = out.reals;
   // Current sources: each slot's amplitude now, keyed by (source, target).
   auto& cur_source = I["current.source"];
   auto& cur_gid = I["current.gid"];
@@ -223,10 +255,6 @@ StateTables Engine::checkpoint_state() const {
       cur_amplitude.push_back(ic.slot_amplitude[slot]);
     }
   }
-  I["engine.cycle"] = {cycle_};
-  I["engine.steps_per_cycle"] = {L};
-  I["engine.drive_steps"] = {rows};
-  return out;
 }
 
 void Engine::restore_state(const StateTables& s, int64_t boundary_step) {
@@ -238,6 +266,15 @@ void Engine::restore_state(const StateTables& s, int64_t boundary_step) {
   if (column(s, "engine.drive_steps").at(0) != rows)
     throw std::invalid_argument("the checkpoint's drive window differs from this run's");
   cycle_ = boundary_step / L;
+  restore_neurons(s);
+  restore_pending(s, boundary_step);
+  restore_plastic(s);
+  restore_histories(s);
+  restore_currents(s, boundary_step);
+}
+
+void Engine::restore_neurons(const StateTables& s) {
+  const int64_t rows = cfg_.drive_steps;
   // Neurons: state and input rows, each on the thread that now holds it.
   const auto& gid = column(s, "neuron.gid");
   const auto& V = real_column(s, "neuron.V");
@@ -286,6 +323,10 @@ void Engine::restore_state(const StateTables& s, int64_t boundary_step) {
   if (restored != local)
     throw std::invalid_argument("the checkpoint holds " + std::to_string(restored) + " of this rank's " +
                                 std::to_string(local) + " neurons");
+}
+
+void Engine::restore_pending(const StateTables& s, int64_t boundary_step) {
+  const int64_t L = cfg_.steps_per_cycle;
   // Spikes in flight: each thread queues the segments that arrive from the resumed cycle on.
   // A spike with segments queued on several threads or ranks was saved once for each.
   std::vector<std::pair<int64_t, int64_t>> pending;
@@ -328,6 +369,10 @@ void Engine::restore_state(const StateTables& s, int64_t boundary_step) {
     }
     ts.counters.events_scheduled += scheduled;
   }
+}
+
+void Engine::restore_plastic(const StateTables& s) {
+  const uint64_t N = cfg_.neuron_count();
   // Plastic synapses, keyed (source, delay, target): the saved ones come sorted by key
   // (ranvier.checkpoint), this rank's are sorted here, and one merge walks both; synapses with
   // the same key take the saved values in order. Segment traces, keyed (source, delay): each
@@ -394,6 +439,9 @@ void Engine::restore_state(const StateTables& s, int64_t boundary_step) {
           }
       }
   }
+}
+
+void Engine::restore_histories(const StateTables& s) {
   // The targets' spike histories.
   const auto& post_gid = column(s, "post.gid");
   const auto& post_last = column(s, "post.last");
@@ -427,6 +475,9 @@ void Engine::restore_state(const StateTables& s, int64_t boundary_step) {
     }
     ph.where[k] = {v.data(), uint32_t(v.size()), 0};
   }
+}
+
+void Engine::restore_currents(const StateTables& s, int64_t boundary_step) {
   // Current sources: amplitudes as saved; changes before the boundary are not applied again.
   const auto& cur_source = column(s, "current.source");
   const auto& cur_gid = column(s, "current.gid");

@@ -228,6 +228,17 @@ class Engine {
   void build_state_recorder();
   void build_current_sources();                                                  // currents.cpp
   void record_state(const ThreadState& ts, int64_t step);                         // recorders.cpp
+  // The parts of a checkpoint (checkpoint.cpp), each saved and restored by one pair.
+  void save_neurons(StateTables& out) const;
+  void save_pending(StateTables& out) const;
+  void save_plastic(StateTables& out) const;
+  void save_histories(StateTables& out) const;
+  void save_currents(StateTables& out) const;
+  void restore_neurons(const StateTables& s);
+  void restore_pending(const StateTables& s, int64_t boundary_step);
+  void restore_plastic(const StateTables& s);
+  void restore_histories(const StateTables& s);
+  void restore_currents(const StateTables& s, int64_t boundary_step);
   // Rows of the input buffer follow the step modulo the drive block.
   int64_t input_row(int64_t cycle, int64_t offset) const {
     return (cycle * cfg_.steps_per_cycle + offset) % cfg_.drive_steps;
