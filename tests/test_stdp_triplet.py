@@ -121,3 +121,36 @@ def test_bad_tau_minus_triplet_names_the_field():
         net.connect(rv.Projection(source="A", target="A", indegree=2, weight=1.0, delay_ms=1.5,
                                   synapse=rv.STDPTriplet()))
         rv.Simulation(net, threads=1)
+
+
+def triplet_network(pre_times, post_times):
+    n = len(pre_times)
+    net = rv.Network()
+    net.add_population(rv.Population("pre", n, {"spike_times_ms": [t.tolist() for t in pre_times]}, model="spike_train"))
+    net.add_population(rv.Population("post", n, {"spike_times_ms": [t.tolist() for t in post_times]},
+                                     model="spike_train", tau_minus_ms=TAU_MINUS_MS,
+                                     tau_minus_triplet_ms=TAU_MINUS_TRIPLET_MS))
+    net.connect(rv.Projection(source="pre", target="post", sources=np.arange(n), targets=np.arange(n), weight=W0,
+                              delay_ms=DELAY_MS, synapse=rv.STDPTriplet(**PARAMS)))
+    return net
+
+
+def test_checkpoint_resumes_the_triplet_traces(tmp_path):
+    """Saved mid-run (traces and histories non-trivial), resumed on other threads: the weights of
+    one uninterrupted run, brought up to date too."""
+    pre, post = triplet_protocol()
+    duration = duration_of(pre + post)
+    half = float(np.ceil(duration / 2 / DELAY_MS) * DELAY_MS)
+    whole = rv.Simulation(triplet_network(pre, post), threads=1, seed=1)
+    whole.run(duration)
+    first = rv.Simulation(triplet_network(pre, post), threads=1, seed=1)
+    first.run(half)
+    first.save(tmp_path / "ck")
+    with np.load(tmp_path / "ck" / "state.npz") as state:
+        assert state["post.triplet.gid"].size == len(post)
+        assert np.count_nonzero(state["post.triplet.spike.k_minus"] > 1.0) > 10
+    resumed = rv.Simulation.resume(tmp_path / "ck", threads=2)
+    resumed.run(duration - half)
+    for up in (False, True):
+        a, b = whole.weights("pre", "post", up_to_date=up), resumed.weights("pre", "post", up_to_date=up)
+        assert np.array_equal(a.target, b.target) and np.array_equal(a.weight, b.weight), up
