@@ -309,7 +309,7 @@ def plastic_network(neurons: int, synapses: int):
     """Every plasticity rule in one driven network of three areas (so every placement, on up to
     three ranks, and the two-tier exchange apply): all-to-all STDP, multiplicative (E->E in area a) and additive on
     inhibitory synapses (I->E, negative w_max); the three nearest-neighbour pairings, inside area
-    b and between the areas (3 ms and more); the power law onto a psc_exp population (pA, split
+    b and between the areas (3 ms and more); the triplet rule onto T, sharing T's history with all-to-all STDP; the power law onto a psc_exp population (pA, split
     input); static projections beside them. Learning rates are large so weights move in 200 ms.
     `synapses` is K."""
     import ranvier as rv
@@ -346,6 +346,15 @@ def plastic_network(neurons: int, synapses: int):
     net.add_population(rv.Population("S", 20, {"spike_times_ms": trains}, model="spike_train", area="c"))
     net.connect(rv.Projection(source="S", target="E", indegree=2, weight=0.3, delay_ms=1.0,
                               synapse=rv.STDP(lambda_=0.05, w_max=0.6)))
+    # the triplet rule onto T, whose spike history an all-to-all projection shares
+    net.add_population(rv.Population("T", 40, dict(RULES_LIF), area="c", tau_minus_ms=25.0,
+                                     tau_minus_triplet_ms=80.0))
+    net.connect(rv.Projection(source="E", target="T", indegree=k, weight=0.2, delay_ms=2.5,
+                              synapse=rv.STDPTriplet(Aplus=0.02, Aminus=0.02, Aplus_triplet=0.02,
+                                                     Aminus_triplet=0.01, w_max=0.5)))
+    net.connect(rv.Projection(source="B", target="T", indegree=k // 2, weight=0.2, delay_ms=1.5,
+                              synapse=rv.STDP(lambda_=0.05, w_max=0.5)))
+    net.drive(rv.PoissonDrive("T", 400, 5.0, weight=0.9, weight_sd=0.1))
     for tgt in ("E", "I", "B"):
         net.drive(rv.PoissonDrive(tgt, 400, 5.0, weight=0.9, weight_sd=0.1))
     net.drive(rv.PoissonDrive("P", 100, 50.0, weight=160.0))

@@ -16,7 +16,8 @@ PACKAGE = ROOT / "src" / "ranvier"
 
 # What every population has, and what the engine's core needs of a population: nothing of one model.
 POPULATION_FIELDS = {"name", "first", "size", "model", "parameters", "per_neuron", "initial", "sequences",
-                     "integer_sequences", "area", "tau_minus_ms", "injected_current"}
+                     "integer_sequences", "area", "tau_minus_ms", "tau_minus_triplet_ms",
+                     "injected_current"}
 
 # (file under src/ranvier, model name) -> why that file may name the model as a string.
 NAMED_ELSEWHERE = {

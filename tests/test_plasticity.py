@@ -30,6 +30,8 @@ PLACEMENTS = tuple(p for p in rv.core.simulation.PLACEMENTS if p != "grid")   # 
 def nest_weight(synapse, w, delay, pre, post, tau_minus, h, steps_done):
     """The weight NEST gives a synapse with these spike trains (steps), after every pre-synaptic
     spike delivered by `steps_done` (those with t_pre + delay <= steps_done)."""
+    if isinstance(synapse, rv.STDPTriplet):
+        return nest_triplet_weight(synapse, w, delay, pre, post, tau_minus, h, steps_done)
     pl = isinstance(synapse, rv.STDPPowerLaw)
     rule = synapse.rule
     tau_plus = synapse.tau_plus_ms
@@ -84,6 +86,33 @@ def nest_weight(synapse, w, delay, pre, post, tau_minus, h, steps_done):
             if decay:
                 w = up(w, decay[0])
                 w = down(w, nearest)
+        t_last, last_step = t_spike, t
+    return w
+
+
+def nest_triplet_weight(s, w, delay, pre, post, tau_minus, h, steps_done, tau_minus_triplet=80.0):
+    """NEST's stdp_triplet_synapse, event by event (tau_minus_triplet: the plastic network's E)."""
+    history, k_minus, k_y, last = [], 0.0, 0.0, None     # (step, K-, triplet K-) per spike
+    for t in post:
+        k_minus = (k_minus * math.exp((last - t * h) * (1.0 / tau_minus)) if last is not None else 0.0) + 1.0
+        k_y = (k_y * math.exp((last - t * h) * (1.0 / tau_minus_triplet)) if last is not None else 0.0) + 1.0
+        last = t * h
+        history.append((t, k_minus, k_y))
+    k_plus, k_x, t_last, last_step = 0.0, 0.0, 0.0, 0
+    for t in pre:
+        if t + delay > steps_done:
+            break
+        t_spike, dd = t * h, delay * h
+        for tp, _, y in (e for e in history if last_step - delay < e[0] <= t - delay):
+            new = abs(w) + k_plus * math.exp((t_last - (tp * h + dd)) / s.tau_plus_ms) * (s.Aplus + s.Aplus_triplet * (y - 1.0))
+            w = math.copysign(new if new < abs(s.w_max) else s.w_max, s.w_max)
+        k_x *= math.exp((t_last - t_spike) / s.tau_plus_triplet_ms)
+        before = [e for e in history if e[0] < t - delay]
+        K = before[-1][1] * math.exp((before[-1][0] * h - (t_spike - dd)) * (1.0 / tau_minus)) if before else 0.0
+        new = abs(w) - K * (s.Aminus + s.Aminus_triplet * k_x)
+        w = math.copysign(new if new > 0.0 else 0.0, s.w_max)
+        k_x += 1.0
+        k_plus = k_plus * math.exp((t_last - t_spike) / s.tau_plus_ms) + 1.0
         t_last, last_step = t_spike, t
     return w
 
@@ -254,7 +283,7 @@ def test_plastic_network_is_decomposition_invariant(workloads, plastic_reference
         for key in traces:
             assert np.array_equal(run[key], ref[key]), (what, key)
         in_file = [k for k in ref if k.startswith("file_")]     # weights.h5's arrays, multapses in draw order
-        assert len(in_file) == 4 * 7                                # 7 plastic projections
+        assert len(in_file) == 4 * 9                                # 9 plastic projections
         for key in in_file:
             assert np.array_equal(run[key], ref[key]), (what, key)
 

@@ -21,8 +21,9 @@ def test_every_kind_names_engine_rules():
 
 def test_unknown_rule_names_the_known_ones():
     spec = _engine.PlasticitySpec()
-    with pytest.raises(ValueError, match=r"unknown synapse rule 'stdp_triplet'; known: static, stdp, "):
-        spec.rule = "stdp_triplet"
+    with pytest.raises(ValueError, match=r"unknown synapse rule 'stdp_quadruplet'; known: static, stdp, .*"
+                                         r"stdp_power_law, stdp_triplet$"):
+        spec.rule = "stdp_quadruplet"
 
 
 def test_engine_parameters_reach_the_spec():
@@ -33,6 +34,9 @@ def test_engine_parameters_reach_the_spec():
                                "mu_minus": 1.0, "w_max": 3.0}
     assert plasticity.describe(syn).endswith("= NEST stdp_nn_restr_synapse")
     assert plasticity.describe(rv.STDPPowerLaw()).endswith("= NEST stdp_pl_synapse_hom")
+    assert plasticity.plasticity_spec(rv.STDPTriplet(), _engine).parameters == {
+        "tau_plus_ms": 16.8, "tau_plus_triplet_ms": 101.0, "Aplus": 5e-10, "Aminus": 7e-3,
+        "Aplus_triplet": 6.2e-3, "Aminus_triplet": 2.3e-4, "w_max": 100.0}
 
 
 def test_public_names_stay():
@@ -40,4 +44,6 @@ def test_public_names_stay():
     assert rv.STDPPowerLaw is plasticity.STDPPowerLaw
     assert plasticity.PAIRINGS["all-to-all"] == "stdp"
     assert plasticity.NEST_MODELS["stdp_nn_symmetric"] == "stdp_nn_symm_synapse"
-    assert plasticity.SYNAPSE_KINDS == (rv.STDP, rv.STDPPowerLaw)
+    assert rv.STDPTriplet is plasticity.STDPTriplet is synapses.STDPTriplet
+    assert plasticity.NEST_MODELS["stdp_triplet"] == "stdp_triplet_synapse"
+    assert plasticity.SYNAPSE_KINDS == (rv.STDP, rv.STDPPowerLaw, rv.STDPTriplet)

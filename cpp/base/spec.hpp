@@ -47,6 +47,9 @@ struct PopulationSpec {
   // The post-synaptic trace of STDP (NEST's tau_minus of an archiving node): every neuron of the
   // population that is the target of a plastic synapse keeps its spike history with this trace.
   double tau_minus_ms = 20;
+  // The triplet rule's second post-synaptic trace (NEST's tau_minus_triplet), kept only where the
+  // population is the target of a triplet projection.
+  double tau_minus_triplet_ms = 110;
   // A current source targets some of its neurons (psc_exp then takes its two-current step, which
   // reads the injected current).
   bool injected_current = false;

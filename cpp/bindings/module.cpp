@@ -192,6 +192,7 @@ NB_MODULE(_engine, m) {
       .def_rw("integer_sequences", &PopulationSpec::integer_sequences,
               "the model's parameters that are sequences of integers (steps, offsets), by name")
       .def_rw("area", &PopulationSpec::area).def_rw("tau_minus_ms", &PopulationSpec::tau_minus_ms)
+      .def_rw("tau_minus_triplet_ms", &PopulationSpec::tau_minus_triplet_ms)
       .def_rw("injected_current", &PopulationSpec::injected_current);
   nb::class_<PlasticitySpec>(m, "PlasticitySpec")
       .def(nb::init<>())

@@ -14,6 +14,7 @@
 //     history. Synapses with the same key are interchangeable: they see the same spikes;
 //   - each current source's amplitude per target.
 #include <algorithm>
+#include <unordered_map>
 #include <stdexcept>
 #include <string>
 
@@ -218,9 +219,19 @@ void Engine::save_histories(StateTables& out) const {
   auto& spike_step = I["post.spike.step"];
   auto& spike_reads = I["post.spike.reads"];
   auto& spike_k_minus = R["post.spike.k_minus"];
+  // The triplet trace, where the targets keep it (PostHistory::TripletTrace), by the same rows.
+  std::vector<int64_t> triplet_gid;
+  std::vector<double> triplet_last, triplet_spike;
   for (const auto& ts : threads_) {
     const PostHistory& ph = ts.history;
     if (ph.empty()) continue;
+    if (!ph.triplet.empty())
+      for (uint64_t k = 0; k < ph.cold.size(); ++k) {
+        if (!ph.cold[k].incoming || !ph.triplet.decay[k]) continue;
+        triplet_gid.push_back(int64_t(ts.neurons.gid[k]));
+        triplet_last.push_back(ph.triplet.last[k]);
+        for (uint32_t e = ph.where[k].head; e < ph.where[k].size; ++e) triplet_spike.push_back(ph.triplet.k[k][e]);
+      }
     for (uint64_t k = 0; k < ph.cold.size(); ++k) {
       if (!ph.cold[k].incoming) continue;
       const auto& hot = ph.hot[k];
@@ -237,6 +248,11 @@ void Engine::save_histories(StateTables& out) const {
         spike_k_minus.push_back(ph.cold[k].spikes[e].k_minus);
       }
     }
+  }
+  if (!triplet_gid.empty()) {
+    I["post.triplet.gid"] = std::move(triplet_gid);
+    R["post.triplet.k_minus"] = std::move(triplet_last);
+    R["post.triplet.spike.k_minus"] = std::move(triplet_spike);
   }
 }
 
@@ -474,6 +490,38 @@ void Engine::restore_histories(const StateTables& s) {
       v.push_back(spike);
     }
     ph.where[k] = {v.data(), uint32_t(v.size()), 0};
+  }
+  restore_triplet_histories(s);
+}
+
+void Engine::restore_triplet_histories(const StateTables& s) {
+  // The triplet traces, after the histories whose entries they follow (saved in the same order).
+  bool any = false;
+  for (const auto& ts : threads_) any = any || !ts.history.triplet.empty();
+  if (!any) return;
+  if (!s.ints.count("post.triplet.gid"))
+    throw std::invalid_argument("checkpoint: the targets' triplet traces are missing (post.triplet.*)");
+  const auto& post_gid = column(s, "post.gid");
+  const auto& post_spikes = column(s, "post.spikes");
+  const auto& triplet_gid = column(s, "post.triplet.gid");
+  const auto& triplet_last = real_column(s, "post.triplet.k_minus");
+  const auto& triplet_spike = real_column(s, "post.triplet.spike.k_minus");
+  std::unordered_map<int64_t, int64_t> spikes_of;
+  for (size_t x = 0; x < post_gid.size(); ++x) spikes_of[post_gid[x]] = post_spikes[x];
+  size_t first = 0;
+  for (size_t x = 0; x < triplet_gid.size(); ++x) {
+    const size_t count = size_t(spikes_of.at(triplet_gid[x]));
+    if (first + count > triplet_spike.size()) throw std::invalid_argument("checkpoint: triplet traces cut short");
+    const Location loc = placement_.locate(uint64_t(triplet_gid[x]));
+    if (loc.rank == rank()) {
+      PostHistory& ph = threads_[loc.thread].history;
+      const uint64_t k = loc.index;
+      if (ph.triplet.empty() || !ph.triplet.decay[k])
+        throw std::invalid_argument("checkpoint: a triplet trace has no triplet target");
+      ph.triplet.last[k] = triplet_last[x];
+      ph.triplet.k[k].assign(triplet_spike.begin() + first, triplet_spike.begin() + first + count);
+    }
+    first += count;
   }
 }
 

@@ -45,6 +45,8 @@ void check_config(EngineConfig& cfg) {
     if (!(cfg.populations[pr.target].tau_minus_ms > 0))
       throw std::invalid_argument(where + "the target's tau_minus_ms must be positive");
     const SynapseRule& rule = synapse_rule(p.rule);
+    if (rule.triplet_trace && !(cfg.populations[pr.target].tau_minus_triplet_ms > 0))
+      throw std::invalid_argument(where + "the target's tau_minus_triplet_ms must be positive");
     if (rule.check) rule.check(p, where);
   }
   if (cfg.global_interval > 0) {

@@ -226,7 +226,10 @@ RANVIER_PHASE void Engine::update(ThreadState& ts, int64_t cycle) {
         for (uint64_t i = k; i < std::min(k + 8, n); ++i) {
           if (!fired[i]) continue;
           ts.spikes_out.push_back(make_record(ts.neurons.gid[i], uint32_t(o)));
-          if (!ts.history.empty()) ts.history.record(i, step);
+          if (!ts.history.empty()) {
+            ts.history.record(i, step);
+            if (!ts.history.triplet.empty()) ts.history.record_triplet(i, step);
+          }
           if (cfg_.record_spikes) { ts.rec_gid.push_back(ts.neurons.gid[i]); ts.rec_step.push_back(step); }
         }
       }

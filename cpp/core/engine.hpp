@@ -238,6 +238,7 @@ class Engine {
   void restore_pending(const StateTables& s, int64_t boundary_step);
   void restore_plastic(const StateTables& s);
   void restore_histories(const StateTables& s);
+  void restore_triplet_histories(const StateTables& s);
   void restore_currents(const StateTables& s, int64_t boundary_step);
   // Rows of the input buffer follow the step modulo the drive block.
   int64_t input_row(int64_t cycle, int64_t offset) const {

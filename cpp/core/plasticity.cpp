@@ -60,6 +60,21 @@ void build_post_history(const EngineConfig& cfg, const ThreadNeurons& neurons, s
   for (const auto& pop : cfg.populations) out.decays.emplace_back(cfg.resolution_ms, pop.tau_minus_ms, false);
   for (const auto& range : neurons.ranges)
     for (uint64_t k = range.begin; k < range.end; ++k) out.cold[k].decay = &out.decays[range.population];
+  std::vector<bool> triplet_target(cfg.populations.size(), false);
+  for (const auto& st : stores)
+    if (synapse_rule(cfg.projections[st.projection].plasticity.rule).triplet_trace)
+      triplet_target[cfg.projections[st.projection].target] = true;
+  if (std::find(triplet_target.begin(), triplet_target.end(), true) != triplet_target.end()) {
+    auto& tr = out.triplet;
+    tr.decays.reserve(cfg.populations.size());      // never reallocated: neurons point into it
+    for (const auto& pop : cfg.populations) tr.decays.emplace_back(cfg.resolution_ms, pop.tau_minus_triplet_ms, false);
+    tr.k.resize(neurons.size());
+    tr.last.assign(neurons.size(), 0.0);
+    tr.decay.assign(neurons.size(), nullptr);
+    for (const auto& range : neurons.ranges)
+      if (triplet_target[range.population])
+        for (uint64_t k = range.begin; k < range.end; ++k) tr.decay[k] = &tr.decays[range.population];
+  }
   for (auto& st : stores) {
     st.decay_minus = &out.decays[cfg.projections[st.projection].target];
     for (uint32_t h = 0; h < st.seg_delay.size(); ++h)

@@ -94,6 +94,30 @@ struct PostHistory {
   std::vector<StepDecay> decays;   // one per population (tau_minus)
   int64_t keep_steps = 0;          // see record()
   double h = 0.1;                  // ms per step
+  // The triplet rule's second post-synaptic trace (NEST's triplet K-, tau_minus_triplet of the
+  // target): kept apart so that the other rules' data stay as they are, and only for neurons of
+  // populations that receive a triplet projection (decay null elsewhere). k[n] holds the trace
+  // just after each spike of cold[n].spikes, index for index.
+  struct TripletTrace {
+    std::vector<std::vector<double>> k;
+    std::vector<double> last;                  // the trace after the neuron's last spike
+    std::vector<const StepDecay*> decay;       // exp(-k h / tau_minus_triplet), its population's
+    std::vector<StepDecay> decays;             // one per population
+    bool empty() const { return decay.empty(); }
+  } triplet;
+
+  // After record(k, step): the triplet trace of this spike, its values following the history's
+  // entries (record() may have dropped some from the front).
+  void record_triplet(uint64_t k, int64_t step) {
+    const StepDecay* decay = triplet.decay[k];
+    if (!decay) return;
+    auto& v = triplet.k[k];
+    const size_t dropped = v.size() + 1 - where[k].size;
+    if (dropped) v.erase(v.begin(), v.begin() + dropped);
+    const int64_t previous = hot[k].previous;
+    triplet.last[k] = (previous != kNone ? triplet.last[k] * (*decay)(step - previous) : 0.0) + 1.0;
+    v.push_back(triplet.last[k]);
+  }
 
   bool empty() const { return hot.empty(); }
   // The neuron fired at `step`: forget the oldest spikes that every incoming synapse has read

@@ -12,7 +12,8 @@
   X(stdp_nn_symmetric)           \
   X(stdp_nn_pre_centered)        \
   X(stdp_nn_restricted)          \
-  X(stdp_power_law)
+  X(stdp_power_law)              \
+  X(stdp_triplet)
 
 namespace ranvier {
 

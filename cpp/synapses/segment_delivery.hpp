@@ -17,6 +17,7 @@
 // the j-th), and at this spike (t_pre - d, the delay being dendritic) the target's trace K-
 // (k_minus()) and the exponential of its last spike alone (nearest(): nearest-neighbour rules).
 // Each delivery builds the cheapest view that holds: most read only the target's 32 hot bytes.
+// A rule that declares kTripletTrace gets the views with triplet(j) (WithTriplet) besides.
 // The compiler sees the rule and the view: every case compiles to its own straight code.
 #pragma once
 #include <algorithm>
@@ -73,6 +74,29 @@ struct TargetSpikes {
   double nearest() const { return before ? (*decay_minus)(t2 - spikes[before - 1].step) : 0.0; }
   double k_minus() const { return before ? spikes[before - 1].k_minus * nearest() : 0.0; }
 };
+
+// A view with the target's triplet trace (PostHistory::TripletTrace) for the rules that read it
+// (Rule::kTripletTrace): triplet(j), the trace just after the j-th spike of count().
+template <class View>
+struct WithTriplet : View {
+  const double* k_triplet;
+  double triplet(uint32_t j) const { return k_triplet[j]; }
+};
+
+template <class Rule>
+constexpr bool reads_triplet = requires { Rule::kTripletTrace; };
+
+// rule.update on the view, given the triplet trace of its spikes (the first at index `first` of
+// the target's) when the rule reads it; other rules see the view alone.
+template <class Rule, class View>
+inline double update_on(const Rule& rule, double w, const View& view, const PreSpike& pre, double* s,
+                        const PostHistory& history, uint32_t target, size_t first) {
+  if constexpr (reads_triplet<Rule>) {
+    return rule.update(w, WithTriplet<View>{view, history.triplet.k[target].data() + first}, pre, s);
+  } else {
+    return rule.update(w, view, pre, s);
+  }
+}
 
 // The target's spikes in (t1, t2] (NEST's get_history): spikes[lo, hi).
 inline void spikes_between(const PostHistory::Where& n, int64_t t1, int64_t t2, size_t& lo, size_t& hi) {
@@ -135,20 +159,25 @@ uint32_t deliver_segment(const Rule& rule, PlasticStore& st, const PlasticEntry&
     double w = weight[i];
     if (n.any() && n.last <= t1) {          // no target spike since t1: nothing to read or count
       const double nearest = decay_minus(t2 - n.last);
-      w = rule.update(w, NoNewTargetSpike{n.k_minus * nearest, nearest}, pre, s);
+      w = update_on(rule, w, NoNewTargetSpike{n.k_minus * nearest, nearest}, pre, s, history, neuron[i], 0);
     } else if (n.any() && n.last < t2 && n.previous <= t1) {   // only the last target spike since t1
       ++n.last_reads;
       const double nearest = decay_minus(t2 - n.last);
-      w = rule.update(w, LastTargetSpike{decay_plus(n.last + d - t_last), n.k_minus * nearest, nearest}, pre, s);
+      const LastTargetSpike last{decay_plus(n.last + d - t_last), n.k_minus * nearest, nearest};
+      if constexpr (reads_triplet<Rule>) {
+        w = update_on(rule, w, last, pre, s, history, neuron[i], history.triplet.k[neuron[i]].size() - 1);
+      } else {
+        w = rule.update(w, last, pre, s);
+      }
     } else if (n.any()) {
       const PostHistory::Where& at = where[neuron[i]];
       size_t lo, hi;
       spikes_between(at, t1, t2, lo, hi);
       for (size_t j = lo; j < hi; ++j) ++at.spikes[j].reads;
       const TargetSpikes spikes{at.spikes, lo, hi, last_before(at, hi, t2), t2, d, t_last, &decay_plus, &decay_minus};
-      w = rule.update(w, spikes, pre, s);
+      w = update_on(rule, w, spikes, pre, s, history, neuron[i], lo);
     } else {                                // the target has not spiked: K- is 0
-      w = rule.update(w, NoTargetSpike{}, pre, s);
+      w = update_on(rule, w, NoTargetSpike{}, pre, s, history, neuron[i], 0);
     }
     weight[i] = w;
     input[neuron[i]] += to_fixed(w, scale);
@@ -169,7 +198,13 @@ double weight_up_to_date(const Rule& rule, const PlasticStore& st, uint32_t h, u
   size_t lo, hi;
   spikes_between(n, t_last - d, t2, lo, hi);
   const TargetSpikes spikes{n.spikes, lo, hi, 0, t2, d, t_last, &rule.decay_plus, st.decay_minus};
-  return rule.facilitated(st.weight(h, k), spikes, PreSpike{trace.k_plus, now - t_last}, st.state(h, k));
+  const PreSpike pre{trace.k_plus, now - t_last};
+  if constexpr (reads_triplet<Rule>) {
+    const double* k_triplet = history.triplet.k[st.target(h, k)].data() + lo;
+    return rule.facilitated(st.weight(h, k), WithTriplet<TargetSpikes>{spikes, k_triplet}, pre, st.state(h, k));
+  } else {
+    return rule.facilitated(st.weight(h, k), spikes, pre, st.state(h, k));
+  }
 }
 
 // A rule compiled for the engine.

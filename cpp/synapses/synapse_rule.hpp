@@ -51,6 +51,9 @@ struct SynapseRule {
   // Whether the projection's weights are negative (they then go to the inhibitory input of
   // targets with split input). Null: never.
   bool (*negative)(const PlasticitySpec&) = nullptr;
+  // Whether the rule reads the target's triplet trace (PostHistory::triplet, tau_minus_triplet_ms
+  // of the target population): the targets of its projections then keep it.
+  bool triplet_trace = false;
 };
 
 // The rule of a name; throws std::invalid_argument naming the known ones for an unknown name.

@@ -100,6 +100,7 @@ class Population:
     model: str = "lifca"            # a key of NEURON_MODELS
     area: str | None = None         # the brain area it belongs to (multi-area models)
     tau_minus_ms: float = 20.0      # STDP: the post-synaptic trace's time constant (NEST's tau_minus)
+    tau_minus_triplet_ms: float = 110.0   # triplet STDP: the second one (NEST's tau_minus_triplet)
     # The parameters that validate() filled in from the model's defaults.
     defaulted: set = field(default_factory=set, init=False, repr=False, compare=False)
 
@@ -121,6 +122,10 @@ class Population:
                 not self.tau_minus_ms > 0 or not math.isfinite(self.tau_minus_ms):
             raise ConfigError(f"{where}: 'tau_minus_ms' (the STDP trace of its spikes) must be a positive number "
                               f"of ms, got {self.tau_minus_ms!r}")
+        if isinstance(self.tau_minus_triplet_ms, bool) or not isinstance(self.tau_minus_triplet_ms, numbers.Real) or \
+                not self.tau_minus_triplet_ms > 0 or not math.isfinite(self.tau_minus_triplet_ms):
+            raise ConfigError(f"{where}: 'tau_minus_triplet_ms' (the triplet STDP trace of its spikes) must be a "
+                              f"positive number of ms, got {self.tau_minus_triplet_ms!r}")
         if self.model not in NEURON_MODELS:
             raise ConfigError(f"{where}: 'model' must be one of {sorted(NEURON_MODELS)}, got {self.model!r}")
         if not isinstance(self.params, dict):

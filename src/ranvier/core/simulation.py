@@ -441,6 +441,7 @@ class Simulation:
         old = self.spec.populations[index]
         spec.name, spec.first, spec.size, spec.tau_minus_ms = old.name, old.first, old.size, old.tau_minus_ms
         spec.area, spec.injected_current = old.area, old.injected_current
+        spec.tau_minus_triplet_ms = old.tau_minus_triplet_ms
         try:
             self._engine.set_population(index, spec)
         except ValueError as e:

@@ -562,6 +562,7 @@ class EngineSpec:
             s = NEURON_MODELS[p.model].to_engine(p, h)
             s.name, s.first, s.size = p.name, p.first_id, p.size
             s.tau_minus_ms = p.tau_minus_ms
+            s.tau_minus_triplet_ms = p.tau_minus_triplet_ms
             if p.area is not None:
                 s.area = net.areas.index(p.area)
             pops.append(s)

@@ -64,7 +64,7 @@ FILES = ("state.npz", "network.pickle", "recording.npz")
 # pyNN.ranvier's networks are made of them) and NumPy's arrays and scalars. Anything else (a
 # function, os.system, a class of another module) could run code when unpickled: refused.
 NETWORK_MODULES = ("ranvier.core.network", "ranvier.core.devices", "ranvier.core.plasticity", "ranvier.core.synapses.stdp",
-                   "ranvier.core.synapses.stdp_power_law", "ranvier.core.random", "ranvier.core.grid")
+                   "ranvier.core.synapses.stdp_power_law", "ranvier.core.synapses.stdp_triplet", "ranvier.core.random", "ranvier.core.grid")
 NUMPY_GLOBALS = {(m, name) for m in ("numpy.core.multiarray", "numpy._core.multiarray")
                  for name in ("_reconstruct", "scalar")} | {("numpy", "ndarray"), ("numpy", "dtype")}
 PREFIX = "step-"                    # checkpoints of a run: <folder>/step-<12 digits>

@@ -13,8 +13,9 @@ from dataclasses import fields
 
 from .stdp import PAIRINGS, STDP
 from .stdp_power_law import STDPPowerLaw
+from .stdp_triplet import STDPTriplet
 
-KINDS = (STDP, STDPPowerLaw)
+KINDS = (STDP, STDPPowerLaw, STDPTriplet)
 
 # The NEST synapse model of each engine rule.
 NEST_MODELS = {rule: nest for kind in KINDS for rule, nest in kind.nest_models.items()}
@@ -36,4 +37,4 @@ def describe(synapse) -> str:
     return f"{type(synapse).__name__}({params}) = NEST {synapse.nest_model}"
 
 
-__all__ = ["KINDS", "NEST_MODELS", "PAIRINGS", "STDP", "STDPPowerLaw", "describe", "plasticity_spec"]
+__all__ = ["KINDS", "NEST_MODELS", "PAIRINGS", "STDP", "STDPPowerLaw", "STDPTriplet", "describe", "plasticity_spec"]
