@@ -31,7 +31,8 @@ def test_the_file_is_sonata_edges_in_canonical_order(tmp_path):
     net, sim, path = saved(tmp_path)
     with h5py.File(path) as f:
         names = set(f["edges"])
-        assert names == {"E_to_E", "I_to_E", "B_to_B", "E_to_B", "B_to_E", "B_to_P", "S_to_E"}
+        assert names == {"E_to_E", "I_to_E", "B_to_B", "E_to_B", "B_to_E", "B_to_P", "S_to_E",
+                         "E_to_T", "B_to_T"}
         g = f["edges/E_to_E"]
         src, tgt = g["source_node_id"][()], g["target_node_id"][()]
         assert g["source_node_id"].attrs["node_population"] == "E" and g["target_node_id"].attrs["node_population"] == "E"
