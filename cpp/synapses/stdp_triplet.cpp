@@ -10,6 +10,7 @@
 #include <cmath>
 
 #include "synapses/segment_delivery.hpp"
+#include "synapses/stdp_weight.hpp"
 
 namespace ranvier::stdp_triplet {
 
@@ -59,14 +60,13 @@ void check(const PlasticitySpec& spec, const std::string& where) {
   if (!(p.w_max != 0)) throw std::invalid_argument(where + "w_max must not be zero");
 }
 
-bool negative(const PlasticitySpec& spec) { return rule_parameter(spec, "w_max") < 0; }
-
 std::unique_ptr<PlasticDelivery> make(const PlasticitySpec& spec, double h) {
   const Parameters p(spec);
   return compiled(Rule{p, StepDecay(h, p.tau_plus_ms, true), StepDecay(h, p.tau_plus_triplet_ms, true)});
 }
 
 extern const SynapseRule rule;
-const SynapseRule rule{"stdp_triplet", true, check, make, 1, negative, true};
+// Weights share w_max's sign, as in the stdp_synapse family.
+const SynapseRule rule{"stdp_triplet", true, check, make, 1, stdp_family::negative, true};
 
 }  // namespace ranvier::stdp_triplet
