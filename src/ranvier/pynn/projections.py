@@ -70,6 +70,7 @@ class Projection(common.Projection):
             raise errors.NotAvailableError(f"pyNN.ranvier: synapse type {type(self.synapse_type).__name__} is not "
                                            f"available yet; StaticSynapse and STDPMechanism")
         self.connections = []
+        self._native_columns = None
         self.native = native_rule(connector, self.synapse_type, presynaptic_population, postsynaptic_population)
         if self.native is None:
             connector.connect(self)            # PyNN's connector draws the connections
@@ -86,9 +87,58 @@ class Projection(common.Projection):
     @connections.setter
     def connections(self, value):
         self._connections = value
+        self._native_columns = None
+
+    def _columns(self, names) -> list[np.ndarray]:
+        """The connections' values of `names` (presynaptic_index, postsynaptic_index, weight,
+        delay, a synapse parameter), one array each: read from the engine's arrays where Ranvier
+        drew the connections, without a Connection object per synapse."""
+        if self.native is not None and self._connections is None:
+            if getattr(self, "_native_columns", None) is None:
+                self._native_columns = simulator.state.native_arrays(self)
+            return [self._native_columns[n] for n in names]
+        conns = self.connections
+        out = []
+        for n in names:
+            kind = np.int64 if n.endswith("synaptic_index") else float
+            out.append(np.fromiter((getattr(c, n) for c in conns), dtype=kind, count=len(conns)))
+        return out
 
     def __len__(self):
+        """The connections on this rank (PyNN's size() sums the ranks): where Ranvier drew them and
+        none was asked for one by one, counted in the engine without a gather."""
+        if self.native is not None and self._connections is None:
+            return simulator.state.native_count(self)
         return len(self.connections)
+
+    def _get_attributes_as_list(self, names):
+        return list(zip(*(column.tolist() for column in self._columns(names)))) if len(names) else []
+
+    def _get_attributes_as_arrays(self, names, multiple_synapses="sum"):
+        """PyNN's (pre x post) arrays, NaN where no connection, several synapses between one pair
+        combined by `multiple_synapses` ('sum', 'min', 'max', 'first', 'last'), in one pass."""
+        names = [n[:-1] if n.endswith("s") else n for n in names]    # weights -> weight, delays -> delay
+        pre, post, *columns = self._columns(["presynaptic_index", "postsynaptic_index"] + names)
+        shape = (self.pre.size, self.post.size)
+        flat = pre * shape[1] + post
+        out = []
+        for values in columns:
+            a = np.full(shape[0] * shape[1], np.nan)
+            if multiple_synapses == "first":
+                _, at = np.unique(flat, return_index=True)
+                a[flat[at]] = values[at]
+            elif multiple_synapses == "last":
+                _, at = np.unique(flat[::-1], return_index=True)
+                at = flat.size - 1 - at
+                a[flat[at]] = values[at]
+            else:
+                combine = {"sum": np.add, "min": np.minimum, "max": np.maximum}[multiple_synapses]
+                seen = np.zeros(a.size, bool)
+                seen[flat] = True
+                a[seen] = {"sum": 0.0, "min": np.inf, "max": -np.inf}[multiple_synapses]
+                combine.at(a, flat, values)
+            out.append(a.reshape(shape))
+        return out
 
     def set(self, **attributes):
         simulator.state.check_not_built("setting connection attributes")

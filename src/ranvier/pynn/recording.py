@@ -25,21 +25,23 @@ class Recorder(recording.Recorder):
         return result.spikes
 
     def _get_spiketimes(self, ids, clear=False):
+        """(ids, times) of the spikes of `ids` since the recording started, as arrays: PyNN then
+        builds the Neo spike trains in one call (SpikeTrainList.from_spike_time_array) rather
+        than one SpikeTrain at a time."""
         state = simulator.state
+        if not len(ids):
+            return {}      # PyNN's array path cannot take a rank with no recorded cells
         gids, times = self._spikes()
-        start = float(self._recording_start_time)
-        out = {}
-        wanted = np.asarray([int(i) for i in ids], dtype=np.int64)
-        mine = np.isin(gids, wanted) & (times >= start)
-        for gid in np.unique(gids[mine]):
-            out[int(gid)] = times[mine & (gids == gid)]
+        wanted = np.fromiter((int(i) for i in ids), dtype=np.int64)
+        mine = np.isin(gids, wanted) & (times >= float(self._recording_start_time))
+        gids, times = gids[mine].astype(np.int64), np.array(times[mine], dtype=float)
         # A SpikeSourceArray fires at its given times (its spikes act at the next step, as NEST's
         # precise times at a grid-based neuron): those are the times recorded, as NEST's.
         given = state.given_times
-        for gid, t in out.items():
-            if gid in given:
-                out[gid] = np.array([given[gid].get(int(round(x / state.dt)), x) for x in t])
-        return out
+        if given:
+            for k in np.flatnonzero(np.isin(gids, np.fromiter(given.keys(), dtype=np.int64))):
+                times[k] = given[int(gids[k])].get(int(round(times[k] / state.dt)), times[k])
+        return gids, times
 
     def _get_all_signals(self, variable, ids, clear=False):
         state = simulator.state

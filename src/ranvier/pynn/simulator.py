@@ -51,6 +51,7 @@ class State(common.control.BaseState):
         self.dt = 0.1
         self.min_delay = self.max_delay = None
         self.min_delay_auto = False
+        self.builds, self.static_synapses, self.local_synapses = 0, None, None
         self.clear()
 
     # -- PyNN's interface ----------------------------------------------------------------------
@@ -66,19 +67,49 @@ class State(common.control.BaseState):
         self.running = True
         self._read_plastic_weights()
 
-    def native_connections(self, projection) -> list:
-        """The connections Ranvier drew for a projection with a native rule (a collective call:
-        every rank asks, rank 0 holds them, as PyNN's gathers expect)."""
-        self._simulation()
+    def native_arrays(self, projection) -> dict:
+        """The connections Ranvier drew for a projection with a native rule, as arrays (pre- and
+        post-synaptic indices within the populations, PyNN's weight and delay): a collective call,
+        every rank asks, rank 0 holds them (the others get empty arrays), as PyNN's gathers expect."""
+        sim = self._simulation()
         k = self.native_index[self.projections.index(projection)]
         net_pr = self.network.projections[k]
-        got = self.simulation.weights(net_pr.source, net_pr.target, index=k)
+        if sum(p.source == net_pr.source and p.target == net_pr.target for p in self.network.projections) > 1:
+            got = sim.weights(net_pr.source, net_pr.target, index=k)     # refuses, naming the projections
+        else:
+            if self.static_synapses is None or self.static_synapses[0] != self.builds:   # one gather per build
+                self.static_synapses = (self.builds, sim.connections())
+            got = self.static_synapses[1]
         if got is None:
-            return []
+            empty = np.zeros(0, np.int64)
+            return {"presynaptic_index": empty, "postsynaptic_index": empty, "weight": np.zeros(0), "delay": np.zeros(0)}
         src, tgt = self.network.population(net_pr.source), self.network.population(net_pr.target)
+        keep = (got.source >= src.first_id) & (got.source < src.first_id + src.size) & \
+            (got.target >= tgt.first_id) & (got.target < tgt.first_id + tgt.size)
         scale = NEURON_MODELS[tgt.model].pynn_weight_scale
-        return [Connection(int(s - src.first_id), int(t - tgt.first_id), weight=float(abs(w) / scale), delay=float(d))
-                for s, t, w, d in zip(got.source, got.target, got.weight, got.delay_ms)]
+        return {"presynaptic_index": got.source[keep] - src.first_id, "postsynaptic_index": got.target[keep] - tgt.first_id,
+                "weight": np.abs(got.weight[keep]) / scale, "delay": got.delay_ms[keep]}
+
+    def native_count(self, projection) -> int:
+        """How many synapses Ranvier drew for a projection with a native rule on this rank (PyNN's
+        size() sums the ranks' counts): counted in the engine's arrays, with no gather or sort."""
+        sim = self._simulation()
+        net_pr = self.network.projections[self.native_index[self.projections.index(projection)]]
+        if sum(p.source == net_pr.source and p.target == net_pr.target for p in self.network.projections) > 1:
+            return int(self.native_arrays(projection)["presynaptic_index"].size) if self.mpi_rank == 0 else 0
+        if self.local_synapses is None or self.local_synapses[0] != self.builds:
+            self.local_synapses = (self.builds, sim.connections(local=True))
+        got = self.local_synapses[1]
+        src, tgt = self.network.population(net_pr.source), self.network.population(net_pr.target)
+        return int(np.count_nonzero((got.source >= src.first_id) & (got.source < src.first_id + src.size) &
+                                    (got.target >= tgt.first_id) & (got.target < tgt.first_id + tgt.size)))
+
+    def native_connections(self, projection) -> list:
+        """native_arrays as PyNN's Connection objects (for the calls that want them one by one)."""
+        a = self.native_arrays(projection)
+        return [Connection(s, t, weight=w, delay=d) for s, t, w, d in
+                zip(a["presynaptic_index"].tolist(), a["postsynaptic_index"].tolist(), a["weight"].tolist(),
+                    a["delay"].tolist())]
 
     def _read_plastic_weights(self):
         """The plastic projections' weights now, into their PyNN connections (rank 0 holds them):
@@ -164,6 +195,7 @@ class State(common.control.BaseState):
                                             seed=self.seed, record_state=record or None,
                                             record_spikes_of=self.recorded_spike_ids)
             self.recorded_state_ids = np.asarray(record, dtype=np.int64)
+            self.builds += 1                  # keys what native_arrays gathered of this build
             if self.min_delay_auto:           # setup(min_delay="auto"): the network's smallest delay
                 delays = [float(np.min(pr.delay_ms)) for pr in self.network.projections if np.size(pr.delay_ms)]
                 self.min_delay = min(delays) if delays else self.dt
