@@ -81,6 +81,22 @@ def test_spikes_are_the_same_for_any_threads_and_placement(tmp_path):
         assert np.array_equal(other["cortex"][1], runs[0]["cortex"][1])
 
 
+def test_a_node_set_may_be_a_population_name(tmp_path):
+    """bmtk's examples name the input's population as its node set ("node_set": "thalamus"),
+    which SONATA allows: the same network as the node set {"population": "thalamus"}."""
+    named = write_network(tmp_path / "named")
+    by_population = write_network(tmp_path / "by_population")
+    cfg = json.loads(by_population.read_text())
+    cfg["inputs"]["lgn"]["node_set"] = "thalamus"
+    by_population.write_text(json.dumps(cfg))
+    runs = []
+    for config in (named, by_population):
+        net, info = sonata.load(config)
+        runs.append(sonata_spikes(net, info, rv.Simulation(net, resolution_ms=0.1).run(100.0)))
+    assert runs[0]["cortex"][0].size > 10
+    assert all(np.array_equal(a, b) for a, b in zip(runs[0]["cortex"], runs[1]["cortex"]))
+
+
 def test_input_spikes_in_one_step_are_all_delivered(tmp_path):
     """Three spikes of one node inside one step: two copies of the population fire them."""
     config = write_network(tmp_path, duplicate_input=True)

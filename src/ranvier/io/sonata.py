@@ -430,8 +430,11 @@ def select(node_sets: dict, name_or_set, pops: list[NodePopulation], _within: tu
     every input or report of the set would be lost in silence."""
     label = "SONATA " + _set_label(name_or_set)
     spec = node_sets.get(name_or_set) if isinstance(name_or_set, str) else name_or_set
+    if spec is None and name_or_set in {p.name for p in pops}:
+        spec = {"population": name_or_set}     # a population's name stands for all its nodes (bmtk's use)
     if spec is None:
-        raise ConfigError(f"SONATA node set '{name_or_set}' is not defined; node sets: {sorted(node_sets)}")
+        raise ConfigError(f"SONATA node set '{name_or_set}' is not defined; node sets: {sorted(node_sets)}, "
+                          f"node populations: {sorted(p.name for p in pops)}")
     if isinstance(name_or_set, str) and name_or_set in _within:
         raise ConfigError(f"{label} names itself ({' -> '.join([*_within, name_or_set])}); a compound node set "
                           f"lists other node sets")
