@@ -53,7 +53,7 @@ def test_the_issues_probability_after_connect():
     ("probability", -0.5, "'probability' must be zero or positive"),
     ("weight", float("nan"), "'weight' must be a finite number"),
     ("weight", "strong", "'weight' must be a finite number"),
-    ("weight", 0.0, "'weight' must be non-zero"),
+    ("weight_sd", float("inf"), "'weight_sd' must be"),
     ("weight_sd", -1.0, "'weight_sd' must be zero or positive"),
     ("delay_ms", -1.0, "'delay_ms' must be positive"),
     ("autapses", "yes", "'autapses' must be true or false"),

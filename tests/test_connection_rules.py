@@ -267,7 +267,8 @@ def test_bad_rule_values_are_refused(kw, match):
 
 
 @pytest.mark.parametrize("kw, match", [
-    (dict(indegree=3, weight=0.0), r"'weight' must be non-zero \(pA, the input unit of iaf_psc_alpha\)"),
+    (dict(indegree=3, weight=0.0, weight_sd=0.1), r"'weight' 0 with 'weight_sd' 0.1: drawn weights keep the mean's "
+                                                  r"sign, and 0 has none; give a non-zero mean \(pA, the input unit"),
     (dict(indegree=3, weight=[0.1, 0.2]), "an array of 'weight' needs an explicit list"),
     (dict(sources=[0, 1], targets=[0, 1], weight=[0.1, 0.2, 0.3]), "one per list entry \\(2\\)"),
     (dict(sources=[0, 1], targets=[0, 1], weight=[0.1, 0.2], weight_sd=0.1), "'weight_sd' must be 0"),
@@ -276,6 +277,24 @@ def test_bad_rule_values_are_refused(kw, match):
 ])
 def test_bad_weights_are_refused(kw, match):
     refused(match, **{**BASE, **kw})
+
+
+def test_a_projection_of_weight_zero_is_built_and_silent():
+    """NEST and PyNN accept weight 0 (a connection that carries nothing): the synapses are built
+    and the spikes are those of the network without the projection."""
+    def run(extra):
+        net = two_populations(model_b="iaf_psc_alpha")
+        net.connect(rv.Projection(source="A", target="B", probability=0.3, weight=80.0, delay_ms=1.0))
+        if extra:
+            net.connect(rv.Projection(source="A", target="B", indegree=20, weight=0.0, delay_ms=1.5))
+        net.drive(rv.PoissonDrive(target="A", n_synapses=100, rate_hz=80.0, weight=2.0))
+        sim = rv.Simulation(net, threads=2, seed=3)
+        res = sim.run(200.0)
+        return res, sim
+    (plain, _), (silent, sim) = run(False), run(True)
+    assert silent.synapses == plain.synapses + 20 * sim.network.population("B").size
+    assert plain.spikes[0].size > 50
+    assert np.array_equal(plain.spikes[0], silent.spikes[0]) and np.array_equal(plain.spikes[1], silent.spikes[1])
 
 
 @pytest.mark.parametrize("kw, match", [

@@ -383,8 +383,9 @@ class Projection:
         if isinstance(self.weight, bool) or not isinstance(self.weight, numbers.Real) or \
                 not math.isfinite(self.weight):
             raise ConfigError(f"{where}: 'weight' must be a finite number{unit}, got {self.weight!r}")
-        if self.weight == 0:
-            raise ConfigError(f"{where}: 'weight' must be non-zero{unit}; its sign says excitatory or inhibitory")
+        if self.weight == 0 and self.weight_sd:
+            raise ConfigError(f"{where}: 'weight' 0 with 'weight_sd' {self.weight_sd!r}: drawn weights keep the "
+                              f"mean's sign, and 0 has none; give a non-zero mean{unit} or weight_sd = 0")
 
     def _validate_delays(self, where: str) -> None:
         law = [name for name in DELAY_LAW_FIELDS if getattr(self, name) is not None]

@@ -85,7 +85,7 @@ def typical_abs_weight(pr) -> float | None:
     entry the smallest non-zero one (None when all are zero)."""
     weights = pr.weight_array()
     if weights is None:
-        return abs(pr.weight)
+        return abs(pr.weight) or None     # weight 0: a silent projection (NEST's and PyNN's choice)
     nonzero = np.abs(weights[weights != 0])
     return float(nonzero.min()) if nonzero.size else None
 
