@@ -31,16 +31,20 @@ from __future__ import annotations
 
 import argparse
 import csv
-import importlib.util
 import json
 import math
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import stdp_compare  # noqa: E402  (the dpsnn's children: its NEST network and its Ranvier side)
+from harness import (MAX_SEED, MIB, NEST_BROKEN, NEST_MISSING, HarnessError, NestUnavailable,  # noqa: E402
+                     cpu_model, format_table, format_value, module_found, nest_env, peak_rss_self, ratio, rss_now,
+                     run_child, tail, usable_cores)
 
 # ---------------------------------------------------------------------------------------------
 # The model: docs/workloads/microcircuit.md
@@ -86,20 +90,11 @@ INPUTS = ("poisson", "dc")
 IMPLEMENTATIONS = ("ours", "inm6")   # the microcircuit's NEST side: this file's, or the INM-6 package's
 DPSNN_POPULATIONS = ("F", "B", "I", "E", "all")   # E: F and B together; all: every neuron
 DPSNN_NEST_NEURONS = ("aeif_psc_delta", "iaf_psc_delta")   # as bench/stdp_compare.py's NEST_NEURONS
-MAX_SEED = 2**31 - 1            # NEST's rng_seed range is [1, 2^31 - 1]
-NEST_INSTALL = ("install it with `pip install nest-simulator` (or the optional extra `pip install .[nest]`); "
-                "the NEST figures and the ratios NEST / Ranvier are unavailable.")
-NEST_MISSING = "NEST is not installed (no module `nest`): " + NEST_INSTALL
-NEST_BROKEN = "NEST is installed but `import nest` failed ({why}): " + NEST_INSTALL
 INM6_INSTALL = ("--nest-implementation inm6 runs the model of the INM-6 `microcircuit` package (PyPI, the PyNEST "
                 "Potjans-Diesmann implementation; never a dependency of Ranvier): install it with "
                 "`pip install microcircuit`, or use --nest-implementation ours (the default)")
 INM6_MISSING = "the INM-6 microcircuit package is not installed (no module `microcircuit`): " + INM6_INSTALL
 INM6_BROKEN = "the INM-6 microcircuit package did not load ({why}): " + INM6_INSTALL
-
-
-class HarnessError(ValueError):
-    """A bad argument or an impossible configuration, stated for the user."""
 
 
 # ---------------------------------------------------------------------------------------------
@@ -187,13 +182,6 @@ def dc_input_pA(k_scale: float = 1.0, tau_syn: float = NEURON["tau_syn_ex"]) -> 
 # ---------------------------------------------------------------------------------------------
 # Arguments
 # ---------------------------------------------------------------------------------------------
-def _usable_cores() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        return os.cpu_count() or 1
-
-
 def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(
         prog="nest_compare.py",
@@ -221,7 +209,7 @@ def build_parser() -> argparse.ArgumentParser:
     dp.add_argument("--dpsnn-nest-neuron", choices=DPSNN_NEST_NEURONS, default="aeif_psc_delta",
                     help="NEST model of the excitatory neurons: aeif_psc_delta (lifca's adaptation, the default) "
                          "or iaf_psc_delta (no adaptation: another network); see bench/stdp_compare.py")
-    ap.add_argument("--threads", type=int, default=_usable_cores(),
+    ap.add_argument("--threads", type=int, default=usable_cores(),
                     help="threads of each simulator (default: the usable cores, here %(default)s)")
     ap.add_argument("--duration-ms", type=float, default=1000.0, help="simulated time, transient included "
                     "(default 1000)")
@@ -323,52 +311,6 @@ def workloads(a: argparse.Namespace) -> dict:
 # ---------------------------------------------------------------------------------------------
 # Children
 # ---------------------------------------------------------------------------------------------
-def _peak_rss_self() -> int:
-    """This process's peak resident set (bytes): VmHWM, else ru_maxrss (KiB on Linux)."""
-    try:
-        for line in Path("/proc/self/status").read_text().splitlines():
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    import resource
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-
-
-def _rss_now() -> int | None:
-    """This process's resident set now (bytes), VmRSS; None where /proc is missing."""
-    try:
-        for line in Path("/proc/self/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return None
-
-
-def _run_child(command: list[str], log: Path, env: dict | None = None) -> tuple[int, int, float]:
-    """Run a child process to the end with its output in `log`; (exit code, its peak RSS in
-    bytes as the kernel reports it to the parent, wall seconds)."""
-    start = time.perf_counter()
-    with open(log, "wb") as f:
-        proc = subprocess.Popen(command, stdout=f, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env)
-        try:
-            _, status, usage = os.wait4(proc.pid, 0)
-        except BaseException:
-            proc.kill()
-            proc.wait()
-            raise
-        proc.returncode = os.waitstatus_to_exitcode(status)
-    return proc.returncode, usage.ru_maxrss * 1024, time.perf_counter() - start
-
-
-def _tail(path: Path, lines: int = 20) -> str:
-    try:
-        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
-    except OSError:
-        return ""
-
-
 def nest_simulate(w: dict) -> dict:
     """Build and simulate the microcircuit in PyNEST in this process (the NEST child)."""
     import nest
@@ -386,7 +328,7 @@ def nest_simulate(w: dict) -> dict:
         dc = [a + b for a, b in zip(dc, dc_input_pA(k))]
 
     nest.set_verbosity("M_ERROR")
-    rss_after_import = _rss_now()
+    rss_after_import = rss_now()
     start = time.perf_counter()
     nest.ResetKernel()
     nest.set(resolution=h, local_num_threads=w["threads"], rng_seed=w["seed"], print_time=False)
@@ -442,7 +384,7 @@ def nest_simulate(w: dict) -> dict:
             "synapses": int(synapses),
             "device_connections": int(connections - synapses), "construction_s": construction,
             "create_s": create_s, "simulate_s": simulate,
-            "real_time_factor": simulate / (w["duration_ms"] * 1e-3), "peak_rss_bytes": _peak_rss_self(),
+            "real_time_factor": simulate / (w["duration_ms"] * 1e-3), "peak_rss_bytes": peak_rss_self(),
             "rss_after_import_bytes": rss_after_import,
             "rates_hz": rates, "spikes_total": spikes, "nest_kernel_timers_s": timers,
             "threads": int(status["local_num_threads"]),
@@ -473,7 +415,7 @@ def inm6_simulate(w: dict, folder: Path) -> dict:
         nest.verbosity = nest.VerbosityLevel.ERROR
     else:  # pragma: no cover - older NEST
         nest.set_verbosity("M_ERROR")
-    rss_after_import = _rss_now()
+    rss_after_import = rss_now()
     sim = copy.deepcopy(sim_params.default_sim_dict)
     net = copy.deepcopy(network_params.default_net_dict)
     stim = copy.deepcopy(stimulus_params.default_stim_dict)
@@ -500,7 +442,7 @@ def inm6_simulate(w: dict, folder: Path) -> dict:
     start = time.perf_counter()
     network.simulate(w["duration_ms"])
     simulate = time.perf_counter() - start
-    peak = _peak_rss_self()
+    peak = peak_rss_self()
 
     sizes = [int(n) for n in network.num_neurons]
     window_s = (w["duration_ms"] - w["transient_ms"]) * 1e-3
@@ -552,29 +494,8 @@ def _nest_child_main(kind: str, workload_json: str, result_path: str) -> int:
     return 0
 
 
-def nest_env(threads: int, base: dict | None = None) -> dict:
-    """The NEST child's environment: OMP_NUM_THREADS = threads and, unless set already, the
-    thread pinning that `ranvier` gives its own OpenMP threads (OMP_PROC_BIND=close,
-    OMP_PLACES=cores; see src/ranvier/__init__.py), so that both run under the same policy."""
-    env = dict(os.environ if base is None else base, OMP_NUM_THREADS=str(threads))
-    env.setdefault("OMP_PROC_BIND", "close")
-    env.setdefault("OMP_PLACES", "cores")
-    return env
-
-
-class NestUnavailable(RuntimeError):
-    pass
-
-
 class Inm6Unavailable(RuntimeError):
     """--nest-implementation inm6 and the INM-6 package is missing or does not load: the run stops."""
-
-
-def module_found(name: str) -> bool:
-    try:
-        return importlib.util.find_spec(name) is not None
-    except (ImportError, ValueError):
-        return False
 
 
 def run_nest(w: dict, folder: Path) -> dict:
@@ -589,7 +510,7 @@ def run_nest(w: dict, folder: Path) -> dict:
     spec.write_text(json.dumps(w))
     result.unlink(missing_ok=True)
     env = nest_env(w["threads"])
-    code, rss_parent, wall = _run_child([sys.executable, str(Path(__file__).resolve()),
+    code, rss_parent, wall = run_child([sys.executable, str(Path(__file__).resolve()),
                                          "_inm6-child" if inm6 else "_nest-child", str(spec), str(result)], log, env)
     if code == 3:
         why = json.loads(result.read_text()).get("import_error", "")
@@ -598,7 +519,7 @@ def run_nest(w: dict, folder: Path) -> dict:
         raise Inm6Unavailable(INM6_BROKEN.format(why=json.loads(result.read_text()).get("inm6_error", "")))
     if code != 0 or not result.exists():
         what = "the INM-6 microcircuit package's model on NEST" if inm6 else "the NEST run"
-        raise RuntimeError(f"{what} failed (exit {code}); the end of {log}:\n{_tail(log)}")
+        raise RuntimeError(f"{what} failed (exit {code}); the end of {log}:\n{tail(log)}")
     r = json.loads(result.read_text())
     r["peak_rss_bytes_wait4"] = rss_parent
     r["process_wall_s"] = wall
@@ -647,11 +568,11 @@ def ranvier_rates(out: Path, summary: dict, transient_ms: float) -> dict:
 def run_ranvier(w: dict, folder: Path) -> dict:
     folder.mkdir(parents=True, exist_ok=True)
     out, log = folder / "run", folder / "ranvier.log"
-    code, rss_parent, wall = _run_child(ranvier_command(w, out), log,
+    code, rss_parent, wall = run_child(ranvier_command(w, out), log,
                                         dict(os.environ, OMP_NUM_THREADS=str(w["threads"])))
     if code != 0 or not (out / "summary.json").exists():
         raise RuntimeError(f"the Ranvier run failed (exit {code}): {' '.join(ranvier_command(w, out))}\n"
-                           f"{_tail(log)}")
+                           f"{tail(log)}")
     s = json.loads((out / "summary.json").read_text())
     rss = sum(s["peak_rss_bytes"]) if isinstance(s["peak_rss_bytes"], list) else s["peak_rss_bytes"]
     return {"simulator": f"Ranvier {s.get('version', '?')}", "neurons": s["neurons"], "synapses": s["synapses"],
@@ -662,25 +583,12 @@ def run_ranvier(w: dict, folder: Path) -> dict:
             "threads": s.get("threads")}
 
 
-def _stdp_compare():
-    """bench/stdp_compare.py, whose children run the dpsnn (its NEST network and its Ranvier side).
-    It imports this module as `nest_compare`: run as a script, this module is `__main__`, so it is
-    registered under that name too (one module, one NestUnavailable)."""
-    sys.modules.setdefault("nest_compare", sys.modules[__name__])
-    here = str(Path(__file__).resolve().parent)
-    if here not in sys.path:
-        sys.path.insert(0, here)
-    import stdp_compare
-    return stdp_compare
-
-
 def resolve_dpsnn(w: dict, folder: Path) -> dict:
     """The dpsnn's parameters as Ranvier resolves them (and the population sizes), from
     stdp_compare.py's `_resolve` child; a ConfigError of the model raises HarnessError."""
-    sc = _stdp_compare()
     try:
-        return sc._child("_resolve", w, folder, dict(os.environ, OMP_NUM_THREADS=str(w["threads"])))
-    except sc.ConfigRefused as e:
+        return stdp_compare._child("_resolve", w, folder, dict(os.environ, OMP_NUM_THREADS=str(w["threads"])))
+    except stdp_compare.ConfigRefused as e:
         raise HarnessError(str(e)) from None
 
 
@@ -688,12 +596,12 @@ def run_dpsnn_nest(w: dict, folder: Path) -> dict:
     """The static dpsnn on NEST: stdp_compare.py's `_nest` child (its PyNEST network)."""
     if not module_found("nest"):
         raise NestUnavailable(NEST_MISSING)
-    return _stdp_compare()._child("_nest", w, folder, nest_env(w["threads"]))
+    return stdp_compare._child("_nest", w, folder, nest_env(w["threads"]))
 
 
 def run_dpsnn_ranvier(w: dict, folder: Path) -> dict:
     """The static dpsnn on Ranvier: stdp_compare.py's `_ranvier` child (the Python API)."""
-    return _stdp_compare()._child("_ranvier", w, folder, dict(os.environ, OMP_NUM_THREADS=str(w["threads"])))
+    return stdp_compare._child("_ranvier", w, folder, dict(os.environ, OMP_NUM_THREADS=str(w["threads"])))
 
 
 def aggregate(runs: list[dict]) -> dict | None:
@@ -716,7 +624,6 @@ def aggregate(runs: list[dict]) -> dict | None:
 # ---------------------------------------------------------------------------------------------
 # Tables
 # ---------------------------------------------------------------------------------------------
-MIB = 2.0**20
 
 # (key, label, format of one value)
 FIGURES = (
@@ -730,21 +637,10 @@ FIGURES = (
 )
 
 
-def ratio(a, b) -> float | None:
-    """a / b, or None when either is missing or b is 0."""
-    if a is None or b is None or b == 0:
-        return None
-    return a / b
-
-
 def deviation_pct(value, reference) -> float | None:
     if value is None or reference is None or reference == 0:
         return None
     return 100.0 * (value - reference) / reference
-
-
-def _fmt(fmt: str, value) -> str:
-    return "n/a" if value is None else fmt.format(value)
 
 
 def _figure(result: dict | None, key: str):
@@ -789,18 +685,6 @@ def rate_rows(nest: dict | None, ranvier: dict | None, populations=POPULATIONS,
     return rows
 
 
-def format_table(headers: list[str], rows: list[list[str]], left: int = 1) -> str:
-    """Plain text, the first `left` columns left-aligned, the others right-aligned."""
-    widths = [max(len(str(x)) for x in col) for col in zip(headers, *rows)]
-    lines = []
-    for k, row in enumerate([headers] + rows):
-        cells = [str(c).ljust(widths[i]) if i < left else str(c).rjust(widths[i]) for i, c in enumerate(row)]
-        lines.append("  ".join(cells).rstrip())
-        if k == 0:
-            lines.append("  ".join("-" * wd for wd in widths))
-    return "\n".join(lines)
-
-
 def format_comparison(nest: dict | None, ranvier: dict | None, reference: dict | None = None) -> str:
     rows = comparison_rows(nest, ranvier, reference)
     headers = ["figure", _name(nest, "NEST"), _name(ranvier, "Ranvier"), "NEST / Ranvier"]
@@ -808,9 +692,9 @@ def format_comparison(nest: dict | None, ranvier: dict | None, reference: dict |
         headers += ["NEST reference", "reference / Ranvier"]
     body = []
     for r in rows:
-        line = [r["label"], _fmt(r["format"], r["nest"]), _fmt(r["format"], r["ranvier"]), _fmt("{:.2f}", r["ratio"])]
+        line = [r["label"], format_value(r["format"], r["nest"]), format_value(r["format"], r["ranvier"]), format_value("{:.2f}", r["ratio"])]
         if reference is not None:
-            line += [_fmt(r["format"], r["reference"]), _fmt("{:.2f}", ratio(r["reference"], r["ranvier"]))]
+            line += [format_value(r["format"], r["reference"]), format_value("{:.2f}", ratio(r["reference"], r["ranvier"]))]
         body.append(line)
     return format_table(headers, body)
 
@@ -820,29 +704,19 @@ def format_rates(nest: dict | None, ranvier: dict | None, populations=POPULATION
     rows = rate_rows(nest, ranvier, populations, reference)
     if reference is None:
         headers = ["population", "NEST (Hz)", "Ranvier (Hz)", "NEST / Ranvier"]
-        body = [[r["population"], _fmt("{:.3f}", r["nest"]), _fmt("{:.3f}", r["ranvier"]), _fmt("{:.2f}", r["ratio"])]
+        body = [[r["population"], format_value("{:.3f}", r["nest"]), format_value("{:.3f}", r["ranvier"]), format_value("{:.2f}", r["ratio"])]
                 for r in rows]
         return format_table(headers, body)
     headers = ["population", "reference (Hz)", "NEST (Hz)", "NEST dev. (%)", "Ranvier (Hz)",
                "Ranvier dev. (%)", "NEST / Ranvier"]
-    body = [[r["population"], f"{r['reference']:.3f}", _fmt("{:.3f}", r["nest"]), _fmt("{:+.1f}", r["nest_dev_pct"]),
-             _fmt("{:.3f}", r["ranvier"]), _fmt("{:+.1f}", r["ranvier_dev_pct"]), _fmt("{:.2f}", r["ratio"])]
+    body = [[r["population"], f"{r['reference']:.3f}", format_value("{:.3f}", r["nest"]), format_value("{:+.1f}", r["nest_dev_pct"]),
+             format_value("{:.3f}", r["ranvier"]), format_value("{:+.1f}", r["ranvier_dev_pct"]), format_value("{:.2f}", r["ratio"])]
             for r in rows]
     return format_table(headers, body)
 
 
 def _name(result: dict | None, default: str) -> str:
     return default if result is None else result.get("simulator", default)
-
-
-def cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return "unknown CPU"
 
 
 def _common(w: dict) -> str:
@@ -856,14 +730,14 @@ def describe(w: dict) -> str:
     nest_side = ("\nNEST side: the model of the INM-6 `microcircuit` package (PyPI), N_scaling = scale, "
                  "K_scaling = k_scale" if w.get("nest_implementation") == "inm6" else "")
     return (f"{w['model']}: scale {w['scale']:g}, k_scale {w['k_scale']:g}, {w['input']} input, {_common(w)}"
-            + nest_side + f"\nhost: {cpu_model()}, {_usable_cores()} usable core(s)")
+            + nest_side + f"\nhost: {cpu_model()}, {usable_cores()} usable core(s)")
 
 
 def describe_dpsnn(w: dict, resolved: dict | None) -> str:
     sizes = "" if not resolved else " (" + ", ".join(f"{k} {v:,}" for k, v in resolved["sizes"].items()) + ")"
     return (f"dpsnn (static): {w['neurons']:,} neurons{sizes}, {w['synapses_per_neuron']} synapses per neuron, "
             f"{_common(w)}\nNEST side: bench/stdp_compare.py's network, {w['nest_neuron']} for F and B, "
-            f"iaf_psc_delta for I\nhost: {cpu_model()}, {_usable_cores()} usable core(s)")
+            f"iaf_psc_delta for I\nhost: {cpu_model()}, {usable_cores()} usable core(s)")
 
 
 def report(w: dict, nest: dict | None, ranvier: dict | None, notes: list[str]) -> str:
@@ -961,8 +835,8 @@ def format_combined(records: list[dict]) -> str:
     """All models in one table: model, figure, NEST, Ranvier, NEST / Ranvier."""
     body, previous = [], None
     for r in combined_rows(records):
-        body.append([r["model"] if r["model"] != previous else "", r["label"], _fmt(r["format"], r["nest"]),
-                     _fmt(r["format"], r["ranvier"]), _fmt("{:.2f}", r["nest_over_ranvier"])])
+        body.append([r["model"] if r["model"] != previous else "", r["label"], format_value(r["format"], r["nest"]),
+                     format_value(r["format"], r["ranvier"]), format_value("{:.2f}", r["nest_over_ranvier"])])
         previous = r["model"]
     return format_table(["model", "figure", "NEST", "Ranvier", "NEST / Ranvier"], body, left=2)
 
@@ -983,7 +857,7 @@ def write_outputs(out: Path, records: list[dict], notes: list[str]) -> None:
     rows = combined_rows(records)
     record = {"models": {rec["model"]: rec for rec in records},
               "combined": [{k: v for k, v in r.items() if k != "format"} for r in rows], "notes": notes,
-              "host": {"cpu": cpu_model(), "usable_cores": _usable_cores()}}
+              "host": {"cpu": cpu_model(), "usable_cores": usable_cores()}}
     (out / "nest_compare.json").write_text(json.dumps(record, indent=2) + "\n")
     with open(out / "nest_compare.csv", "w", newline="") as f:
         writer = csv.DictWriter(f, fieldnames=list(CSV_FIELDS))
@@ -1031,8 +905,8 @@ def main(argv=None) -> int:
     a = parse_args(argv)
     ws = workloads(a)
     notes: list[str] = []          # about the whole invocation, printed once at the end
-    if a.threads > _usable_cores():
-        notes.append(f"warning: {a.threads} threads on {_usable_cores()} usable core(s): oversubscribed timings")
+    if a.threads > usable_cores():
+        notes.append(f"warning: {a.threads} threads on {usable_cores()} usable core(s): oversubscribed timings")
     state = {"nest_ok": not a.skip_nest}
     if state["nest_ok"] and not module_found("nest"):
         if a.skip_ranvier:

@@ -20,9 +20,9 @@ parameters Ranvier resolved (a first child asks `ranvier.models.dpsnn` for them,
 --set value is refused before any run). NEST (`nest-simulator` 3.10, never a dependency of
 Ranvier) is skipped with one line when `import nest` fails; the Ranvier columns still come.
 The helpers that start and measure the children, the NEST environment and the tables come
-from bench/nest_compare.py; that harness in turn runs the static network through this file's
-`_resolve`, `_nest` and `_ranvier` children (`nest_compare.py dpsnn`), with "read_weights": false
-in the workload (no E->E statistics).
+from bench/harness.py, which bench/nest_compare.py shares; that harness runs the static network
+through this file's `_resolve`, `_nest` and `_ranvier` children (`nest_compare.py dpsnn`), with
+"read_weights": false in the workload (no E->E statistics).
 
 The NEST network is the same network, drawn by NEST's generator (so another instance):
 - Populations F, B, I of the sizes Ranvier makes (20 %, 60 %, 20 %).
@@ -86,7 +86,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import nest_compare as nc  # noqa: E402  (helpers: children, memory, NEST environment, tables)
+import harness as h  # noqa: E402  (children, memory, NEST environment, tables: shared with nest_compare.py)
 
 RESOLUTION_MS = 0.1
 POPULATIONS = ("F", "B", "I")
@@ -183,7 +183,7 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--transient-ms", type=float, default=None,
                     help="rates count spikes at t >= this (default: a tenth of the duration)")
     ap.add_argument("--threads", type=int, default=2, help="threads of every run (default 2)")
-    ap.add_argument("--seed", type=int, default=1, help=f"seed of every run, 1..{nc.MAX_SEED} (default 1)")
+    ap.add_argument("--seed", type=int, default=1, help=f"seed of every run, 1..{h.MAX_SEED} (default 1)")
     ap.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE",
                     help="a dpsnn model parameter for every run (repeatable), e.g. --set stdp_lambda=0.02")
     ap.add_argument("--nest-neuron", choices=NEST_NEURONS, default="aeif_psc_delta",
@@ -196,38 +196,38 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def check_args(a: argparse.Namespace) -> argparse.Namespace:
-    """Raise nc.HarnessError with a clear message for a bad combination; fill in defaults."""
+    """Raise h.HarnessError with a clear message for a bad combination; fill in defaults."""
     if a.neurons < 3:
-        raise nc.HarnessError(f"--neurons must be at least 3, got {a.neurons}")
+        raise h.HarnessError(f"--neurons must be at least 3, got {a.neurons}")
     if not 0 <= a.synapses_per_neuron < a.neurons:
-        raise nc.HarnessError(f"--synapses-per-neuron must lie in [0, --neurons = {a.neurons}), got "
+        raise h.HarnessError(f"--synapses-per-neuron must lie in [0, --neurons = {a.neurons}), got "
                               f"{a.synapses_per_neuron}: for a network this small give, say, "
                               f"--synapses-per-neuron {max(1, a.neurons // 10)}")
     if a.threads < 1:
-        raise nc.HarnessError(f"--threads must be at least 1, got {a.threads}")
+        raise h.HarnessError(f"--threads must be at least 1, got {a.threads}")
     if not (math.isfinite(a.duration_ms) and a.duration_ms > 0):
-        raise nc.HarnessError(f"--duration-ms must be positive, got {a.duration_ms}")
+        raise h.HarnessError(f"--duration-ms must be positive, got {a.duration_ms}")
     steps = a.duration_ms / RESOLUTION_MS
     if abs(steps - round(steps)) > 1e-6:
-        raise nc.HarnessError(f"--duration-ms must be a multiple of the resolution {RESOLUTION_MS} ms, "
+        raise h.HarnessError(f"--duration-ms must be a multiple of the resolution {RESOLUTION_MS} ms, "
                               f"got {a.duration_ms}")
     if a.transient_ms is None:
         a.transient_ms = a.duration_ms / 10.0
     if not (math.isfinite(a.transient_ms) and 0.0 <= a.transient_ms < a.duration_ms):
-        raise nc.HarnessError(f"--transient-ms must lie in [0, --duration-ms = {a.duration_ms:g}), "
+        raise h.HarnessError(f"--transient-ms must lie in [0, --duration-ms = {a.duration_ms:g}), "
                               f"got {a.transient_ms}")
-    if not 1 <= a.seed <= nc.MAX_SEED:
-        raise nc.HarnessError(f"--seed must lie in [1, {nc.MAX_SEED}] (NEST's rng_seed range), got {a.seed}")
+    if not 1 <= a.seed <= h.MAX_SEED:
+        raise h.HarnessError(f"--seed must lie in [1, {h.MAX_SEED}] (NEST's rng_seed range), got {a.seed}")
     for text in a.sets:
         key = text.partition("=")[0].strip()
         if "=" not in text or not key:
-            raise nc.HarnessError(f"--set expects KEY=VALUE (for example --set stdp_lambda=0.02), got {text!r}")
+            raise h.HarnessError(f"--set expects KEY=VALUE (for example --set stdp_lambda=0.02), got {text!r}")
         if key in RESERVED:
-            raise nc.HarnessError(f"--set {key}=...: the harness sets '{key}' itself; use {RESERVED[key]}")
+            raise h.HarnessError(f"--set {key}=...: the harness sets '{key}' itself; use {RESERVED[key]}")
     if a.skip_nest and a.skip_ranvier:
-        raise nc.HarnessError("--skip-nest and --skip-ranvier together leave nothing to run")
+        raise h.HarnessError("--skip-nest and --skip-ranvier together leave nothing to run")
     if a.out is not None and a.out.exists() and not a.out.is_dir():
-        raise nc.HarnessError(f"--out {a.out} exists and is not a folder")
+        raise h.HarnessError(f"--out {a.out} exists and is not a folder")
     return a
 
 
@@ -236,7 +236,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     a = ap.parse_args(argv)
     try:
         return check_args(a)
-    except nc.HarnessError as e:
+    except h.HarnessError as e:
         ap.error(str(e))   # exits 2 with usage and "stdp_compare.py: error: ..."
 
 
@@ -298,11 +298,11 @@ def ranvier_child(w: dict) -> dict:
     import numpy as np
     import ranvier as rv
 
-    rss_after_import = nc._rss_now()
+    rss_after_import = h.rss_now()
     net = rv.models.dpsnn(**_model_parameters(w, w["plastic"]))
     sim = rv.Simulation(net, threads=w["threads"], seed=w["seed"], resolution_ms=w["resolution_ms"])
     res = sim.run(w["duration_ms"])
-    peak = nc._peak_rss_self()            # before anything below adds to it
+    peak = h.peak_rss_self()            # before anything below adds to it
     ids, times = res.spikes
     late = times >= w["transient_ms"]
     counts, sizes = {}, {}
@@ -349,7 +349,7 @@ def nest_child(w: dict) -> dict:
         nest.verbosity = nest.VerbosityLevel.ERROR
     else:  # pragma: no cover - older NEST
         nest.set_verbosity("M_ERROR")
-    rss_after_import = nc._rss_now()
+    rss_after_import = h.rss_now()
     start = time.perf_counter()
     nest.ResetKernel()
     nest.set(resolution=w["resolution_ms"], local_num_threads=w["threads"], rng_seed=w["seed"], print_time=False)
@@ -399,7 +399,7 @@ def nest_child(w: dict) -> dict:
     start = time.perf_counter()
     nest.Simulate(w["duration_ms"])
     simulate = time.perf_counter() - start
-    peak = nc._peak_rss_self()            # before anything below adds to it
+    peak = h.peak_rss_self()            # before anything below adds to it
 
     counts, spikes = {}, 0
     for name, rec in recorders.items():
@@ -466,24 +466,16 @@ def _child(kind: str, w: dict, folder: Path, env: dict) -> dict:
     spec.write_text(json.dumps(w))
     result.unlink(missing_ok=True)
     command = [sys.executable, str(Path(__file__).resolve()), kind, str(spec), str(result)]
-    code, rss_parent, wall = nc._run_child(command, log, env)
+    code, rss_parent, wall = h.run_child(command, log, env)
     if code == 2 and result.exists():
         raise ConfigRefused(json.loads(result.read_text())["config_error"])
     if code == 3 and result.exists():
-        raise nc.NestUnavailable(nc.NEST_BROKEN.format(why=json.loads(result.read_text()).get("import_error", "")))
+        raise h.NestUnavailable(h.NEST_BROKEN.format(why=json.loads(result.read_text()).get("import_error", "")))
     if code != 0 or not result.exists():
-        raise RuntimeError(f"the {kind[1:]} run failed (exit {code}); the end of {log}:\n{nc._tail(log)}")
+        raise RuntimeError(f"the {kind[1:]} run failed (exit {code}); the end of {log}:\n{h.tail(log)}")
     r = json.loads(result.read_text())
     r["peak_rss_bytes_wait4"], r["process_wall_s"] = rss_parent, wall
     return r
-
-
-def nest_available() -> bool:
-    import importlib.util
-    try:
-        return importlib.util.find_spec("nest") is not None
-    except (ImportError, ValueError):
-        return False
 
 
 # ---------------------------------------------------------------------------------------------
@@ -510,7 +502,7 @@ def figure(result: dict | None, key: str):
     if result is None:
         return None
     if key == "peak_rss_mib":
-        return result["peak_rss_bytes"] / nc.MIB
+        return result["peak_rss_bytes"] / h.MIB
     if key == "bytes_per_synapse":
         return result["peak_rss_bytes"] / result["synapses"] if result.get("synapses") else None
     if key.startswith("rate_"):
@@ -529,9 +521,9 @@ def table_rows(results: dict) -> list[dict]:
         v = {run: figure(results.get(run), key) for run in ("ranvier_static", "ranvier_plastic", "nest_static",
                                                                "nest_plastic")}
         rows.append({"key": key, "label": label, "format": fmt, **v,
-                     "ranvier_ratio": nc.ratio(v["ranvier_plastic"], v["ranvier_static"]),
-                     "nest_ratio": nc.ratio(v["nest_plastic"], v["nest_static"]),
-                     "nest_over_ranvier_plastic": nc.ratio(v["nest_plastic"], v["ranvier_plastic"])})
+                     "ranvier_ratio": h.ratio(v["ranvier_plastic"], v["ranvier_static"]),
+                     "nest_ratio": h.ratio(v["nest_plastic"], v["nest_static"]),
+                     "nest_over_ranvier_plastic": h.ratio(v["nest_plastic"], v["ranvier_plastic"])})
     return rows
 
 
@@ -541,11 +533,11 @@ def format_results(results: dict) -> str:
     body = []
     for r in table_rows(results):
         f = r["format"]
-        body.append([r["label"], nc._fmt(f, r["ranvier_static"]), nc._fmt(f, r["ranvier_plastic"]),
-                     nc._fmt("{:.2f}", r["ranvier_ratio"]), nc._fmt(f, r["nest_static"]),
-                     nc._fmt(f, r["nest_plastic"]), nc._fmt("{:.2f}", r["nest_ratio"]),
-                     nc._fmt("{:.2f}", r["nest_over_ranvier_plastic"])])
-    return nc.format_table(headers, body)
+        body.append([r["label"], h.format_value(f, r["ranvier_static"]), h.format_value(f, r["ranvier_plastic"]),
+                     h.format_value("{:.2f}", r["ranvier_ratio"]), h.format_value(f, r["nest_static"]),
+                     h.format_value(f, r["nest_plastic"]), h.format_value("{:.2f}", r["nest_ratio"]),
+                     h.format_value("{:.2f}", r["nest_over_ranvier_plastic"])])
+    return h.format_table(headers, body)
 
 
 def describe(w: dict, resolved: dict) -> str:
@@ -559,7 +551,7 @@ def describe(w: dict, resolved: dict) -> str:
             f"{w['threads']} thread(s), {w['duration_ms']:g} ms simulated, rates over "
             f"[{w['transient_ms']:g}, {w['duration_ms']:g}) ms, seed {w['seed']}\n{stdp}\n"
             f"NEST neurons: {w['nest_neuron']} for F and B, iaf_psc_delta for I\n"
-            f"host: {nc.cpu_model()}, {nc._usable_cores()} usable core(s)")
+            f"host: {h.cpu_model()}, {h.usable_cores()} usable core(s)")
 
 
 def report(w: dict, resolved: dict, results: dict, notes: list[str]) -> str:
@@ -583,8 +575,8 @@ def main(argv=None) -> int:
     a = parse_args(argv)
     w = workload(a)
     notes: list[str] = []
-    if a.threads > nc._usable_cores():
-        notes.append(f"warning: {a.threads} threads on {nc._usable_cores()} usable core(s): oversubscribed timings")
+    if a.threads > h.usable_cores():
+        notes.append(f"warning: {a.threads} threads on {h.usable_cores()} usable core(s): oversubscribed timings")
     ranvier_env = dict(os.environ, OMP_NUM_THREADS=str(a.threads))
     with tempfile.TemporaryDirectory(prefix="stdp-compare-") as tmp:
         base = a.out if a.out is not None else Path(tmp)
@@ -598,8 +590,8 @@ def main(argv=None) -> int:
             return 1
         results: dict = {}
         nest_ok = not a.skip_nest
-        if nest_ok and not nest_available():
-            notes.append(nc.NEST_MISSING)
+        if nest_ok and not h.module_found("nest"):
+            notes.append(h.NEST_MISSING)
             nest_ok = False
         for simulator, plastic in RUNS:
             if (simulator == "ranvier" and a.skip_ranvier) or (simulator == "nest" and not nest_ok):
@@ -607,10 +599,10 @@ def main(argv=None) -> int:
             run = f"{simulator}_{'plastic' if plastic else 'static'}"
             print(f"{run.replace('_', ' ')} ...", file=sys.stderr, flush=True)
             child_w = {**w, "plastic": plastic, **resolved}
-            env = ranvier_env if simulator == "ranvier" else nc.nest_env(a.threads)
+            env = ranvier_env if simulator == "ranvier" else h.nest_env(a.threads)
             try:
                 results[run] = _child(f"_{simulator}", child_w, base / run, env)
-            except nc.NestUnavailable as e:
+            except h.NestUnavailable as e:
                 notes.append(str(e))
                 nest_ok = False
             except (RuntimeError, ConfigRefused) as e:
@@ -622,7 +614,7 @@ def main(argv=None) -> int:
         print(report(w, resolved, results, notes))
         if a.out is not None:
             record = {"workload": w, "resolved": resolved, "results": results, "table": table_rows(results),
-                      "notes": notes, "host": {"cpu": nc.cpu_model(), "usable_cores": nc._usable_cores()}}
+                      "notes": notes, "host": {"cpu": h.cpu_model(), "usable_cores": h.usable_cores()}}
             (a.out / "stdp_compare.json").write_text(json.dumps(record, indent=2) + "\n")
             print(f"\nwrote {a.out / 'stdp_compare.json'}")
     return 0

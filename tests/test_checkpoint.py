@@ -7,6 +7,8 @@ without overlap, two-tier; the plastic network (every rule) and the devices netw
 sources, Poisson and spike-train sources) included."""
 from __future__ import annotations
 
+import hashlib
+import io
 import json
 import os
 import shutil
@@ -196,6 +198,42 @@ def test_other_synapses_are_refused_after_the_build(saved, tmp_path):
     edit_meta(path, lambda m: m["network"].update(synapse_digest="12345"))
     refused(path, "synapses built from seed 3 differ")
 
+
+
+def edit_state(path, change):
+    """state.npz's columns changed by `change(columns)`, and checkpoint.json signed again for the
+    new file (as someone who knows the format could): only the engine's own checks stand between
+    the corrupt state and a resume."""
+    with np.load(path / "state.npz") as z:
+        columns = {k: z[k] for k in z.files}
+    change(columns)
+    buffer = io.BytesIO()
+    np.savez(buffer, **columns)
+    data = buffer.getvalue()
+    (path / "state.npz").write_bytes(data)
+    edit_meta(path, lambda m: m["files"]["state.npz"].update(bytes=len(data), sha256=hashlib.sha256(data).hexdigest()))
+
+
+def test_a_triplet_trace_of_a_neuron_without_history_is_refused(tmp_path):
+    """A corrupt post.triplet.gid (a neuron that post.gid, the saved spike histories, lacks) is a
+    ConfigError that names the column and the neuron, not a bare lookup failure."""
+    n = 4
+    net = rv.Network()
+    net.add_population(rv.Population("pre", n, {"spike_times_ms": [[5.0 + i, 25.0 + i] for i in range(n)]},
+                                     model="spike_train"))
+    net.add_population(rv.Population("post", n, {"spike_times_ms": [[8.0 + i, 30.0 + i] for i in range(n)]},
+                                     model="spike_train", tau_minus_ms=33.7, tau_minus_triplet_ms=125.0))
+    net.connect(rv.Projection(source="pre", target="post", sources=np.arange(n), targets=np.arange(n), weight=1.0,
+                              delay_ms=1.0, synapse=rv.STDPTriplet(w_max=100.0)))
+    sim = rv.Simulation(net, threads=1)
+    sim.run(40.0)
+    sim.save(tmp_path / "ck")
+    with np.load(tmp_path / "ck" / "state.npz") as z:
+        histories = set(z["post.gid"].tolist())
+        assert z["post.triplet.gid"].size == n and set(z["post.triplet.gid"].tolist()) <= histories
+    stray = next(g for g in range(net.size) if g not in histories)     # a source: no history of its own
+    edit_state(tmp_path / "ck", lambda c: c["post.triplet.gid"].__setitem__(0, stray))
+    refused(tmp_path / "ck", "post.triplet.gid", f"neuron {stray}", "post.gid", "corrupt")
 
 def test_a_step_inside_this_runs_interval_is_refused(tmp_path):
     sim = rv.Simulation(small_network(), threads=1, overlap=True)

@@ -213,3 +213,13 @@ def test_slug_follows_githubs_rules():
     assert slug("Against NEST on the same machine") == "against-nest-on-the-same-machine"
     assert slug("Rates, irregularity and synchrony (full scale, 3 seeds)") == \
         "rates-irregularity-and-synchrony-full-scale-3-seeds"
+
+
+def test_every_bench_script_is_listed_on_the_benchmarks_page():
+    """docs/benchmarks.md lists the scripts of bench/, each by its name in backticks: a new one
+    cannot be added without its line there, nor a listed one removed without the line."""
+    page = (ROOT / "docs" / "benchmarks.md").read_text()
+    listed = set(re.findall(r"`([A-Za-z0-9_]+\.(?:py|c|cpp))`", page))
+    present = {p.name for p in (ROOT / "bench").iterdir() if p.suffix in (".py", ".c", ".cpp")}
+    assert present - listed == set(), f"bench/ scripts missing from docs/benchmarks.md: {sorted(present - listed)}"
+    assert listed - present == set(), f"docs/benchmarks.md lists scripts bench/ lacks: {sorted(listed - present)}"

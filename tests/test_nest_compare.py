@@ -373,7 +373,7 @@ FAKE_RANVIER_RUN = dict(RANVIER, runs=None)
 
 
 def test_nest_not_installed_still_runs_ranvier(monkeypatch, tmp_path, capsys):
-    monkeypatch.setattr(nc.importlib.util, "find_spec", lambda name: None)
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name: None)
     monkeypatch.setattr(nc, "run_ranvier", lambda w, folder: dict(FAKE_RANVIER_RUN))
     assert nc.main(["microcircuit", "--scale", "0.1", "--out", str(tmp_path)]) == 0
     out = capsys.readouterr().out
@@ -385,7 +385,7 @@ def test_nest_not_installed_still_runs_ranvier(monkeypatch, tmp_path, capsys):
 
 
 def test_nest_not_installed_with_skip_ranvier_fails(monkeypatch, capsys):
-    monkeypatch.setattr(nc.importlib.util, "find_spec", lambda name: None)
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name: None)
     assert nc.main(["microcircuit", "--skip-ranvier"]) == 1
     assert "NEST is not installed" in capsys.readouterr().err
 
@@ -402,14 +402,14 @@ def test_broken_nest_import_is_reported(monkeypatch, tmp_path):
     (fake / "nest").mkdir(parents=True)
     (fake / "nest" / "__init__.py").write_text("raise ImportError('libnest.so: cannot open shared object file')\n")
     monkeypatch.setenv("PYTHONPATH", str(fake))
-    monkeypatch.setattr(nc.importlib.util, "find_spec", lambda name: object())
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name: object())
     a = nc.parse_args(["microcircuit", "--scale", "0.1"])
     with pytest.raises(nc.NestUnavailable, match="libnest.so"):
         nc.run_nest(nc.workload(a), tmp_path / "run")
 
 
 def test_inm6_package_missing_stops_with_a_clear_message(monkeypatch, capsys):
-    monkeypatch.setattr(nc.importlib.util, "find_spec", lambda name: None if name == "microcircuit" else object())
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name: None if name == "microcircuit" else object())
     monkeypatch.setattr(nc, "run_nest", lambda w, folder: pytest.fail("ran without the package"))
     monkeypatch.setattr(nc, "run_ranvier", lambda w, folder: pytest.fail("ran without the package"))
     assert nc.main(["microcircuit", "--nest-implementation", "inm6"]) == 1
@@ -435,6 +435,30 @@ def test_module_imports_neither_nest_nor_ranvier():
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[]"
 
+
+
+def _imported_modules(path: Path) -> set[str]:
+    """Every module a file imports, at the top or inside a function."""
+    import ast
+    names = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            names.add(node.module)
+    return names
+
+
+def test_harnesses_import_one_way():
+    """nest_compare.py imports stdp_compare.py (its dpsnn children) and harness.py; stdp_compare.py
+    imports harness.py only; harness.py neither: no cycle, not even inside a function."""
+    bench = ROOT / "bench"
+    mine = {"nest_compare", "stdp_compare", "harness"}
+    assert _imported_modules(bench / "nest_compare.py") & mine == {"stdp_compare", "harness"}
+    assert _imported_modules(bench / "stdp_compare.py") & mine == {"harness"}
+    assert _imported_modules(bench / "harness.py") & mine == set()
+    for name in mine:
+        assert "sys.modules" not in (bench / f"{name}.py").read_text(), name
 
 # -- the NEST side's workload is Ranvier's ----------------------------------------------------
 @pytest.mark.parametrize("scale, k_scale, input_", [(0.05, 1.0, "poisson"), (0.1, 0.1, "poisson"),

@@ -5,6 +5,7 @@ too; it is never a dependency)."""
 from __future__ import annotations
 
 import csv
+import importlib.util
 import json
 import subprocess
 import sys
@@ -151,7 +152,7 @@ def test_broken_nest_in_the_dpsnn_child(monkeypatch, tmp_path, capsys, skip_ranv
     (fake / "nest").mkdir(parents=True)
     (fake / "nest" / "__init__.py").write_text("raise ImportError('libnest.so: cannot open shared object file')\n")
     monkeypatch.setenv("PYTHONPATH", str(fake))
-    monkeypatch.setattr(nc.importlib.util, "find_spec", lambda name: object())
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name: object())
     args = ["dpsnn", *TINY, "--out", str(tmp_path / "out")] + (["--skip-ranvier"] if skip_ranvier else [])
     code = nc.main(args)
     captured = capsys.readouterr()

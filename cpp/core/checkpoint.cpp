@@ -510,7 +510,12 @@ void Engine::restore_triplet_histories(const StateTables& s) {
   for (size_t x = 0; x < post_gid.size(); ++x) spikes_of[post_gid[x]] = post_spikes[x];
   size_t first = 0;
   for (size_t x = 0; x < triplet_gid.size(); ++x) {
-    const size_t count = size_t(spikes_of.at(triplet_gid[x]));
+    const auto spikes = spikes_of.find(triplet_gid[x]);
+    if (spikes == spikes_of.end())
+      throw std::invalid_argument("checkpoint: post.triplet.gid lists neuron " + std::to_string(triplet_gid[x]) +
+                                  ", which has no spike history in post.gid: the state is corrupt; resume from "
+                                  "an older checkpoint");
+    const size_t count = size_t(spikes->second);
     if (first + count > triplet_spike.size()) throw std::invalid_argument("checkpoint: triplet traces cut short");
     const Location loc = placement_.locate(uint64_t(triplet_gid[x]));
     if (loc.rank == rank()) {

@@ -690,6 +690,263 @@ double expected_synapses(const EngineConfig& cfg, const ConnectivityPlan& plan, 
 // synapses themselves (at most this many cells per thread), else rows are grouped by delay after.
 constexpr uint64_t kMaxDelayCells = uint64_t(1) << 24;
 
+// One thread's build of one store (build_thread_synapses): what it draws from, the projections
+// it draws (by target population), the range of delays they can draw and the layout chosen.
+struct StoreBuild {
+  const EngineConfig& cfg;
+  const Placement& placement;
+  const ConnectivityPlan& plan;
+  const ThreadNeurons& neurons;
+  Key key;
+  double scale;                                // fixed-point units per weight unit
+  bool plastic;                                // one plastic projection, else every static one
+  uint64_t N;                                  // global neurons: the sources
+  std::vector<std::vector<uint32_t>> into;     // projections by target population
+  uint64_t d_min = 0, d_max = 0, delays = 1;   // delays (steps) they can draw, and how many
+  bool direct = false;                         // the direct layout, else the grouped one
+  uint64_t cells() const { return direct ? N * delays : N; }
+};
+
+using CellCounts = std::vector<uint32_t, HugePageAllocator<uint32_t>>;  // counts, then cursors
+
+// Picks the store's projections and its layout. Direct where its (source, delay) table holds
+// less than the delays it saves (4-byte cells against 2 bytes per synapse) and its second draw
+// is cheap: not with the exponential delay law, whose logarithm per synapse made dpsnn's build
+// twice as long.
+void choose_layout(StoreBuild& b, int plastic_projection) {
+  const EngineConfig& cfg = b.cfg;
+  b.into.assign(cfg.populations.size(), {});
+  uint64_t d_min = UINT64_MAX, d_max = 0;
+  for (uint32_t j = 0; j < cfg.projections.size(); ++j)
+    if (b.plastic ? int(j) == plastic_projection : !cfg.projections[j].plastic()) {
+      b.into[cfg.projections[j].target].push_back(j);
+      d_min = std::min<uint64_t>(d_min, uint64_t(std::max<int64_t>(cfg.projections[j].delay_offset_steps, 0)));
+      d_max = std::max(d_max, max_delay_steps(cfg.projections[j], cfg.resolution_ms));
+    }
+  const uint64_t delays = d_max >= d_min ? d_max - d_min + 1 : 1;
+  double expected = 0;
+  bool exponential = false;
+  for (const auto& range : b.neurons.ranges)
+    for (uint32_t j : b.into[range.population]) {
+      const auto& pr = cfg.projections[j];
+      exponential |= !pr.delay_constant && !pr.list_delays() && !pr.delay_normal;
+      expected += expected_synapses(cfg, b.plan, b.placement, j, b.neurons, range);
+    }
+  const uint64_t N = b.N;
+  b.direct = d_max <= 0xFFFF && N * delays <= kMaxDelayCells && 4.0 * double(N * delays) <= 2.0 * expected &&
+             !exponential && !cfg.grouped_build;
+  b.d_min = d_min == UINT64_MAX ? 0 : d_min;
+  b.d_max = d_max;
+  b.delays = delays;
+}
+
+// Pass 1 of the direct layout: every synapse drawn and counted in its (source, delay) cell, at
+// index cell + 1 (the prefix sum then turns the counts into cursors). Counted in 8 bits: the
+// pass waits on the table (the full-scale microcircuit's 77,169 sources x 64 delays, 5 MB a
+// thread in 8 bits, 20 MB in 32: with two threads, past a 32 MB L3). A counter that wraps to 0
+// lists its cell, and each listing adds 256 after.
+CellCounts count_direct(const StoreBuild& b, TargetDraw& td) {
+  const uint64_t delays = b.delays, d_min = b.d_min, d_max = b.d_max;
+  std::vector<uint8_t, HugePageAllocator<uint8_t>> count(b.cells() + 1, 0);
+  std::vector<uint32_t> wrapped;  // cells (below kMaxDelayCells + 1) whose counter wrapped
+  uint8_t* table = count.data();
+  for (const auto& range : b.neurons.ranges)
+    for (uint64_t k = range.begin; k < range.end; ++k)
+      td.draw(b.cfg, b.plan, b.placement, b.key, b.into[range.population], b.neurons.gid[k], false,
+              [&](const uint64_t* source, const double*, const int32_t* d, size_t m, uint32_t, uint64_t shortest,
+                  uint64_t longest) {
+                if (shortest < d_min || longest > d_max) throw std::logic_error("a drawn delay lies outside its law's bounds");
+                // Cell (source, delay) counts at source * delays + delay - d_min + 1 (unsigned wrap).
+                const uint64_t shift = 1 - d_min;
+                // The table is megabytes: its counters are fetched ahead (128: the build's best on a
+                // Zen 5; on a Zen 3 longer distances than 16 measured no different).
+                constexpr size_t kAhead = 128;
+                for (size_t i = 0; i < m; ++i) {
+                  if (i + kAhead < m) __builtin_prefetch(&table[source[i + kAhead] * delays + uint64_t(d[i + kAhead]) + shift], 1);
+                  const uint64_t c = source[i] * delays + uint64_t(d[i]) + shift;
+                  if (__builtin_expect(++table[c] == 0, 0)) wrapped.push_back(uint32_t(c));
+                }
+              });
+  CellCounts fill(count.begin(), count.end());
+  for (uint32_t c : wrapped) {
+    if (fill[c] > UINT32_MAX - 256) throw std::runtime_error("more than 2^32 synapses on one thread: use more threads or ranks");
+    fill[c] += 256;
+  }
+  return fill;
+}
+
+// Pass 1 of the grouped layout: synapses counted per source, at index source + 1, from their
+// sources alone (no weight or delay is drawn).
+CellCounts count_grouped(const StoreBuild& b) {
+  CellCounts fill(b.cells() + 1, 0);
+  Buffer<uint64_t> sources;
+  std::vector<uint32_t> words;
+  for (const auto& range : b.neurons.ranges)
+    for (uint64_t k = range.begin; k < range.end; ++k)
+      for (uint32_t j : b.into[range.population]) {
+        sources_of(b.cfg, b.plan, b.placement, b.key, j, b.neurons.gid[k], words, sources);
+        for (uint64_t src : sources) ++fill[src + 1];
+      }
+  return fill;
+}
+
+// The counts become each cell's first place in the store (pass 2's cursors); returns the total.
+uint64_t counts_to_cursors(CellCounts& fill) {
+  uint64_t total = 0;
+  for (uint64_t c = 0; c < fill.size(); ++c) {
+    total += fill[c];
+    if (total >= (uint64_t(1) << 32)) throw std::runtime_error("more than 2^32 synapses on one thread: use more threads or ranks");
+    fill[c] = uint32_t(total);
+  }
+  return total;
+}
+
+// The direct layout's segment headers, from the cursors before pass 2 moves them: the non-empty
+// (source, delay) cells, row by row.
+void write_direct_segments(const StoreBuild& b, const CellCounts& fill, uint64_t total, SynapseStore& out) {
+  const uint64_t N = b.N, delays = b.delays;
+  out.row_head.assign(N + 1, 0);
+  out.seg_first.clear();
+  out.seg_delay.clear();
+  for (uint64_t s = 0; s < N; ++s) {
+    out.row_head[s] = uint32_t(out.seg_first.size());
+    for (uint64_t d = 0; d < delays; ++d) {
+      const uint64_t c = s * delays + d;
+      if (fill[c + 1] == fill[c]) continue;
+      out.seg_first.push_back(uint32_t(fill[c]));
+      out.seg_delay.push_back(uint16_t(b.d_min + d));
+    }
+  }
+  out.row_head[N] = uint32_t(out.seg_first.size());
+  out.seg_first.push_back(uint32_t(total));
+  out.seg_first.shrink_to_fit();
+  out.seg_delay.shrink_to_fit();
+}
+
+// Sizes the store for `total` synapses: packed when every local index and every weight this
+// thread can draw fit in 32 bits (never for a plastic projection: its weight field holds an index).
+void size_store(const StoreBuild& b, uint64_t total, SynapseStore& out) {
+  int bits = 1;
+  while ((uint64_t(1) << bits) < b.neurons.input_columns) ++bits;
+  double bound = 0;
+  for (const auto& range : b.neurons.ranges)
+    for (uint32_t j : b.into[range.population])
+      bound = std::max(bound, std::rint(max_abs_weight(b.cfg.projections[j]) * b.scale));
+  out.target_bits = !b.plastic && bits < 32 && bound < std::ldexp(1.0, 31 - bits) - 1 ? bits : 0;
+  out.synapses.clear();
+  out.packed.clear();
+  if (out.is_packed()) out.packed.resize(total);
+  else out.synapses.resize(total);
+}
+
+// One target's synapses in pass 2, in draw order, before they are placed: each one's cell, its
+// weight (fixed point, or the index of a plastic weight), whether it goes to the inhibitory
+// column, its delay (grouped layout only) and its stored word (packed: weight << bits | column).
+struct TargetSynapses {
+  Buffer<uint64_t> cell;
+  Buffer<int32_t> weight;
+  Buffer<uint8_t> inhibitory;
+  Buffer<uint16_t> delay;
+  Buffer<uint32_t> word;
+};
+
+// Pass 2's draw of every synapse onto target t (the projections `into` it) into `p`; returns
+// their number and raises max_delay to the longest delay drawn. A plastic projection's weights
+// go, unrounded, to plastic_weights (plasticity changes them from there), the others' are
+// rounded to fixed point.
+size_t gather_target(const StoreBuild& b, TargetDraw& td, const std::vector<uint32_t>& into, uint64_t t,
+                     TargetSynapses& p, uint64_t& max_delay, std::vector<double>* plastic_weights) {
+  const EngineConfig& cfg = b.cfg;
+  const bool direct = b.direct, plastic = b.plastic;
+  const uint64_t delays = b.delays, d_min = b.d_min;
+  const double scale = b.scale;
+  size_t n = 0;
+  td.draw(cfg, b.plan, b.placement, b.key, into, t, true,
+          [&](const uint64_t* source, const double* W, const int32_t* D, size_t m, uint32_t j, uint64_t,
+              uint64_t longest) {
+    const auto& pr = cfg.projections[j];
+    p.cell.resize(n + m);
+    p.weight.resize(n + m);
+    p.inhibitory.resize(n + m);
+    if (!direct) p.delay.resize(n + m);
+    uint64_t* cell = p.cell.data() + n;
+    int32_t* weight = p.weight.data() + n;
+    uint8_t* inhibitory = p.inhibitory.data() + n;
+    max_delay = std::max(max_delay, longest);
+    if (direct) {
+      for (size_t i = 0; i < m; ++i) cell[i] = source[i] * delays + (uint64_t(D[i]) - d_min);
+    } else {
+      std::copy(source, source + m, cell);
+      for (size_t i = 0; i < m; ++i) p.delay[n + i] = uint16_t(D[i]);
+    }
+    if (plastic) {
+      if (plastic_weights->size() + m > (uint64_t(1) << 31))
+        throw std::runtime_error("more than 2^31 plastic synapses of one projection on one thread: use more threads or ranks");
+      const SynapseRule& rule = synapse_rule(pr.plasticity.rule);
+      const bool split = rule.negative && rule.negative(pr.plasticity);
+      for (size_t i = 0; i < m; ++i) {
+        weight[i] = int32_t(plastic_weights->size());
+        inhibitory[i] = split;
+        plastic_weights->push_back(W[i]);
+      }
+    } else {
+#pragma omp simd
+      for (size_t i = 0; i < m; ++i) {
+        const int32_t fixed = int32_t(std::rint(W[i] * scale));
+        weight[i] = fixed;
+        inhibitory[i] = fixed < 0;
+      }
+    }
+    n += m;
+  });
+  return n;
+}
+
+// Writes one target's n synapses at their cells' cursors, advancing them (and, grouped, each
+// one's delay beside it). The cursors are fetched two groups ahead, the destinations one group
+// ahead; the cell list is padded with cell 0 so that the loop needs no bounds checks, and the
+// loop is compiled once per store layout. A group of 64: the microcircuit's build 3.78 -> 3.54 s
+// against 16 on a Zen 5 (on a Zen 3, cursors 64-128 and destinations 32-48 ahead measured no
+// different). Split input: synapses with negative weights add into the inhibitory column.
+void place_target(bool direct, TargetSynapses& p, size_t n, uint32_t excitatory_column, uint32_t inhibitory_column,
+                  CellCounts& fill, std::vector<uint16_t>& delay, SynapseStore& out) {
+  const bool packed = out.is_packed();
+  if (packed) {
+    const int bits = out.target_bits;
+    p.word.resize(n);
+#pragma omp simd
+    for (size_t i = 0; i < n; ++i)
+      p.word[i] = (uint32_t(p.weight[i]) << bits) | (p.inhibitory[i] ? inhibitory_column : excitatory_column);
+  }
+  constexpr size_t kAhead = 64;
+  p.cell.resize(n + 2 * kAhead);
+  std::fill(p.cell.begin() + n, p.cell.end(), 0);
+  const uint64_t* cell = p.cell.data();
+  uint32_t* cursor = fill.data();
+  auto place = [&](auto* store, auto&& value_of, auto grouped) {
+    for (size_t i = 0; i < n; ++i) {
+      __builtin_prefetch(&cursor[cell[i + 2 * kAhead]], 1);
+      const uint64_t ahead = cursor[cell[i + kAhead]];
+      __builtin_prefetch(store + ahead, 1);
+      if constexpr (grouped) __builtin_prefetch(&delay[ahead], 1);
+      const uint64_t pos = cursor[cell[i]]++;
+      store[pos] = value_of(i);
+      if constexpr (grouped) delay[pos] = p.delay[i];
+    }
+  };
+  auto place_in = [&](auto* store, auto&& value_of) {
+    if (direct) place(store, value_of, std::false_type{});
+    else place(store, value_of, std::true_type{});
+  };
+  if (packed) {
+    place_in(out.packed.data(), [&](size_t i) { return p.word[i]; });
+  } else {
+    place_in(out.synapses.data(), [&](size_t i) {
+      return Synapse{p.inhibitory[i] ? inhibitory_column : excitatory_column, p.weight[i]};
+    });
+  }
+}
+
 }  // namespace
 
 // Two layouts of the same build, which produce the same store: each source's row holds its
@@ -705,222 +962,39 @@ constexpr uint64_t kMaxDelayCells = uint64_t(1) << 24;
 void build_thread_synapses(const EngineConfig& cfg, const Placement& placement, const ConnectivityPlan& plan,
                            const ThreadNeurons& neurons, SynapseStore& out, int plastic_projection,
                            std::vector<double>* plastic_weights) {
-  const bool plastic = plastic_projection >= 0;
-  const uint64_t N = cfg.neuron_count();
-  const Key key = key_from_seed(cfg.seed);
-  const double scale = std::ldexp(1.0, cfg.fraction_bits);
-
-  // Projections by target population; the range of delays they can draw.
-  std::vector<std::vector<uint32_t>> into(cfg.populations.size());
-  uint64_t d_min = UINT64_MAX, d_max = 0;
-  for (uint32_t j = 0; j < cfg.projections.size(); ++j)
-    if (plastic ? int(j) == plastic_projection : !cfg.projections[j].plastic()) {
-      into[cfg.projections[j].target].push_back(j);
-      d_min = std::min<uint64_t>(d_min, uint64_t(std::max<int64_t>(cfg.projections[j].delay_offset_steps, 0)));
-      d_max = std::max(d_max, max_delay_steps(cfg.projections[j], cfg.resolution_ms));
-    }
-  if (plastic) plastic_weights->clear();
-  const uint64_t delays = d_max >= d_min ? d_max - d_min + 1 : 1;
-  // Direct where it holds less than the delays it saves (4-byte cells against 2 bytes per
-  // synapse) and its second draw is cheap: not with the exponential delay law, whose logarithm
-  // per synapse made dpsnn's build twice as long.
-  double expected = 0;
-  bool exponential = false;
-  for (const auto& range : neurons.ranges)
-    for (uint32_t j : into[range.population]) {
-      const auto& pr = cfg.projections[j];
-      exponential |= !pr.delay_constant && !pr.list_delays() && !pr.delay_normal;
-      expected += expected_synapses(cfg, plan, placement, j, neurons, range);
-    }
-  const bool direct = d_max <= 0xFFFF && N * delays <= kMaxDelayCells && 4.0 * double(N * delays) <= 2.0 * expected &&
-                      !exponential && !cfg.grouped_build;
-  if (d_min == UINT64_MAX) d_min = 0;
+  StoreBuild b{cfg, placement, plan, neurons, key_from_seed(cfg.seed), std::ldexp(1.0, cfg.fraction_bits),
+               plastic_projection >= 0, cfg.neuron_count(), {}};
+  choose_layout(b, plastic_projection);
+  if (b.plastic) plastic_weights->clear();
   TargetDraw td;
   // Pass 2 takes back the delays pass 1 redrew where they fit a byte above the shortest.
-  td.keep_delays = direct && d_max - d_min <= 255;
-  td.kept_base = d_min;
+  td.keep_delays = b.direct && b.d_max - b.d_min <= 255;
+  td.kept_base = b.d_min;
 
-  // Pass 1: count synapses per cell, (source, delay) or source. The direct layout counts in 8
-  // bits: pass 1 waits on the table (the full-scale microcircuit's 77,169 sources x 64 delays, 5 MB
-  // a thread in 8 bits, 20 MB in 32: with two threads, past a 32 MB L3). A counter that wraps to
-  // 0 lists its cell, and each listing adds 256 after.
-  const uint64_t cells = direct ? N * delays : N;
-  std::vector<uint32_t, HugePageAllocator<uint32_t>> fill;  // counts, then cursors
-  Buffer<uint64_t> sources;
-  std::vector<uint32_t> words;
-  if (direct) {
-    std::vector<uint8_t, HugePageAllocator<uint8_t>> count(cells + 1, 0);
-    std::vector<uint32_t> wrapped;  // cells (below kMaxDelayCells + 1) whose counter wrapped
-    uint8_t* table = count.data();
-    for (const auto& range : neurons.ranges)
-      for (uint64_t k = range.begin; k < range.end; ++k)
-        td.draw(cfg, plan, placement, key, into[range.population], neurons.gid[k], false,
-                [&](const uint64_t* source, const double*, const int32_t* d, size_t m, uint32_t, uint64_t shortest,
-                    uint64_t longest) {
-                  if (shortest < d_min || longest > d_max) throw std::logic_error("a drawn delay lies outside its law's bounds");
-                  // Cell (source, delay) counts at source * delays + delay - d_min + 1 (unsigned wrap).
-                  const uint64_t shift = 1 - d_min;
-                  // The table is megabytes: its counters are fetched ahead (128: the build's best on a
-                  // Zen 5; on a Zen 3 longer distances than 16 measured no different).
-                  constexpr size_t kAhead = 128;
-                  for (size_t i = 0; i < m; ++i) {
-                    if (i + kAhead < m) __builtin_prefetch(&table[source[i + kAhead] * delays + uint64_t(d[i + kAhead]) + shift], 1);
-                    const uint64_t c = source[i] * delays + uint64_t(d[i]) + shift;
-                    if (__builtin_expect(++table[c] == 0, 0)) wrapped.push_back(uint32_t(c));
-                  }
-                });
-    fill.assign(count.begin(), count.end());
-    for (uint32_t c : wrapped) {
-      if (fill[c] > UINT32_MAX - 256) throw std::runtime_error("more than 2^32 synapses on one thread: use more threads or ranks");
-      fill[c] += 256;
-    }
-  } else {
-    fill.assign(cells + 1, 0);
-    for (const auto& range : neurons.ranges)
-      for (uint64_t k = range.begin; k < range.end; ++k)
-        for (uint32_t j : into[range.population]) {
-          sources_of(cfg, plan, placement, key, j, neurons.gid[k], words, sources);
-          for (uint64_t src : sources) ++fill[src + 1];
-        }
-  }
-  uint64_t total = 0;
-  for (uint64_t c = 0; c <= cells; ++c) {
-    total += fill[c];
-    if (total >= (uint64_t(1) << 32)) throw std::runtime_error("more than 2^32 synapses on one thread: use more threads or ranks");
-    fill[c] = uint32_t(total);
-  }
+  // Pass 1: count synapses per cell, (source, delay) or source; then each cell's cursor.
+  CellCounts fill = b.direct ? count_direct(b, td) : count_grouped(b);
+  const uint64_t total = counts_to_cursors(fill);
   std::vector<uint64_t> row_start;
-  if (direct) {  // the segments: the non-empty cells, row by row
-    out.row_head.assign(N + 1, 0);
-    out.seg_first.clear();
-    out.seg_delay.clear();
-    for (uint64_t s = 0; s < N; ++s) {
-      out.row_head[s] = uint32_t(out.seg_first.size());
-      for (uint64_t d = 0; d < delays; ++d) {
-        const uint64_t c = s * delays + d;
-        if (fill[c + 1] == fill[c]) continue;
-        out.seg_first.push_back(uint32_t(fill[c]));
-        out.seg_delay.push_back(uint16_t(d_min + d));
-      }
-    }
-    out.row_head[N] = uint32_t(out.seg_first.size());
-    out.seg_first.push_back(uint32_t(total));
-    out.seg_first.shrink_to_fit();
-    out.seg_delay.shrink_to_fit();
-  } else {
-    row_start.assign(fill.begin(), fill.end());
-  }
+  if (b.direct) write_direct_segments(b, fill, total, out);
+  else row_start.assign(fill.begin(), fill.end());
 
-  // Pass 2: draw again, place each synapse. Packed when every local index and every weight this
-  // thread can draw fit in 32 bits.
-  int bits = 1;
-  while ((uint64_t(1) << bits) < neurons.input_columns) ++bits;
-  double bound = 0;
-  for (const auto& range : neurons.ranges)
-    for (uint32_t j : into[range.population]) bound = std::max(bound, std::rint(max_abs_weight(cfg.projections[j]) * scale));
-  out.target_bits = !plastic && bits < 32 && bound < std::ldexp(1.0, 31 - bits) - 1 ? bits : 0;
-  out.synapses.clear();
-  out.packed.clear();
-  if (out.is_packed()) out.packed.resize(total);
-  else out.synapses.resize(total);
-  std::vector<uint16_t> delay(direct ? 0 : total);
+  // Pass 2: draw again, place each synapse.
+  size_store(b, total, out);
+  std::vector<uint16_t> delay(b.direct ? 0 : total);
   uint64_t max_delay = 0;
-  // Per target: each synapse's cell and stored word (packed) or weight, then placed in order.
-  Buffer<uint64_t> placed_cell;
-  Buffer<int32_t> placed_weight;   // fixed point, or the index of a plastic weight
-  Buffer<uint32_t> placed_word;    // packed: weight << bits | column
-  Buffer<uint16_t> placed_delay;   // grouped layout only
-  Buffer<uint8_t> placed_inhibitory;
-  const bool packed = out.is_packed();
-  for (const auto& range : neurons.ranges) {
+  TargetSynapses p;
+  for (const auto& range : neurons.ranges)
     for (uint64_t k = range.begin; k < range.end; ++k) {
-      // Split input: synapses with negative weights add into the neuron's inhibitory column.
-      const uint32_t excitatory_column = uint32_t(k);
+      const size_t n = gather_target(b, td, b.into[range.population], neurons.gid[k], p, max_delay, plastic_weights);
       const uint32_t inhibitory_column = uint32_t(range.inhibitory_offset ? k + range.inhibitory_offset : k);
-      size_t n = 0;
-      td.draw(cfg, plan, placement, key, into[range.population], neurons.gid[k], true,
-              [&](const uint64_t* source, const double* W, const int32_t* D, size_t m, uint32_t j, uint64_t,
-                  uint64_t longest) {
-        const auto& pr = cfg.projections[j];
-        placed_cell.resize(n + m);
-        placed_weight.resize(n + m);
-        placed_inhibitory.resize(n + m);
-        if (!direct) placed_delay.resize(n + m);
-        uint64_t* cell = placed_cell.data() + n;
-        int32_t* weight = placed_weight.data() + n;
-        uint8_t* inhibitory = placed_inhibitory.data() + n;
-        max_delay = std::max(max_delay, longest);
-        if (direct) {
-          for (size_t i = 0; i < m; ++i) cell[i] = source[i] * delays + (uint64_t(D[i]) - d_min);
-        } else {
-          std::copy(source, source + m, cell);
-          for (size_t i = 0; i < m; ++i) placed_delay[n + i] = uint16_t(D[i]);
-        }
-        if (plastic) {  // the weight itself, unrounded: plasticity changes it from there
-          if (plastic_weights->size() + m > (uint64_t(1) << 31))
-            throw std::runtime_error("more than 2^31 plastic synapses of one projection on one thread: use more threads or ranks");
-          const SynapseRule& rule = synapse_rule(pr.plasticity.rule);
-          const bool split = rule.negative && rule.negative(pr.plasticity);
-          for (size_t i = 0; i < m; ++i) {
-            weight[i] = int32_t(plastic_weights->size());
-            inhibitory[i] = split;
-            plastic_weights->push_back(W[i]);
-          }
-        } else {
-#pragma omp simd
-          for (size_t i = 0; i < m; ++i) {
-            const int32_t fixed = int32_t(std::rint(W[i] * scale));
-            weight[i] = fixed;
-            inhibitory[i] = fixed < 0;
-          }
-        }
-        n += m;
-      });
-      if (packed) {
-        placed_word.resize(n);
-#pragma omp simd
-        for (size_t i = 0; i < n; ++i)
-          placed_word[i] = (uint32_t(placed_weight[i]) << bits) | (placed_inhibitory[i] ? inhibitory_column : excitatory_column);
-      }
-      // The cells' cursors two groups ahead, the destinations one group ahead; the cell list is
-      // padded with cell 0 so that the loop needs no bounds checks, and the loop is compiled once
-      // per store layout. A group of 64: the microcircuit's build 3.78 -> 3.54 s against 16 on a
-      // Zen 5 (on a Zen 3, cursors 64-128 and destinations 32-48 ahead measured no different).
-      constexpr size_t kAhead = 64;
-      placed_cell.resize(n + 2 * kAhead);
-      std::fill(placed_cell.begin() + n, placed_cell.end(), 0);
-      const uint64_t* cell = placed_cell.data();
-      uint32_t* cursor = fill.data();
-      auto place = [&](auto* store, auto&& value_of, auto grouped) {
-        for (size_t i = 0; i < n; ++i) {
-          __builtin_prefetch(&cursor[cell[i + 2 * kAhead]], 1);
-          const uint64_t ahead = cursor[cell[i + kAhead]];
-          __builtin_prefetch(store + ahead, 1);
-          if constexpr (grouped) __builtin_prefetch(&delay[ahead], 1);
-          const uint64_t pos = cursor[cell[i]]++;
-          store[pos] = value_of(i);
-          if constexpr (grouped) delay[pos] = placed_delay[i];
-        }
-      };
-      auto place_in = [&](auto* store, auto&& value_of) {
-        if (direct) place(store, value_of, std::false_type{});
-        else place(store, value_of, std::true_type{});
-      };
-      if (packed) {
-        place_in(out.packed.data(), [&](size_t i) { return placed_word[i]; });
-      } else {
-        place_in(out.synapses.data(), [&](size_t i) {
-          return Synapse{placed_inhibitory[i] ? inhibitory_column : excitatory_column, placed_weight[i]};
-        });
-      }
+      place_target(b.direct, p, n, uint32_t(k), inhibitory_column, fill, delay, out);
     }
-  }
 
-  decltype(fill)().swap(fill);
+  CellCounts().swap(fill);
   if (td.kept_next != td.kept.size()) throw std::logic_error("pass 2 took back a different number of delays than pass 1 kept");
-  if (direct) return;
-  if (out.is_packed()) group_by_delay(N, row_start, delay, max_delay, out.packed, out);
-  else group_by_delay(N, row_start, delay, max_delay, out.synapses, out);
+  if (b.direct) return;
+  if (out.is_packed()) group_by_delay(b.N, row_start, delay, max_delay, out.packed, out);
+  else group_by_delay(b.N, row_start, delay, max_delay, out.synapses, out);
 }
 
 }  // namespace ranvier
