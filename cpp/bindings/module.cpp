@@ -370,6 +370,11 @@ NB_MODULE(_engine, m) {
         return nb::make_tuple(to_numpy(std::move(s)), to_numpy(std::move(t)), to_numpy(std::move(w)),
                               to_numpy(std::move(d)));
       }, "projection"_a, "up_to_date"_a = false)
+      .def("plastic_state", [](const Engine& e, uint32_t projection) {
+        std::vector<double> v;
+        const uint32_t doubles = e.plastic_state(projection, v);
+        return nb::make_tuple(to_numpy(std::move(v)), doubles);
+      }, "projection"_a)
       .def("set_plastic_weights", [](Engine& e, uint32_t projection, DoubleArray w) {
         e.set_plastic_weights(projection, w.data(), w.shape(0));
       }, "projection"_a, "weights"_a)

@@ -9,8 +9,8 @@
 //   - the spikes in flight: every (source, emission step) with a synapse segment still queued.
 //     On restore each thread queues the segments of those spikes that arrive at or after the
 //     resumed cycle; which segments those are depends on the delays alone, not on the queues;
-//   - plastic synapses: weight (and the pre-centred rule's K+) per synapse keyed by (source,
-//     delay, target), the source's trace per (source, delay) segment, each target's spike
+//   - plastic synapses: weight and the rule's state (SynapseRule::synapse_state doubles: columns
+//     state0, state1, ...) per synapse keyed by (source, delay, target), the source's trace per (source, delay) segment, each target's spike
 //     history. Synapses with the same key are interchangeable: they see the same spikes;
 //   - each current source's amplitude per target.
 #include <algorithm>
@@ -180,7 +180,7 @@ void Engine::save_plastic(StateTables& out) const {
     auto& tgt = I[p + "target"];
     auto& delay = I[p + "delay"];
     auto& weight = R[p + "weight"];
-    std::vector<double> k_plus;                     // the pre-centred rule's alone
+    std::vector<std::vector<double>> state;         // the rule's state, one column per double
     auto& seg_src = I[p + "segment.source"];
     auto& seg_delay = I[p + "segment.delay"];
     auto& seg_last = I[p + "segment.last"];
@@ -199,11 +199,12 @@ void Engine::save_plastic(StateTables& out) const {
               tgt.push_back(int64_t(ts.neurons.gid[ps.target(h, k)]));
               delay.push_back(ps.seg_delay[h]);
               weight.push_back(ps.weight(h, k));
-              if (ps.synapse_state) k_plus.push_back(ps.state(h, k)[0]);
+              state.resize(ps.synapse_state);
+              for (uint32_t i = 0; i < ps.synapse_state; ++i) state[i].push_back(ps.state(h, k)[i]);
             }
           }
       }
-    if (!k_plus.empty()) R[p + "k_plus"] = std::move(k_plus);
+    for (size_t i = 0; i < state.size(); ++i) R[p + "state" + std::to_string(i)] = std::move(state[i]);
   }
 }
 
@@ -400,9 +401,17 @@ void Engine::restore_plastic(const StateTables& s) {
     const auto& tgt = column(s, p + "target");
     const auto& delay = column(s, p + "delay");
     const auto& weight = real_column(s, p + "weight");
-    static const std::vector<double> none;
-    const auto found = s.reals.find(p + "k_plus");
-    const std::vector<double>& k_plus = found == s.reals.end() ? none : found->second;
+    // The rule's state, a column per double (a checkpoint written before named state0 k_plus).
+    const uint32_t doubles = synapse_rule(cfg_.projections[j].plasticity.rule).synapse_state;
+    std::vector<const std::vector<double>*> state(doubles);
+    for (uint32_t i = 0; i < doubles; ++i) {
+      auto found = s.reals.find(p + "state" + std::to_string(i));
+      if (found == s.reals.end() && i == 0) found = s.reals.find(p + "k_plus");
+      if (found == s.reals.end() || found->second.size() != src.size())
+        throw std::invalid_argument("checkpoint: the synapses' state column " + p + "state" + std::to_string(i) +
+                                    " is missing or short");
+      state[i] = &found->second;
+    }
     using SynKey = std::pair<uint64_t, uint64_t>;       // (source << 16 | delay, target)
     auto saved_key = [&](size_t x) { return SynKey((uint64_t(src[x]) << 16) | uint64_t(delay[x]), uint64_t(tgt[x])); };
     for (size_t x = 1; x < src.size(); ++x)
@@ -428,10 +437,7 @@ void Engine::restore_plastic(const StateTables& s) {
       if (x == src.size() || saved_key(x) != l.key)
         throw std::invalid_argument("checkpoint: a plastic synapse of this network is missing from it");
       l.store->weight(l.h, l.k) = weight[x];
-      if (l.store->synapse_state) {
-        if (k_plus.size() != src.size()) throw std::invalid_argument("checkpoint: the synapses' K+ are missing");
-        l.store->state(l.h, l.k)[0] = k_plus[x];
-      }
+      for (uint32_t i = 0; i < doubles; ++i) l.store->state(l.h, l.k)[i] = (*state[i])[x];
       ++x;
     }
     const auto& seg_src = column(s, p + "segment.source");

@@ -42,9 +42,9 @@ void check_config(EngineConfig& cfg) {
     const PlasticitySpec& p = pr.plasticity;
     const std::string where = "plastic projection " + cfg.populations[pr.source].name + " -> " +
                               cfg.populations[pr.target].name + ": ";
-    if (!(cfg.populations[pr.target].tau_minus_ms > 0))
-      throw std::invalid_argument(where + "the target's tau_minus_ms must be positive");
     const SynapseRule& rule = synapse_rule(p.rule);
+    if (rule.reads_target && !(cfg.populations[pr.target].tau_minus_ms > 0))
+      throw std::invalid_argument(where + "the target's tau_minus_ms must be positive");
     if (rule.triplet_trace && !(cfg.populations[pr.target].tau_minus_triplet_ms > 0))
       throw std::invalid_argument(where + "the target's tau_minus_triplet_ms must be positive");
     if (rule.check) rule.check(p, where);

@@ -202,6 +202,9 @@ class Engine {
   // at given places of that order (the weight recorder).
   void set_plastic_weights(uint32_t j, const double* w, size_t n);
   void plastic_weights_at(uint32_t j, const std::vector<uint64_t>& places, std::vector<double>& out) const;
+  // The rule's state of projection j's synapses on this rank (SynapseRule::synapse_state doubles
+  // each, synapse after synapse), in plastic_weights' order; returns the doubles per synapse.
+  uint32_t plastic_state(uint32_t j, std::vector<double>& out) const;
   // Checkpoints (checkpoint.cpp), between run_cycles calls: this rank's state keyed by global ids;
   // restoring the state of every rank's checkpoint (any decomposition) at its boundary step
   // (a whole number of this engine's cycles); the static network's order-independent digest.

@@ -28,7 +28,7 @@ void build_plastic_store(const EngineConfig& cfg, uint32_t j, const ThreadNeuron
     words += PlasticStore::record_words(out.count(uint32_t(h)), out.synapse_state);
   }
   if (words > UINT32_MAX) throw std::runtime_error("more than 32 GiB of plastic synapses of one projection on one thread: use more threads or ranks");
-  out.records.assign(8 * words, std::byte{0});   // traces and the rule's state start at 0
+  out.records.assign(8 * words, std::byte{0});   // traces start at 0, the rule's state too unless it says
   for (uint32_t h = 0; h < segments; ++h) {
     std::byte* r = out.record(out.seg_record[h]);
     out.trace_of(r) = SegmentTrace();
@@ -40,6 +40,7 @@ void build_plastic_store(const EngineConfig& cfg, uint32_t j, const ThreadNeuron
       target[k] = uint32_t(n);
       out.column_offset = column - n;        // the same for every synapse: one target population
       weight[k] = drawn[uint32_t(grouped.synapses[i].weight)];
+      if (rule.initial_state) rule.initial_state(spec, out.state(h, k));
     }
   }
   grouped = SynapseStore();
@@ -48,8 +49,12 @@ void build_plastic_store(const EngineConfig& cfg, uint32_t j, const ThreadNeuron
 void build_post_history(const EngineConfig& cfg, const ThreadNeurons& neurons, std::vector<PlasticStore>& stores,
                         int64_t keep_steps, PostHistory& out) {
   out = PostHistory();
+  // Only the synapses of rules that read the target need its history: with none, no neuron
+  // records; otherwise a neuron records when one of its incoming synapses reads it (incoming > 0).
+  auto reads = [&](const PlasticStore& st) { return synapse_rule(cfg.projections[st.projection].plasticity.rule).reads_target; };
   uint64_t synapses = 0;
-  for (const auto& st : stores) synapses += st.size();
+  for (const auto& st : stores)
+    if (reads(st)) synapses += st.size();
   if (!synapses) return;
   out.h = cfg.resolution_ms;
   out.keep_steps = keep_steps;
@@ -76,6 +81,7 @@ void build_post_history(const EngineConfig& cfg, const ThreadNeurons& neurons, s
         for (uint64_t k = range.begin; k < range.end; ++k) tr.decay[k] = &tr.decays[range.population];
   }
   for (auto& st : stores) {
+    if (!reads(st)) continue;
     st.decay_minus = &out.decays[cfg.projections[st.projection].target];
     for (uint32_t h = 0; h < st.seg_delay.size(); ++h)
       for (uint32_t k = 0; k < st.count(h); ++k)

@@ -64,7 +64,7 @@ struct PostSpike {
 inline constexpr uint32_t kMaxPlasticIncoming = (uint32_t(1) << 24) - 1;
 
 // The spike histories of a thread's neurons (by thread-local index). Only neurons with incoming
-// plastic synapses record; a history is a vector used as a queue (spikes[head..]). What every
+// plastic synapses whose rule reads the target (SynapseRule::reads_target) record; a history is a vector used as a queue (spikes[head..]). What every
 // delivery reads is kept apart, 32 bytes per neuron (Hot): the last spike's step and trace and
 // the step of the one before, so a delivery that finds no target spike, or only the last, since
 // the synapse's previous spike reads nothing else (the last spike's reads are counted there and
@@ -156,7 +156,7 @@ struct PostHistory {
 //   the segment's pre-synaptic trace (SegmentTrace: every synapse of a segment shares its
 //   pre-synaptic train), its targets' thread-local indices (4 B each, padded to a word), their
 //   weights (double), then the rule's state per synapse (SynapseRule::synapse_state doubles each,
-//   the nearest pre-centred rule's K+).
+//   the nearest pre-centred rule's K+; as SynapseRule::initial_state fills it at build, else 0).
 struct SegmentTrace {
   int64_t last = 0;                     // the step of the source's last delivered spike (0: none yet)
   double k_plus = 0;                    // K+ after it
@@ -211,7 +211,8 @@ struct PlasticStore {
 // `drawn`) into its plastic store.
 void build_plastic_store(const EngineConfig& cfg, uint32_t j, const ThreadNeurons& neurons, SynapseStore& grouped,
                          const std::vector<double>& drawn, PlasticStore& out);
-// Counts each neuron's incoming plastic synapses and sets its trace's time constant.
+// Counts each neuron's incoming plastic synapses of rules that read the target and sets its
+// trace's time constant; empty where no synapse's rule reads its target.
 void build_post_history(const EngineConfig& cfg, const ThreadNeurons& neurons, std::vector<PlasticStore>& stores,
                         int64_t keep_steps, PostHistory& out);
 

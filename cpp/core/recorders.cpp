@@ -133,6 +133,21 @@ void Engine::plastic_weights(uint32_t j, bool up_to_date, std::vector<uint64_t>&
     }
 }
 
+uint32_t Engine::plastic_state(uint32_t j, std::vector<double>& out) const {
+  if (j >= cfg_.projections.size() || !cfg_.projections[j].plastic())
+    throw std::invalid_argument("plastic_state: projection " + std::to_string(j) + " is not plastic");
+  const uint64_t N = cfg_.neuron_count();
+  const uint32_t doubles = synapse_rule(cfg_.projections[j].plasticity.rule).synapse_state;
+  for (const auto& ts : threads_)
+    for (const auto& ps : ts.plastic) {
+      if (ps.projection != j) continue;
+      for (uint64_t s = 0; s < N; ++s)
+        for (uint32_t h = ps.row_head[s]; h < ps.row_head[s + 1]; ++h)
+          for (uint32_t k = 0; k < ps.count(h); ++k) out.insert(out.end(), ps.state(h, k), ps.state(h, k) + doubles);
+    }
+  return doubles;
+}
+
 void Engine::state_trace(std::vector<uint64_t>& ids, std::vector<double>& V, std::vector<double>& c,
                          std::vector<double>& c_in) const {
   const size_t n = traced_ids_.size();

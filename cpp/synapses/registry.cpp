@@ -13,7 +13,8 @@
   X(stdp_nn_pre_centered)        \
   X(stdp_nn_restricted)          \
   X(stdp_power_law)              \
-  X(stdp_triplet)
+  X(stdp_triplet)                \
+  X(tsodyks)
 
 namespace ranvier {
 

@@ -19,6 +19,19 @@
 // Each delivery builds the cheapest view that holds: most read only the target's 32 hot bytes.
 // A rule that declares kTripletTrace gets the views with triplet(j) (WithTriplet) besides.
 // The compiler sees the rule and the view: every case compiles to its own straight code.
+//
+// Optional members of a Rule, each with the default that the STDP rules take by omitting it:
+//   static constexpr bool kReadsTarget = false;   // the update reads nothing of the target (its
+//       spikes, traces): delivery reads no history line and fetches none ahead, calls update with
+//       NoTargetSpike{}, and the targets keep no history for the rule (build_post_history);
+//       weight_up_to_date is the stored weight. Default: true.
+//   static constexpr bool kFixedWeight = true;    // update returns the efficacy to deliver (the
+//       stored weight scaled by the synapse's state, as short-term plasticity does); the stored
+//       weight never changes. Default: false (update's value is stored and delivered).
+//   Shared at_spike(const PreSpike&) const;       // what every synapse of the segment shares at
+//       this spike (propagators over the interval since the previous one), computed once per
+//       segment and passed to update in place of PreSpike. Target-free rules only.
+// A synapse's state starts as SynapseRule::initial_state fills it (zeros without one).
 #pragma once
 #include <algorithm>
 #include <cstdint>
@@ -34,6 +47,7 @@ namespace ranvier {
 struct PreSpike {
   double k_plus;
   int64_t since_last;
+  int64_t step = 0;       // t_pre itself, for rules whose arithmetic takes absolute times
 };
 
 // The target has never spiked.
@@ -86,6 +100,29 @@ struct WithTriplet : View {
 template <class Rule>
 constexpr bool reads_triplet = requires { Rule::kTripletTrace; };
 
+// Rule::kReadsTarget and Rule::kFixedWeight where the rule declares them, else their defaults.
+template <class Rule>
+consteval bool reads_target_of() {
+  if constexpr (requires { Rule::kReadsTarget; }) return Rule::kReadsTarget;
+  else return true;
+}
+template <class Rule>
+constexpr bool reads_target = reads_target_of<Rule>();
+template <class Rule>
+consteval bool fixed_weight_of() {
+  if constexpr (requires { Rule::kFixedWeight; }) return Rule::kFixedWeight;
+  else return false;
+}
+template <class Rule>
+constexpr bool fixed_weight = fixed_weight_of<Rule>();
+
+// Rule::at_spike(pre) where the rule defines it, else pre itself.
+template <class Rule>
+inline auto shared_at(const Rule& rule, const PreSpike& pre) {
+  if constexpr (requires { rule.at_spike(pre); }) return rule.at_spike(pre);
+  else return pre;
+}
+
 // rule.update on the view, given the triplet trace of its spikes (the first at index `first` of
 // the target's) when the rule reads it; other rules see the view alone.
 template <class Rule, class View>
@@ -118,6 +155,32 @@ inline size_t last_before(const PostHistory::Where& n, size_t hi, int64_t t) {
 // history is read only when it spiked since the synapse's previous spike (t1 below): otherwise
 // its last spike and trace (PostHistory::Hot) say everything. Target lines are fetched a few
 // synapses ahead, and the history tails of those that need it a few synapses after that.
+//
+// A rule that reads no target (Rule::kReadsTarget false) takes deliver_target_free instead: the
+// same walk over the record with no history read.
+template <class Rule>
+uint32_t deliver_target_free(const Rule& rule, PlasticStore& st, const PlasticEntry& e, int64_t step, int32_t* row,
+                             double scale) {
+  const int64_t t_pre = step + 1 - e.delay;
+  const uint32_t count = e.count;
+  std::byte* record = st.record(e.record);
+  SegmentTrace& trace = PlasticStore::trace_of(record);
+  const uint32_t* neuron = PlasticStore::targets_of(record);
+  double* weight = PlasticStore::weights_of(record, count);
+  double* state = weight + count;
+  const PreSpike pre{trace.k_plus, t_pre - trace.last, t_pre};
+  const auto shared = shared_at(rule, pre);
+  int32_t* input = row + st.column_offset;
+  for (uint32_t i = 0; i < count; ++i) {
+    const double w = rule.update(weight[i], NoTargetSpike{}, shared, state + i * Rule::kState);
+    if constexpr (!fixed_weight<Rule>) weight[i] = w;
+    input[neuron[i]] += to_fixed(w, scale);
+  }
+  if constexpr (Rule::kSegmentTrace) trace.k_plus = pre.k_plus * rule.decay_plus(pre.since_last) + 1.0;
+  trace.last = t_pre;
+  return count;
+}
+
 template <class Rule>
 uint32_t deliver_segment(const Rule& rule, PlasticStore& st, const PlasticEntry& e, int64_t step,
                          PostHistory& history, int32_t* row, double scale) {
@@ -179,7 +242,7 @@ uint32_t deliver_segment(const Rule& rule, PlasticStore& st, const PlasticEntry&
     } else {                                // the target has not spiked: K- is 0
       w = update_on(rule, w, NoTargetSpike{}, pre, s, history, neuron[i], 0);
     }
-    weight[i] = w;
+    if constexpr (!fixed_weight<Rule>) weight[i] = w;
     input[neuron[i]] += to_fixed(w, scale);
   }
   if constexpr (Rule::kSegmentTrace) trace.k_plus = pre.k_plus * decay_plus(pre.since_last) + 1.0;
@@ -214,11 +277,19 @@ class RuleDelivery final : public PlasticDelivery {
   explicit RuleDelivery(Rule rule) : rule_(std::move(rule)) {}
   uint32_t deliver(PlasticStore& store, const PlasticEntry& entry, int64_t step, PostHistory& history, int32_t* row,
                    double scale) const override {
-    return deliver_segment(rule_, store, entry, step, history, row, scale);
+    if constexpr (reads_target<Rule>) {
+      return deliver_segment(rule_, store, entry, step, history, row, scale);
+    } else {
+      return deliver_target_free(rule_, store, entry, step, row, scale);
+    }
   }
   double weight_up_to_date(const PlasticStore& store, uint32_t h, uint32_t k, const PostHistory& history,
                            int64_t now) const override {
-    return ranvier::weight_up_to_date(rule_, store, h, k, history, now);
+    if constexpr (reads_target<Rule>) {
+      return ranvier::weight_up_to_date(rule_, store, h, k, history, now);
+    } else {
+      return store.weight(h, k);           // no target spike changes it
+    }
   }
 
  private:

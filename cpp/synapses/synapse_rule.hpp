@@ -46,7 +46,7 @@ struct SynapseRule {
   // The compiled rule of a projection; h: the resolution (ms).
   std::unique_ptr<PlasticDelivery> (*make)(const PlasticitySpec&, double h) = nullptr;
   // Doubles of state per synapse beyond its weight (the nearest pre-centred rule's K+: 1), kept
-  // in the segment's record and in checkpoints ("k_plus").
+  // in the segment's record and in checkpoints (columns "state0", "state1", ...).
   uint32_t synapse_state = 0;
   // Whether the projection's weights are negative (they then go to the inhibitory input of
   // targets with split input). Null: never.
@@ -54,6 +54,12 @@ struct SynapseRule {
   // Whether the rule reads the target's triplet trace (PostHistory::triplet, tau_minus_triplet_ms
   // of the target population): the targets of its projections then keep it.
   bool triplet_trace = false;
+  // Whether the rule reads the target's spikes at all (its Rule's kReadsTarget): neurons whose
+  // incoming plastic synapses all have rules that do not keep no spike history.
+  bool reads_target = true;
+  // Fills one synapse's state (synapse_state doubles) as it starts, before any spike, from the
+  // projection's parameters (build_plastic_store). Null: zeros.
+  void (*initial_state)(const PlasticitySpec&, double* state) = nullptr;
 };
 
 // The rule of a name; throws std::invalid_argument naming the known ones for an unknown name.

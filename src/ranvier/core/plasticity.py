@@ -25,7 +25,8 @@ from __future__ import annotations
 
 # Each kind is a file of ranvier.core.synapses; this module keeps their public names.
 from .synapses import KINDS as SYNAPSE_KINDS
-from .synapses import NEST_MODELS, STDP, STDPPowerLaw, STDPTriplet, describe, plasticity_spec
+from .synapses import NEST_MODELS, STDP, STDPPowerLaw, STDPTriplet, TsodyksMarkram, describe, plasticity_spec
 from .synapses.stdp import PAIRINGS
 
-__all__ = ["NEST_MODELS", "PAIRINGS", "STDP", "STDPPowerLaw", "STDPTriplet", "SYNAPSE_KINDS", "describe", "plasticity_spec"]
+__all__ = ["NEST_MODELS", "PAIRINGS", "STDP", "STDPPowerLaw", "STDPTriplet", "SYNAPSE_KINDS", "TsodyksMarkram", "describe",
+           "plasticity_spec"]

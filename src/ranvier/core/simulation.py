@@ -646,6 +646,36 @@ class Simulation:
         parts = self.comm.gather(mine)
         return _sorted_connections(parts) if self.rank == 0 else None
 
+    def synapse_state(self, source: str, target: str, *, index: int | None = None, local: bool = False) -> dict | None:
+        """The per-synapse state of a plastic projection's rule (for rv.TsodyksMarkram: u, x, y, as
+        NEST's GetConnections(...).get(["u", "x", "y"]) gives them), as of each synapse's last
+        delivered pre-synaptic spike: {"source", "target", "weight", "delay_ms", and one array per
+        state variable (the kind's state_names)}, rows sorted as weights() sorts them. A
+        collective call like weights(): rank 0 gets them all, other ranks None; local=True: this
+        rank's, in storage order."""
+        j = self.projection_index(source, target, index)
+        pr = self.network.projections[j]
+        names = getattr(pr.synapse, "state_names", None)
+        if not names:
+            kind = "static" if pr.synapse is None else type(pr.synapse).__name__
+            raise ConfigError(f"synapse_state: the projection {source}->{target} ({kind}) keeps no per-synapse "
+                              f"state to read; rv.TsodyksMarkram does")
+        src, tgt, w, d = self.local_plastic_synapses(j)
+        values, doubles = self._engine.plastic_state(j)
+        state = np.asarray(values, dtype=np.float64).reshape(-1, doubles)
+        mine = (np.asarray(src, dtype=np.int64), np.asarray(tgt, dtype=np.int64), np.asarray(w, dtype=np.float64),
+                np.asarray(d, dtype=np.int64) * self.resolution_ms, state)
+        if not local:
+            parts = self.comm.gather(mine)
+            if self.rank != 0:
+                return None
+            mine = tuple(np.concatenate([p[i] for p in parts]) for i in range(5))
+            order = np.lexsort((mine[2], mine[3], mine[1], mine[0]))
+            mine = tuple(a[order] for a in mine)
+        out = dict(zip(("source", "target", "weight", "delay_ms"), mine[:4]))
+        out.update({name: mine[4][:, i].copy() for i, name in enumerate(names)})
+        return out
+
     def save_weights(self, path):
         """Writes every plastic projection's weights now (and the weight recorders' samples so far)
         to `path`: the weights.h5 that `ranvier run --out` writes (SONATA edges, in an order that

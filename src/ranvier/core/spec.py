@@ -607,7 +607,9 @@ class EngineSpec:
                 s.delay_step_steps = round(pr.delay_step_ms / h)
                 s.delay_scale_ms, s.delay_cut_ms, s.delay_step_ms = pr.delay_scale_ms, pr.delay_cut_ms, pr.delay_step_ms
             if pr.synapse is not None:
-                s.plasticity = plasticity_spec(pr.synapse, _engine)
+                w = pr.weight_array()
+                s.plasticity = plasticity_spec(pr.synapse, _engine,
+                                               bool(w.min() < 0) if w is not None and w.size else pr.weight < 0)
             projs.append(s)
         drives = []
         for d in net.drives:

@@ -64,7 +64,8 @@ FILES = ("state.npz", "network.pickle", "recording.npz")
 # pyNN.ranvier's networks are made of them) and NumPy's arrays and scalars. Anything else (a
 # function, os.system, a class of another module) could run code when unpickled: refused.
 NETWORK_MODULES = ("ranvier.core.network", "ranvier.core.devices", "ranvier.core.plasticity", "ranvier.core.synapses.stdp",
-                   "ranvier.core.synapses.stdp_power_law", "ranvier.core.synapses.stdp_triplet", "ranvier.core.random", "ranvier.core.grid")
+                   "ranvier.core.synapses.stdp_power_law", "ranvier.core.synapses.stdp_triplet",
+                   "ranvier.core.synapses.tsodyks", "ranvier.core.random", "ranvier.core.grid")
 NUMPY_GLOBALS = {(m, name) for m in ("numpy.core.multiarray", "numpy._core.multiarray")
                  for name in ("_reconstruct", "scalar")} | {("numpy", "ndarray"), ("numpy", "dtype")}
 PREFIX = "step-"                    # checkpoints of a run: <folder>/step-<12 digits>
@@ -205,7 +206,8 @@ def _merge(parts: list[dict]) -> dict:
     # every rank takes up its own with one merge (cpp/core/checkpoint.cpp). Each thread stores
     # its synapses nearly in that order, so a stable sort of one packed key is quick.
     for prefix in sorted({name.split(".")[0] for name in out if name.startswith("plastic")}):
-        syn = [f"{prefix}.{k}" for k in ("source", "target", "delay", "weight", "k_plus") if f"{prefix}.{k}" in out]
+        syn = [f"{prefix}.{k}" for k in ("source", "target", "delay", "weight")] + sorted(
+            name for name in out if name.startswith(f"{prefix}.state"))     # the rule's state columns
         order = _synapse_order(out[f"{prefix}.source"], out[f"{prefix}.delay"], out[f"{prefix}.target"])
         for name in syn:
             out[name] = out[name][order]

@@ -5,6 +5,9 @@ A kind is a dataclass of its parameters that provides
   synapse model it reproduces; `nest_models`: every (rule -> NEST model) the class can give;
 - `engine_parameters()`: {name: value} as the engine's rule reads them (rule_parameter);
 - `validate(where)` and `check_weights(where, low, high)`: ConfigError naming the field.
+Optional: `state_names`, the names of the rule's per-synapse state doubles (Simulation.synapse_state),
+and `sign_from_weights = True` where the weights' sign is not a parameter: the engine then gets
+it as the parameter weight_sign (-1 or 1; the kind's check_weights keeps them of one sign).
 A new kind is a file here and a line in KINDS.
 """
 from __future__ import annotations
@@ -14,18 +17,23 @@ from dataclasses import fields
 from .stdp import PAIRINGS, STDP
 from .stdp_power_law import STDPPowerLaw
 from .stdp_triplet import STDPTriplet
+from .tsodyks import TsodyksMarkram
 
-KINDS = (STDP, STDPPowerLaw, STDPTriplet)
+KINDS = (STDP, STDPPowerLaw, STDPTriplet, TsodyksMarkram)
 
 # The NEST synapse model of each engine rule.
 NEST_MODELS = {rule: nest for kind in KINDS for rule, nest in kind.nest_models.items()}
 
 
-def plasticity_spec(synapse, engine_module):
-    """The engine's PlasticitySpec of a synapse kind."""
+def plasticity_spec(synapse, engine_module, weights_negative: bool = False):
+    """The engine's PlasticitySpec of a synapse kind; weights_negative: the projection's weights
+    are below 0 (for the kinds with sign_from_weights)."""
     s = engine_module.PlasticitySpec()
     s.rule = synapse.rule
-    s.parameters = {name: float(value) for name, value in synapse.engine_parameters().items()}
+    params = {name: float(value) for name, value in synapse.engine_parameters().items()}
+    if getattr(synapse, "sign_from_weights", False):
+        params["weight_sign"] = -1.0 if weights_negative else 1.0
+    s.parameters = params
     return s
 
 
@@ -37,4 +45,5 @@ def describe(synapse) -> str:
     return f"{type(synapse).__name__}({params}) = NEST {synapse.nest_model}"
 
 
-__all__ = ["KINDS", "NEST_MODELS", "PAIRINGS", "STDP", "STDPPowerLaw", "STDPTriplet", "describe", "plasticity_spec"]
+__all__ = ["KINDS", "NEST_MODELS", "PAIRINGS", "STDP", "STDPPowerLaw", "STDPTriplet", "TsodyksMarkram", "describe",
+           "plasticity_spec"]
