@@ -31,7 +31,7 @@ import numpy as np
 
 MODELS = ("dpsnn-grid", "dpsnn", "burst", "burst-areas", "burst-chain", "artificial-cells", "mam-benchmark",
           "mam-benchmark-study", "microcircuit", "iaf_psc_alpha", "devices", "rules",
-          "heterogeneous", "plastic", "dpsnn-stdp", "pynn-cells", "multi-area")
+          "heterogeneous", "plastic", "dpsnn-stdp", "pynn-cells", "multi-area", "tsodyks")
 # The microcircuit test network: `neurons` sets the scale (of 77,169), and the in-degrees are scaled
 # alike; the thalamic sources fire early so that the Poisson-source cells are exercised too.
 MICROCIRCUIT_TEST = {"thalamus": True, "th_start_ms": 50.0, "th_duration_ms": 20.0}
@@ -361,6 +361,41 @@ def plastic_network(neurons: int, synapses: int):
     return net
 
 
+TSODYKS_PROJECTIONS = (("E", "E"), ("E", "I"), ("I", "E"))
+
+
+def tsodyks_network(neurons: int, synapses: int):
+    """Short-term plasticity (rv.TsodyksMarkram) on psc_exp populations with two synaptic time
+    constants: depressing E->E, facilitating E->I, inhibitory (negative weights: split input)
+    I->E with initial state other than NEST's default; I only receives target-free plastic
+    synapses (it keeps no spike history), E also an STDP projection from given spike trains."""
+    import ranvier as rv
+    n_e = neurons * 4 // 5
+    k = synapses
+    cell = {"E_L_mV": -65.0, "V_th_mV": -50.0, "tau_syn_ex_ms": 2.0, "tau_syn_in_ms": 4.0,
+            "V0_mean_mV": -60.0, "V0_sd_mV": 5.0}
+    net = rv.Network(name="tsodyks")
+    net.add_population(rv.Population("E", n_e, dict(cell), model="psc_exp", area="a"))
+    net.add_population(rv.Population("I", neurons - n_e, dict(cell), model="psc_exp", excitatory=False, area="b"))
+    delays = dict(delay_offset_ms=1.0, delay_scale_ms=1.0, delay_cut_ms=3.0, delay_step_ms=0.1)
+    net.connect(rv.Projection(source="E", target="E", indegree=k, weight=60.0, weight_sd=10.0, **delays,
+                              synapse=rv.TsodyksMarkram(U=0.5, tau_psc_ms=2.0, tau_rec_ms=200.0)))
+    net.connect(rv.Projection(source="E", target="I", indegree=k, weight=50.0, delay_ms=1.0,
+                              synapse=rv.TsodyksMarkram(U=0.1, tau_psc_ms=2.0, tau_rec_ms=50.0, tau_fac_ms=300.0)))
+    net.connect(rv.Projection(source="I", target="E", indegree=k // 2, weight=-120.0, delay_ms=1.5,
+                              synapse=rv.TsodyksMarkram(U=0.3, tau_psc_ms=4.0, tau_rec_ms=100.0, tau_fac_ms=50.0,
+                                                        u0=0.2, x0=0.8, y0=0.1)))
+    net.connect(rv.Projection(source="I", target="I", indegree=k // 2, weight=-40.0, delay_ms=1.0))
+    rng = np.random.default_rng(7)
+    trains = [np.unique(np.round(rng.uniform(0.1, 199.9, 10), 1)).tolist() for _ in range(20)]
+    net.add_population(rv.Population("S", 20, {"spike_times_ms": trains}, model="spike_train", area="b"))
+    net.connect(rv.Projection(source="S", target="E", indegree=2, weight=30.0, delay_ms=1.0,
+                              synapse=rv.STDP(lambda_=0.05, w_max=60.0)))
+    for tgt in ("E", "I"):
+        net.drive(rv.PoissonDrive(tgt, 100, 40.0, weight=160.0))
+    return net
+
+
 def run_config(model="dpsnn", neurons=2048, synapses=1125, ms=300.0, threads=1, exchange="allgather",
                placement="round-robin", seed=1, probability=0.02, record=None, comm=None, overlap=False,
                ranks_per_node=0, delay_ratio=10, global_interval=None, areas=MAM_TEST["n_areas"], d_min_ms=0.1,
@@ -415,6 +450,8 @@ def run_config(model="dpsnn", neurons=2048, synapses=1125, ms=300.0, threads=1, 
         net = heterogeneous_network(neurons, probability)
     elif model == "plastic":
         net = plastic_network(neurons, synapses)
+    elif model == "tsodyks":
+        net = tsodyks_network(neurons, synapses)
     elif model == "dpsnn-stdp":      # the plastic dpsnn, with a learning rate that moves weights in a short run
         net = rv.models.dpsnn(neurons=neurons, synapses_per_neuron=synapses, plasticity="stdp", stdp_lambda=0.1)
     elif model == "microcircuit":
@@ -465,6 +502,9 @@ def run_config(model="dpsnn", neurons=2048, synapses=1125, ms=300.0, threads=1, 
         from ranvier.io import weights as weights_io
         edge_names = weights_io.edge_population_names(net)
         in_file = {edge_names[j]: arrays for j, arrays in (weights_io.gather_plastic(sim) or {}).items()}
+    if model == "tsodyks":              # every synapse's u, x, y (Simulation.synapse_state)
+        gathered = sim.connections()
+        states = {f"{s}_to_{t}": sim.synapse_state(s, t) for s, t in TSODYKS_PROJECTIONS}
     if model == "dpsnn-stdp":
         gathered = sim.connections()
         up_to_date = sim.weights("F", "F", up_to_date=True)
@@ -502,6 +542,9 @@ def run_config(model="dpsnn", neurons=2048, synapses=1125, ms=300.0, threads=1, 
             out.update({f"trace_{name}_{k}": np.asarray(v) for k, v in trace.items()})
         for name, arrays in in_file.items():
             out.update({f"file_{name}_{k}": a for k, a in zip(("source", "target", "delay", "weight"), arrays)})
+    if model == "tsodyks":
+        for name, state in states.items():
+            out.update({f"synapse_state_{name}_{k}": np.asarray(v) for k, v in state.items()})
     if model in ("plastic", "dpsnn-stdp"):
         out.update({f"up_to_date_{k}": np.asarray(v) for k, v in up_to_date._asdict().items()})
     return out
