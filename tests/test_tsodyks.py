@@ -219,3 +219,42 @@ def test_synapse_state_of_a_static_projection_is_refused():
     sim = rv.Simulation(net, threads=1)
     with pytest.raises(ConfigError, match="keeps no per-synapse state"):
         sim.synapse_state("E", "E")
+
+
+# -- pyNN.ranvier against pyNN.nest ----------------------------------------------------------
+def pynn_run(name):
+    """A PyNN script with TsodyksMarkramSynapse, excitatory and inhibitory: each target's V (mV)
+    and spike times."""
+    import importlib
+    sim = importlib.import_module(f"pyNN.{name}")
+    sim.setup(timestep=H, min_delay=1.0)
+    times = train_ms()
+    pre = sim.Population(3, sim.SpikeSourceArray(spike_times=[times[k::3].tolist() for k in range(3)]))
+    post = sim.Population(4, sim.IF_curr_alpha(tau_syn_E=2.5, tau_syn_I=6.0, i_offset=0.7, tau_refrac=2.0))
+    exc = sim.TsodyksMarkramSynapse(weight=4.0, delay=1.0, U=0.4, tau_rec=150.0, tau_facil=0.0)
+    inh = sim.TsodyksMarkramSynapse(weight=-1.5, delay=1.5, U=0.2, tau_rec=80.0, tau_facil=300.0)
+    sim.Projection(pre, post, sim.AllToAllConnector(), exc, receptor_type="excitatory")
+    sim.Projection(pre[0:1], post, sim.AllToAllConnector(), inh, receptor_type="inhibitory")
+    post.record(["v", "spikes"])
+    sim.run(1500.0)
+    block = post.get_data().segments[0]
+    v = np.asarray(block.filter(name="v")[0].magnitude).T
+    spikes = [np.asarray(st.magnitude) for st in block.spiketrains]
+    sim.end()
+    return v, spikes
+
+
+def test_pynn_tsodyks_gives_pynn_nests_membrane_and_spikes():
+    """pyNN.nest maps TsodyksMarkramSynapse to tsodyks_synapse with tau_psc the target's
+    tau_syn_E or tau_syn_I by receptor type; pyNN.ranvier does the same. IF_curr_alpha: pyNN.nest
+    gives IF_curr_exp NEST's precise iaf_psc_exp_ps (spikes off the grid), another model."""
+    pytest.importorskip("nest")
+    ours_v, ours_spikes = pynn_run("ranvier")
+    theirs_v, theirs_spikes = pynn_run("nest")
+    assert sum(map(len, theirs_spikes)) > 5
+    steps = [[np.rint(t / H).astype(np.int64) for t in spikes] for spikes in (ours_spikes, theirs_spikes)]
+    assert all(np.array_equal(a, b) for a, b in zip(*steps)), steps
+    n = min(ours_v.shape[1], theirs_v.shape[1])
+    worst = float(np.max(np.abs(ours_v[:, :n] - theirs_v[:, :n])))
+    print(f"pyNN.ranvier vs pyNN.nest: V deviates {worst:.3g} mV")
+    assert worst < 1e-4, worst

@@ -92,12 +92,43 @@ def describe(state) -> dict:
             plastic = {"tau_plus_ms": one("tau_plus_ms"), "lambda_": one("lambda_"), "alpha": one("alpha"),
                        "w_max": one("w_max"), "tau_minus_ms": one("tau_minus_ms"),
                        "mu": pr.synapse_type.weight_dependence.mu}
+        elif type(pr.synapse_type).__name__ == "TsodyksMarkramSynapse":
+            plastic = _tsodyks(state, pops, pr, post)
         projs.append({"plastic": plastic, "pre": state.populations.index(pr.pre.grandparent if hasattr(pr.pre, "grandparent") else pr.pre),
                       "post": state.populations.index(pr.post.grandparent if hasattr(pr.post, "grandparent")
                                                       else pr.post),
                       "pre_index": _parent_index(pr.pre, pre), "post_index": _parent_index(pr.post, post),
                       "weight": w, "delay": d, "receptor": pr.receptor_type})
     return {"populations": pops, "projections": projs}
+
+
+def _tsodyks(state, pops, pr, post) -> dict:
+    """A TsodyksMarkramSynapse projection's parameters per connection: U, tau_rec_ms, tau_fac_ms,
+    and tau_psc_ms, the target cell's tau_syn_E or tau_syn_I by receptor type (pyNN.nest's)."""
+    from pyNN import errors
+    root = pr.post.grandparent if hasattr(pr.post, "grandparent") else pr.post
+    which = {"excitatory": "tau_syn_E", "inhibitory": "tau_syn_I"}[pr.receptor_type]
+    name = root.celltype.translations.get(which, {}).get("translated_name")
+    if name is None:
+        raise errors.NotAvailableError(f"pyNN.ranvier: TsodyksMarkramSynapse takes tau_psc from the target's "
+                                       f"{which}; {type(root.celltype).__name__} has none")
+    tau = pops[state.populations.index(root)]["params"][name]
+    tau = np.broadcast_to(np.asarray(tau, dtype=float), (root.size,))
+    out = {name: np.array([getattr(c, name) for c in pr.connections], dtype=float)
+           for name in ("U", "tau_rec_ms", "tau_fac_ms")}
+    out["tau_psc_ms"] = tau[_parent_index(pr.post, post)]
+    out["kind"] = "tsodyks"
+    return out
+
+
+def _tsodyks_groups(q: dict):
+    """The connections of a TsodyksMarkramSynapse projection grouped by their parameters (Ranvier's
+    are a projection's): [(rv.TsodyksMarkram, indices of the connections)]."""
+    import ranvier as rv
+    rows = np.stack([q["U"], q["tau_psc_ms"], q["tau_rec_ms"], q["tau_fac_ms"]], axis=1)
+    values, group = np.unique(rows, axis=0, return_inverse=True)
+    return [(rv.TsodyksMarkram(U=float(U), tau_psc_ms=float(tp), tau_rec_ms=float(tr), tau_fac_ms=float(tf)),
+             np.flatnonzero(group.ravel() == g)) for g, (U, tp, tr, tf) in enumerate(values)]
 
 
 def _parent_index(obj, index):
@@ -152,6 +183,13 @@ def build_network(state):
             w = -w
         delay = np.maximum(np.rint(pr["delay"] / state.dt), 1) * state.dt
         synapse = None
+        if pr["plastic"] is not None and pr["plastic"].get("kind") == "tsodyks":
+            # one Ranvier projection per set of parameters: Ranvier's are a projection's
+            for synapse, at in _tsodyks_groups(pr["plastic"]):
+                net.connect(rv.Projection(source=names[pr["pre"]], target=names[pr["post"]],
+                                          sources=pr["pre_index"][at].tolist(), targets=pr["post_index"][at].tolist(),
+                                          weight=w[at].tolist(), delay_ms=delay[at].tolist(), synapse=synapse))
+            continue
         if pr["plastic"] is not None:
             q = pr["plastic"]
             sign = -1.0 if pr["receptor"] == "inhibitory" else 1.0

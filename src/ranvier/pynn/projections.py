@@ -13,6 +13,8 @@ from . import simulator
 from .simulator import Connection
 from .standardmodels import StaticSynapse
 
+SYNAPSE_TYPES = ("StaticSynapse", "STDPMechanism", "TsodyksMarkramSynapse")
+
 
 def native_rule(connector, synapse_type, pre, post) -> dict | None:
     """The Ranvier rule that draws what a PyNN connector would, from Ranvier's keyed generator
@@ -66,9 +68,9 @@ class Projection(common.Projection):
         if self.receptor_type not in ("excitatory", "inhibitory"):
             raise errors.NotAvailableError(f"pyNN.ranvier: receptor type {self.receptor_type!r}; "
                                            f"'excitatory' or 'inhibitory'")
-        if type(self.synapse_type).__name__ not in ("StaticSynapse", "STDPMechanism"):
+        if type(self.synapse_type).__name__ not in SYNAPSE_TYPES:
             raise errors.NotAvailableError(f"pyNN.ranvier: synapse type {type(self.synapse_type).__name__} is not "
-                                           f"available yet; StaticSynapse and STDPMechanism")
+                                           f"available yet; {', '.join(SYNAPSE_TYPES)}")
         self.connections = []
         self._native_columns = None
         self.native = native_rule(connector, self.synapse_type, presynaptic_population, postsynaptic_population)
@@ -141,7 +143,13 @@ class Projection(common.Projection):
         return out
 
     def set(self, **attributes):
+        """Numbers and RandomDistributions: one value per connection, drawn in connection order;
+        arrays (pre x post, or a list in the order of get(format='list')) and functions of
+        distance as PyNN's Projection.set takes them (native names and units through the
+        synapse type's translations)."""
         simulator.state.check_not_built("setting connection attributes")
+        if not all(np.isscalar(v) or hasattr(v, "next") for v in attributes.values()):
+            return common.Projection.set(self, **attributes)
         n = len(self.connections)
         for name, value in attributes.items():
             if hasattr(value, "next"):                                 # a RandomDistribution
@@ -150,6 +158,17 @@ class Projection(common.Projection):
                 values = np.broadcast_to(np.asarray(value, dtype=float), (n,))
             for c, v in zip(self.connections, values):
                 setattr(c, name, float(v))
+
+    def _set_attributes(self, parameter_space):
+        """PyNN's Projection.set: the (pre x post) arrays of native values, read at each connection."""
+        parameter_space.evaluate(simplify=False)
+        pre = np.array([c.presynaptic_index for c in self.connections], dtype=np.int64)
+        post = np.array([c.postsynaptic_index for c in self.connections], dtype=np.int64)
+        for name, value in parameter_space.items():
+            values = np.asarray(value, dtype=float)[pre, post] if np.ndim(value) == 2 else \
+                np.broadcast_to(np.asarray(value, dtype=float), pre.shape)
+            for c, v in zip(self.connections, values.tolist()):
+                setattr(c, name, v)
 
     def _convergent_connect(self, presynaptic_indices, postsynaptic_index, location_selector=None,
                             **connection_parameters):

@@ -159,6 +159,24 @@ class STDPMechanism(synapses.STDPMechanism):
         return state.min_delay
 
 
+class TsodyksMarkramSynapse(synapses.TsodyksMarkramSynapse):
+    """PyNN's short-term plasticity on rv.TsodyksMarkram (NEST's tsodyks_synapse, as pyNN.nest
+    maps it): U, tau_rec and tau_facil per connection; tau_psc is the target cell's tau_syn_E or
+    tau_syn_I by receptor type, as pyNN.nest sets it; each synapse starts at u = 0 (PyNN's
+    initial value), x = 1, y = 0."""
+    __doc__ = synapses.TsodyksMarkramSynapse.__doc__
+    translations = build_translations(
+        ('weight', 'weight'),
+        ('delay', 'delay'),
+        ('U', 'U'),
+        ('tau_rec', 'tau_rec_ms'),
+        ('tau_facil', 'tau_fac_ms'),
+    )
+
+    def _get_minimum_delay(self):
+        return state.min_delay
+
+
 class SpikePairRule(synapses.SpikePairRule):
     __doc__ = synapses.SpikePairRule.__doc__
     translations = build_translations(
