@@ -1,4 +1,5 @@
-"""Synapse kinds of a projection beyond static: spike-timing-dependent plasticity (STDP).
+"""Synapse kinds of a projection beyond static: spike-timing-dependent plasticity (STDP) and
+short-term plasticity (rv.TsodyksMarkram, NEST's tsodyks_synapse: docs/plasticity.md).
 
 A projection is plastic when it is given `synapse=` one of these; its weights then change at
 every delivered pre-synaptic spike, computed the way NEST 3.10 computes them, so the same

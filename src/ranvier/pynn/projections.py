@@ -144,11 +144,13 @@ class Projection(common.Projection):
 
     def set(self, **attributes):
         """Numbers and RandomDistributions: one value per connection, drawn in connection order;
-        arrays (pre x post, or a list in the order of get(format='list')) and functions of
-        distance as PyNN's Projection.set takes them (native names and units through the
-        synapse type's translations)."""
+        (pre x post) arrays, lists and functions of distance as PyNN's Projection.set takes them
+        (a list: one value per connected pair, pairs in (pre, post) order; native names and units
+        through the synapse type's translations). A list for a projection with multapses, which
+        PyNN's Projection.set refuses: one value per connection, in connection order."""
         simulator.state.check_not_built("setting connection attributes")
-        if not all(np.isscalar(v) or hasattr(v, "next") for v in attributes.values()):
+        if not all(np.isscalar(v) or hasattr(v, "next") or (np.ndim(v) == 1 and self._multapses())
+                   for v in attributes.values()):
             return common.Projection.set(self, **attributes)
         n = len(self.connections)
         for name, value in attributes.items():
@@ -158,6 +160,10 @@ class Projection(common.Projection):
                 values = np.broadcast_to(np.asarray(value, dtype=float), (n,))
             for c, v in zip(self.connections, values):
                 setattr(c, name, float(v))
+
+    def _multapses(self) -> bool:
+        pairs = {(c.presynaptic_index, c.postsynaptic_index) for c in self.connections}
+        return len(pairs) < len(self.connections)
 
     def _set_attributes(self, parameter_space):
         """PyNN's Projection.set: the (pre x post) arrays of native values, read at each connection."""
