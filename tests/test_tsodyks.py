@@ -103,6 +103,7 @@ def test_state_spikes_and_membrane_match_nest():
         theirs = nest_state[k].ravel()
         assert np.all(np.abs(ours - theirs) <= 1e-12 * np.abs(theirs)), (name, ours, theirs)
         assert s["weight"][0] == SETS[name][7] * W_PA               # the weight itself never changes
+        assert sim.weights("pre", name, up_to_date=True).weight[0] == SETS[name][7] * W_PA
         fired = res.spike_steps[res.spike_ids == first[name]]
         assert np.array_equal(fired, nest_fired[k]), (name, fired, nest_fired[k])
         assert fired.size > 0 or SETS[name][7] < 0, name                # the excitatory ones fire
