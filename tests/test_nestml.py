@@ -300,3 +300,10 @@ def test_a_second_load_comes_from_the_cache():
     first = nestml_model("iaf_psc_exp_neuron")
     again = nestml_model("iaf_psc_exp_neuron")
     assert again.compile_facts["cached"] and again.engine_name == first.engine_name
+
+
+def test_the_tutorial_model_in_the_docs_is_the_example_file():
+    root = Path(__file__).resolve().parent.parent
+    page = (root / "docs" / "nestml.md").read_text()
+    block = page.split("```nestml\n", 1)[1].split("```", 1)[0]
+    assert block == (root / "examples" / "nestml" / "tutorial_neuron.nestml").read_text()

@@ -9,6 +9,7 @@ Needs the optional dependency `nestml` (pip install "ranvier[nestml]") and a C++
 from __future__ import annotations
 
 import math
+import os
 from pathlib import Path
 
 from ..errors import ConfigError
@@ -33,10 +34,8 @@ def neuron_model(path: str | Path):
     into the engine on first use. Raises ranvier.errors.ConfigError in one line where NESTML
     rejects the model, a construct is outside what Ranvier's target supports (its line named),
     or no compiler is found."""
-    _require_nestml()
     from . import build
-    from .generate import generate
-    generated = generate(path)
+    generated = _generated(path)
     so, facts = build.compiled(generated.source, generated.nestml_name)
     engine_name = build.load(so)
     cls = _model_class(generated, engine_name)
@@ -48,6 +47,47 @@ def neuron_model(path: str | Path):
                           f"rename it")
     NEURON_MODELS[cls.name] = cls
     return cls
+
+
+def _generated(path):
+    """The generated model of a .nestml file: from the cache (keyed by the file's text, the
+    versions of nestml and Ranvier and this generator's code), or made by NESTML and
+    ODE-toolbox and kept there (cache_root()/generated/<key>.json)."""
+    import dataclasses
+    import hashlib
+    import json
+    from importlib.metadata import PackageNotFoundError, version
+
+    from . import build, generate as gen_module
+    from ..version import ranvier_version
+    path = Path(path).resolve()
+    if not path.is_file():
+        raise ConfigError(f"NESTML model file '{path}' does not exist")
+    try:
+        nestml_version = version("nestml")
+    except PackageNotFoundError:
+        nestml_version = None
+    if nestml_version is None:
+        _require_nestml()
+    h = hashlib.sha256()
+    for part in (path.read_bytes(), str(path).encode(), nestml_version.encode(), ranvier_version().encode(),
+                 Path(gen_module.__file__).read_bytes()):
+        h.update(part)
+        h.update(b"\0")
+    entry = build.cache_root() / "generated" / f"{h.hexdigest()[:24]}.json"
+    if entry.is_file():
+        d = json.loads(entry.read_text())
+        d["state"] = [gen_module.StateVariable(**s) for s in d["state"]]
+        d["parameters"] = [tuple(p) for p in d["parameters"]]
+        d["spike_ports"] = [tuple(p) for p in d["spike_ports"]]
+        return gen_module.GeneratedModel(**d)
+    _require_nestml()
+    g = gen_module.generate(path)
+    entry.parent.mkdir(parents=True, exist_ok=True)
+    tmp = entry.with_suffix(f".{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(dataclasses.asdict(g)))
+    os.replace(tmp, entry)
+    return g
 
 
 def _model_class(g, engine_name: str):

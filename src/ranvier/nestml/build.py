@@ -4,7 +4,7 @@
 The cache: ~/.cache/ranvier/nestml/<key>/ ($XDG_CACHE_HOME, or $RANVIER_CACHE_DIR in place of
 ~/.cache/ranvier), key = SHA-256 of the generated source, Ranvier's version, the model
 interface's digest (headers and compiler, cpp/neurons/model_abi.hpp), the compiler's path and
-its --version and the options. Each folder holds model.cpp, model.so and build.log. A folder
+its --version, the options, and the CPU's features where the options hold -march=native. Each folder holds model.cpp, model.so and build.log. A folder
 that holds model.so is reused; one process compiles at a time (a file lock, shared by the ranks
 of an MPI job on one file system: the first takes it and compiles, the others wait and load).
 """
@@ -66,13 +66,26 @@ def _compiler_version(cxx: str) -> str:
     return out.stdout.splitlines()[0] if out.stdout else ""
 
 
+def _cpu() -> str:
+    """The CPU's features, where the engine was built for its build machine's CPU (-march=native):
+    nodes with other CPUs compile their own copy."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("flags"):
+                return line
+    except OSError:
+        pass
+    import platform
+    return platform.processor() or platform.machine()
+
+
 def cache_key(source: str, cxx: str) -> str:
     from .. import _engine
     from ..version import ranvier_version
     cfg = build_config()
     h = hashlib.sha256()
     for part in (source, ranvier_version(), _engine.neuron_model_abi(), cxx, _compiler_version(cxx),
-                 " ".join(cfg["flags"] + cfg["link_flags"])):
+                 " ".join(cfg["flags"] + cfg["link_flags"]), _cpu() if cfg.get("native") else ""):
         h.update(part.encode())
         h.update(b"\0")
     return h.hexdigest()[:24]

@@ -135,13 +135,24 @@ def _check_before(path: str, model) -> None:
                 _fail(path, p, f"the vector input port '{p.get_name()}'")
         if len(currents) > 1:
             _fail(path, currents[1], f"a second continuous input port ('{currents[1].get_name()}')")
-        exc = [p for p in spikes if not p.is_inhibitory()]
-        inh = [p for p in spikes if p.is_inhibitory()]
+        exc = [p for p in spikes if _port_kind(p) != "inhibitory"]
+        inh = [p for p in spikes if _port_kind(p) == "inhibitory"]
         if len(exc) > 1 or len(inh) > 1:
             _fail(path, spikes[-1], f"more than one excitatory or inhibitory spike port (receptor ports such as "
                                     f"'{spikes[-1].get_name()}')")
         if inh and not exc:
             _fail(path, inh[0], f"an inhibitory spike port ('{inh[0].get_name()}') without an excitatory one")
+
+
+def _port_kind(port) -> str:
+    """"excitatory" or "inhibitory" for a spike port with that qualifier, "signed" for one
+    without (NESTML's ports without qualifiers take every weight with its sign)."""
+    qualifiers = port.get_input_qualifiers() or []
+    if any(q.is_inhibitory for q in qualifiers):
+        return "inhibitory"
+    if any(q.is_excitatory for q in qualifiers):
+        return "excitatory"
+    return "signed"
 
 
 def _printer(path: str, model, ctx: "_Context"):
@@ -303,8 +314,7 @@ def generate(path: str | Path) -> GeneratedModel:
     for block in model.get_input_blocks():
         for p in block.get_input_ports():
             if p.is_spike():
-                spike_ports.append((p.get_name(), "inhibitory" if p.is_inhibitory() else
-                                    "excitatory" if p.is_excitatory() and p.has_input_qualifiers() else "signed"))
+                spike_ports.append((p.get_name(), _port_kind(p)))
             else:
                 current_port = p.get_name()
     split = any(k == "inhibitory" for _, k in spike_ports)
