@@ -307,3 +307,30 @@ def test_the_tutorial_model_in_the_docs_is_the_example_file():
     page = (root / "docs" / "nestml.md").read_text()
     block = page.split("```nestml\n", 1)[1].split("```", 1)[0]
     assert block == (root / "examples" / "nestml" / "tutorial_neuron.nestml").read_text()
+
+
+def _network(model):
+    net = rv.Network(name="nestml-net")
+    net.add_population(rv.Population("drive", 50, {"rate_hz": 50.0, "start_ms": 0.0, "stop_ms": 200.0},
+                                     model="poisson_source"))
+    net.add_population(rv.Population("n", 400, {**PARAMS, "I_e": 300.0}, model=model))
+    net.connect(rv.Projection(source="drive", target="n", probability=0.3, weight=60.0, delay_ms=1.0))
+    net.connect(rv.Projection(source="n", target="n", probability=0.05, weight=-25.0, delay_ms=1.5))
+    return net
+
+
+@needs_nestml
+def test_a_checkpoint_resumes_a_generated_model_with_the_same_spikes(tmp_path):
+    """Every state variable of the generated model (here 4 extra columns) goes into the checkpoint."""
+    model = nestml_model("iaf_psc_alpha_neuron")
+    whole = rv.Simulation(_network(model), threads=1, seed=5, resolution_ms=H).run(200.0)
+    first = rv.Simulation(_network(model), threads=1, seed=5, resolution_ms=H)
+    first.run(100.0)
+    first.save(tmp_path / "ck")
+    resumed = rv.Simulation.resume(tmp_path / "ck", network=_network(model), threads=2)
+    rest = resumed.run(100.0)
+    a = np.lexsort((whole.spike_ids, whole.spike_steps))
+    b = np.lexsort((rest.spike_ids, rest.spike_steps))
+    assert np.asarray(whole.spike_ids).size > 500
+    assert np.array_equal(np.asarray(whole.spike_ids)[a], np.asarray(rest.spike_ids)[b])
+    assert np.array_equal(np.asarray(whole.spike_steps)[a], np.asarray(rest.spike_steps)[b])
