@@ -262,11 +262,11 @@ def generate(path: str | Path) -> GeneratedModel:
     from pynestml.symbols.symbol import SymbolKind
 
     if meta.get("numeric_solver"):
-        names = list(meta["numeric_solver"].get("state_variables", []))
-        first = names[0] if names else "?"
+        names = [n for n in meta["numeric_solver"].get("state_variables", []) if "__X__" not in n]
+        first = "V_m" if "V_m" in names else next((n for n in names if n in ode_lines), names[0] if names else "?")
         line = ode_lines.get(first, 0)
-        raise Unsupported(f"{path}:{line}: non-linear ODEs (ODE-toolbox's numeric solver, for '{first}') are not "
-                          f"supported by Ranvier's NESTML target yet (docs/nestml.md lists what is)")
+        raise Unsupported(f"{path}:{line}: non-linear ODEs (ODE-toolbox's numeric solver: {', '.join(names)}) are "
+                          f"not supported by Ranvier's NESTML target yet (docs/nestml.md lists what is)")
     for blk in model.get_on_condition_blocks() + model.get_on_receive_blocks():
         pass
     ctx = _Context()
