@@ -8,7 +8,8 @@
   iaf_psc_alpha (skipped without nest) driven by the same step current and the same excitatory
   and inhibitory spike trains: V within 1e-9 mV at every step, the same spike steps. The weights
   are exact in the engine's fixed point (as in tests/test_iaf_psc_alpha.py).
-- The same spikes on 1 and 2 threads and on 1 and 2 ranks (mpiexec, tests/mpi_runner.py's way).
+- The same spikes on 1 and 2 threads and on 1 and 2 ranks (mpiexec), with several exchanges and
+  placements; and after a checkpoint and resume.
 - A construct outside the supported scope is refused in one line naming it and its line.
 """
 from __future__ import annotations
@@ -237,7 +238,8 @@ RANK_SCRIPT = textwrap.dedent("""
     net.add_population(rv.Population("n", 400, {"I_e": 300.0, "tau_syn_inh": 5.0}, model=model))
     net.connect(rv.Projection(source="drive", target="n", probability=0.3, weight=60.0, delay_ms=1.0))
     net.connect(rv.Projection(source="n", target="n", probability=0.05, weight=-25.0, delay_ms=1.5))
-    sim = rv.Simulation(net, threads=int(sys.argv[2]), seed=11, resolution_ms=0.1)
+    sim = rv.Simulation(net, threads=int(sys.argv[2]), seed=11, resolution_ms=0.1, exchange=sys.argv[4],
+                        placement=sys.argv[5])
     res = sim.run(200.0)
     ids, steps = np.asarray(res.spike_ids), np.asarray(res.spike_steps)
     order = np.lexsort((ids, steps))
@@ -248,7 +250,7 @@ RANK_SCRIPT = textwrap.dedent("""
 
 
 @needs_nestml
-def test_spikes_identical_on_one_and_two_ranks(tmp_path):
+def test_spikes_identical_on_one_and_two_ranks_any_exchange_and_placement(tmp_path):
     mpiexec = shutil.which("mpiexec", path=os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", ""))
     if mpiexec is None:
         pytest.skip("no mpiexec")
@@ -256,13 +258,16 @@ def test_spikes_identical_on_one_and_two_ranks(tmp_path):
     script.write_text(RANK_SCRIPT)
     model = _models_dir() / "iaf_psc_alpha_neuron.nestml"
     out = {}
-    for ranks, threads in ((1, 1), (2, 1), (2, 2)):
-        path = tmp_path / f"spikes-{ranks}-{threads}.json"
-        cmd = [mpiexec, "-n", str(ranks), sys.executable, str(script), str(model), str(threads), str(path)]
+    runs = ((1, 1, "allgather", "round-robin"), (1, 2, "allgather", "round-robin"), (2, 1, "alltoallv", "block"),
+            (2, 2, "alltoallv", "random"), (2, 2, "p2p", "round-robin"))
+    for ranks, threads, exchange, placement in runs:
+        path = tmp_path / f"spikes-{ranks}-{threads}-{exchange}-{placement}.json"
+        cmd = [mpiexec, "-n", str(ranks), sys.executable, str(script), str(model), str(threads), str(path), exchange,
+               placement]
         run = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=os.environ.copy())
         assert run.returncode == 0, run.stderr[-2000:]
-        out[(ranks, threads)] = json.loads(path.read_text())
-    ref = out[(1, 1)]
+        out[(ranks, threads, exchange, placement)] = json.loads(path.read_text())
+    ref = out[runs[0]]
     assert len(ref["ids"]) > 1000
     for key, got in out.items():
         assert got == ref, key
