@@ -417,7 +417,7 @@ def generate(path: str | Path) -> GeneratedModel:
         else:
             inputs.append(f"      const double in_{_ident(n)} = double(in.input[k]) * scale;")
     if current_port:
-        inputs.append("      const double in_current = in.current ? in.current[k] : 0.0;")
+        inputs.append("      const double in_current = kCurrent ? in.current[k] : 0.0;")
 
     nestml_name = model.get_name()
     names_list = ", ".join(f'"{n}"' for n, *_ in parameters)
@@ -601,11 +601,30 @@ void initialize(const PopulationSpec& spec, const Key&, double h, const NeuronCo
 
 class Update final : public PopulationUpdate {{
  public:
-  Update(const PopulationSpec& spec, double h) : P(params_of(spec, h)), h(h) {{}}
-  void step(const StepInput& in, const NeuronColumns& s, uint8_t* fired) const override {{
+  Update(const PopulationSpec& spec, double h) : params_(params_of(spec, h)), h_(h) {{}}
+  void step(const StepInput& step_input, const NeuronColumns& columns, uint8_t* fired) const override {{
+    if (step_input.current)
+      loop<true>(step_input, columns, fired);
+    else
+      loop<false>(step_input, columns, fired);
+  }}
+
+ private:
+  // kCurrent: whether an injected current reaches the range in this step (a loop without the
+  // test per neuron).
+  template <bool kCurrent>
+  void loop(const StepInput& step_input, const NeuronColumns& columns, uint8_t* fired) const {{
+    // Local copies: the stores through `fired` (bytes) could alias anything reached through a
+    // reference, which would keep the loop from being vectorised.
+    const StepInput in = step_input;
+    const NeuronColumns s = columns;
+    const Params P = params_;
+    const double h = h_;
+    (void)h;
     const double scale = in.input_scale;
     (void)scale;
-    for (uint64_t k = 0; k < s.n; ++k) {{
+    const uint64_t n = s.n;
+    for (uint64_t k = 0; k < n; ++k) {{
 {load}
 {inputs}
       bool spiked = false;
@@ -626,9 +645,8 @@ class Update final : public PopulationUpdate {{
     }}
   }}
 
- private:
-  const Params P;
-  const double h;
+  const Params params_;
+  const double h_;
 }};
 
 std::unique_ptr<PopulationUpdate> make_update(const PopulationSpec& spec, const ModelContext& ctx, const NeuronColumns&) {{
