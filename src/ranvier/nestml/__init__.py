@@ -8,6 +8,7 @@ Needs the optional dependency `nestml` (pip install "ranvier[nestml]") and a C++
 """
 from __future__ import annotations
 
+import fcntl
 import math
 import os
 from pathlib import Path
@@ -75,19 +76,32 @@ def _generated(path):
         h.update(part)
         h.update(b"\0")
     entry = build.cache_root() / "generated" / f"{h.hexdigest()[:24]}.json"
-    if entry.is_file():
+
+    def read():
         d = json.loads(entry.read_text())
         d["state"] = [gen_module.StateVariable(**s) for s in d["state"]]
         d["parameters"] = [tuple(p) for p in d["parameters"]]
         d["spike_ports"] = [tuple(p) for p in d["spike_ports"]]
         return gen_module.GeneratedModel(**d)
+
+    if entry.is_file():
+        return read()
     _require_nestml()
-    g = gen_module.generate(path)
     entry.parent.mkdir(parents=True, exist_ok=True)
-    tmp = entry.with_suffix(f".{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(dataclasses.asdict(g)))
-    os.replace(tmp, entry)
-    return g
+    # One process generates (the ranks of an MPI job sharing the cache then all load the same
+    # model); the others wait and read what it wrote.
+    with open(entry.with_suffix(".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            if entry.is_file():
+                return read()
+            g = gen_module.generate(path)
+            tmp = entry.with_suffix(f".{os.getpid()}.tmp")
+            tmp.write_text(json.dumps(dataclasses.asdict(g)))
+            os.replace(tmp, entry)
+            return g
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
 
 
 def _model_class(g, engine_name: str):

@@ -267,13 +267,13 @@ def generate(path: str | Path) -> GeneratedModel:
         line = ode_lines.get(first, 0)
         raise Unsupported(f"{path}:{line}: non-linear ODEs (ODE-toolbox's numeric solver: {', '.join(names)}) are "
                           f"not supported by Ranvier's NESTML target yet (docs/nestml.md lists what is)")
-    for blk in model.get_on_condition_blocks() + model.get_on_receive_blocks():
-        pass
     ctx = _Context()
     pr = _printer(path, model, ctx)
     P = pr.print
 
-    analytic = list(ns.get("analytic_state_variables", []) or []) if ns.get("uses_analytic_solver") else []
+    # Sorted: NESTML's and ODE-toolbox's orders can change from run to run; the generated source
+    # (and its digest, the model's name in the engine) must not.
+    analytic = sorted(ns.get("analytic_state_variables", []) or []) if ns.get("uses_analytic_solver") else []
     update_exprs = ns.get("update_expressions", {}) if analytic else {}
     convolutions = [v for v in analytic if "__X__" in v]
     spike_updates = ns.get("spike_updates", {}) or {}
@@ -295,12 +295,10 @@ def generate(path: str | Path) -> GeneratedModel:
         return _unit_of(sym) if sym else ""
 
     first = "V_m" if "V_m" in names else names[0]
-    rest = [n for n in names if n != first]
+    rest = [n for n in names if n != first and "__X__" not in n] + sorted(n for n in names if "__X__" in n)
     rest = [n for n in rest if unit(n) != "ms"] + [n for n in rest if unit(n) == "ms"]
     order = [first] + rest
-    from ..core.neurons.base import INITIAL_V  # noqa: F401  (the engine's names, for reference)
-    import ranvier._engine  # noqa: F401
-    max_extra = 8
+    max_extra = 8       # kMaxExtraColumns (cpp/neurons/neuron_model.hpp); the engine refuses more at load
     if len(order) > 2 + max_extra:
         decl = dict(state_syms)[order[2 + max_extra]]
         _fail(path, decl, f"more than {2 + max_extra} state variables (after NESTML's transformation: "
@@ -339,25 +337,28 @@ def generate(path: str | Path) -> GeneratedModel:
                 given = f'has(spec, "{n}")'
                 code = P(expr) if expr is not None else "0.0"
                 param_code.append(f'  P.p_{_ident(n)} = {given} ? parameter(spec, "{n}") : ({code});')
-    internals_code = []
+    # Internals in the model's order; the propagators ODE-toolbox added (expressions of the
+    # parameters and the resolution alone) last, sorted.
+    internals = []
     for block in model.get_internals_blocks():
         for decl in block.get_declarations():
             if decl.has_size_parameter():
                 _fail(path, decl, "a vector internal")
             for var in decl.get_variables():
-                n = var.get_complete_name()
-                code = P(decl.get_expression()) if decl.has_expression() else "0.0"
-                internals_code.append(f"  P.p_{_ident(n)} = {code};")
+                internals.append((var.get_complete_name(), decl))
+    internals = [x for x in internals if not x[0].startswith("__P__")] + \
+        sorted((x for x in internals if x[0].startswith("__P__")), key=lambda x: x[0])
+    internals_code = [f"  P.p_{_ident(n)} = {P(d.get_expression()) if d.has_expression() else '0.0'};"
+                      for n, d in internals]
     param_fields = [f"p_{_ident(n)}" for n, *_ in parameters]
-    internal_fields = []
-    for block in model.get_internals_blocks():
-        for decl in block.get_declarations():
-            for var in decl.get_variables():
-                internal_fields.append(f"p_{_ident(var.get_complete_name())}")
+    internal_fields = [f"p_{_ident(n)}" for n, _ in internals]
 
     # Initial values, in declaration order.
     init_code = []
-    for n, decl in state_syms:
+    # The model's own state variables in its order, then the kernels' (NESTML places them in an
+    # order that varies from run to run), sorted.
+    for n, decl in [x for x in state_syms if "__X__" not in x[0]] + sorted(
+            (x for x in state_syms if "__X__" in x[0]), key=lambda x: x[0]):
         if decl.has_size_parameter():
             _fail(path, decl, "a vector state variable")
         code = P(decl.get_expression()) if decl.has_expression() else "0.0"
@@ -371,7 +372,7 @@ def generate(path: str | Path) -> GeneratedModel:
     conv_begin = [f"      const double t_{_ident(v)} = {P(update_exprs[v])};" for v in convolutions]
     conv_end = [f"      v_{_ident(v)} = t_{_ident(v)};" for v in convolutions]
     spike_lines = []
-    for port, assignments in spike_updates.items():
+    for port, assignments in sorted(spike_updates.items()):
         for a in assignments:
             spike_lines += body.assignment(a, 3)
     receive_lines = []
@@ -406,8 +407,8 @@ def generate(path: str | Path) -> GeneratedModel:
     inline_code = [f"      auto inline_{_ident(n)} = [&]() -> double {{ return {code}; }};" for n, code in
                    reversed(inline_lines)]
 
-    load = [f"      double v_{_ident(s.name)} = s.{_column(s.column)}[k];" for s in state]
-    store = [f"      s.{_column(s.column)}[k] = v_{_ident(s.name)};" for s in state]
+    load = [f"      double v_{_ident(s.name)} = s.{s.column}[k];" for s in state]
+    store = [f"      s.{s.column}[k] = v_{_ident(s.name)};" for s in state]
     inputs = []
     for n, kind in spike_ports:
         if kind == "excitatory":
@@ -427,7 +428,7 @@ def generate(path: str | Path) -> GeneratedModel:
         names=names_list + (", " if names_list else "") + "nullptr",
         params="\n".join(param_code), internals="\n".join(internals_code),
         init="\n".join(init_code),
-        init_store="\n".join(f"    s.{_column(s.column)}[k] = v_{_ident(s.name)};" for s in state),
+        init_store="\n".join(f"    s.{s.column}[k] = v_{_ident(s.name)};" for s in state),
         load="\n".join(load), inputs="\n".join(inputs), inlines="\n".join(inline_code),
         conv_begin="\n".join(conv_begin), update="\n".join(update_lines), conv_end="\n".join(conv_end),
         spikes="\n".join(spike_lines), receive="\n".join(receive_lines), conditions="\n".join(condition_lines),
@@ -437,17 +438,26 @@ def generate(path: str | Path) -> GeneratedModel:
     digest = hashlib.sha256(src_body.encode()).hexdigest()[:16]
     engine_name = f"nestml_{nestml_name}_{digest}"
     source = src_body.replace("@ENGINE_NAME@", engine_name)
+    # The unit of weights, for messages: that of the variable an onReceive block changes first; pA
+    # for convolutions scaled by unit_psc (NESTML's current-based models); else NEST's word.
     input_unit = None
     if spike_ports:
-        input_unit = "pA" if any(u == "pA" for _, u, *_ in [(s.name, s.unit) for s in state]) or \
-            any(n == "unit_psc" for n, *_ in parameters) else "nS" if any(s.unit == "nS" for s in state) else "pA"
+        input_unit = "weight units (NEST's)"
+        for blk in model.get_on_receive_blocks():
+            stmts = [st for st in blk.get_stmts_body().get_stmts() if st.is_small_stmt()]
+            small = [st.small_stmt if hasattr(st, "small_stmt") else st.get_small_stmt() for st in stmts]
+            lhs = [x.get_assignment().get_variable().get_complete_name() for x in small if x.is_assignment()]
+            if lhs and unit(lhs[0]):
+                input_unit = unit(lhs[0])
+                break
+        else:
+            internals = [v.get_complete_name() for b in model.get_internals_blocks() for d in b.get_declarations()
+                         for v in d.get_variables()]
+            if "unit_psc" in internals or any(n == "unit_psc" for n, *_ in parameters):
+                input_unit = "pA"
     return GeneratedModel(nestml_name=nestml_name, engine_name=engine_name, source=source, path=path,
                           parameters=parameters, state=state, split_input=split, takes_current=bool(current_port),
                           spike_ports=spike_ports, input_unit=input_unit, digest=digest)
-
-
-def _column(column: str) -> str:
-    return column
 
 
 def _literal_value(printed: str):
