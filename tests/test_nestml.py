@@ -339,3 +339,35 @@ def test_a_checkpoint_resumes_a_generated_model_with_the_same_spikes(tmp_path):
     assert np.asarray(whole.spike_ids).size > 500
     assert np.array_equal(np.asarray(whole.spike_ids)[a], np.asarray(rest.spike_ids)[b])
     assert np.array_equal(np.asarray(whole.spike_steps)[a], np.asarray(rest.spike_steps)[b])
+
+
+def test_a_missing_compiler_is_refused_in_one_line(monkeypatch):
+    from ranvier.nestml import build
+    monkeypatch.setenv("RANVIER_CXX", "/nonexistent/g++")
+    with pytest.raises(ConfigError) as e:
+        build.compiler()
+    msg = str(e.value)
+    assert "\n" not in msg and "/nonexistent/g++" in msg and "RANVIER_CXX" in msg and "install" in msg
+
+
+@needs_nestml
+def test_a_model_nestml_rejects_is_refused_in_one_line(tmp_path):
+    src = tmp_path / "broken_neuron.nestml"
+    src.write_text(textwrap.dedent("""\
+        model broken_neuron:
+            state:
+                V_m mV = -70 mV
+
+            equations:
+                V_m' = -V_m / tau_undeclared
+
+            output:
+                spike
+
+            update:
+                integrate_odes()
+        """))
+    with pytest.raises(ConfigError) as e:
+        rv.nestml.neuron_model(src)
+    msg = str(e.value)
+    assert "\n" not in msg and "NESTML rejects model 'broken_neuron'" in msg and "tau_undeclared" in msg, msg
