@@ -10,7 +10,8 @@
   are exact in the engine's fixed point (as in tests/test_iaf_psc_alpha.py).
 - The same spikes on 1 and 2 threads and on 1 and 2 ranks (mpiexec), with several exchanges and
   placements; and after a checkpoint and resume.
-- A construct outside the supported scope is refused in one line naming it and its line.
+- A construct outside the supported scope is refused in one line naming it and its line; so
+  are a model NESTML rejects and a missing compiler. A second use comes from the cache.
 """
 from __future__ import annotations
 
