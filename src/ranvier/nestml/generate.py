@@ -167,7 +167,6 @@ def _printer(path: str, model, ctx: "_Context"):
     from pynestml.symbols.predefined_units import PredefinedUnits
     from pynestml.symbols.predefined_variables import PredefinedVariables
     from pynestml.symbols.symbol import SymbolKind
-    from pynestml.utils.ast_utils import ASTUtils
 
     class Constants(ConstantPrinter):
         def print_constant(self, node):
