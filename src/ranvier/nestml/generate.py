@@ -267,17 +267,57 @@ def generate(path: str | Path) -> GeneratedModel:
         raise Unsupported(f"{path}:{line}: non-linear ODEs (ODE-toolbox's numeric solver: {', '.join(names)}) are "
                           f"not supported by Ranvier's NESTML target yet (docs/nestml.md lists what is)")
     ctx = _Context()
-    pr = _printer(path, model, ctx)
-    P = pr.print
+    P = _printer(path, model, ctx).print
+    scope = model.get_scope()
+
+    def unit(n):
+        sym = scope.resolve_to_symbol(n, SymbolKind.VARIABLE)
+        return _unit_of(sym) if sym else ""
 
     # Sorted: NESTML's and ODE-toolbox's orders can change from run to run; the generated source
     # (and its digest, the model's name in the engine) must not.
     analytic = sorted(ns.get("analytic_state_variables", []) or []) if ns.get("uses_analytic_solver") else []
     update_exprs = ns.get("update_expressions", {}) if analytic else {}
     convolutions = [v for v in analytic if "__X__" in v]
-    spike_updates = ns.get("spike_updates", {}) or {}
+    state_syms, state, extra_columns = _state_layout(path, model, unit)
+    spike_ports, current_port, split = _ports(model)
+    parameters, param_code = _parameters(path, model, scope, P)
+    internals_code, internal_fields = _internals(path, model, P)
+    init_code = _initial_values(path, state_syms, P)
+    step = _step_statements(path, model, P, analytic, convolutions, update_exprs, ns.get("spike_updates", {}) or {},
+                            spike_ports)
+    inline_code = _inline_code(path, model, ctx, P)      # after the statements: they name the inlines used
 
-    # State variables in declaration order; V: V_m where the model has it, timers (ms) last.
+    nestml_name = model.get_name()
+    names_list = ", ".join(f'"{n}"' for n, *_ in parameters)
+    fields = "\n".join(f"  double {f} = 0.0;" for f in [f"p_{_ident(n)}" for n, *_ in parameters] + internal_fields)
+    src_body = _TEMPLATE.format(
+        path=path, nestml=nestml_name, nestml_version=NESTML_VERSION, fields=fields,
+        names=names_list + (", " if names_list else "") + "nullptr",
+        params="\n".join(param_code), internals="\n".join(internals_code),
+        init="\n".join(init_code),
+        init_store="\n".join(f"    s.{s.column}[k] = v_{_ident(s.name)};" for s in state),
+        load="\n".join(f"      double v_{_ident(s.name)} = s.{s.column}[k];" for s in state),
+        inputs="\n".join(_input_lines(spike_ports, current_port)), inlines="\n".join(inline_code),
+        conv_begin="\n".join(step["conv_begin"]), update="\n".join(step["update"]),
+        conv_end="\n".join(step["conv_end"]), spikes="\n".join(step["spikes"]),
+        receive="\n".join(step["receive"]), conditions="\n".join(step["conditions"]),
+        store="\n".join(f"      s.{s.column}[k] = v_{_ident(s.name)};" for s in state),
+        split="true" if split else "false", extra=extra_columns,
+        current="true" if current_port else "false", inh_col=0 if extra_columns > 0 else -1,
+        engine_name="@ENGINE_NAME@")
+    digest = hashlib.sha256(src_body.encode()).hexdigest()[:16]
+    engine_name = f"nestml_{nestml_name}_{digest}"
+    return GeneratedModel(nestml_name=nestml_name, engine_name=engine_name,
+                          source=src_body.replace("@ENGINE_NAME@", engine_name), path=path,
+                          parameters=parameters, state=state, split_input=split, takes_current=bool(current_port),
+                          spike_ports=spike_ports, input_unit=_input_unit(model, spike_ports, unit, parameters),
+                          digest=digest)
+
+
+def _state_layout(path, model, unit):
+    """The state variables (name, declaration) in declaration order, and their columns: V is V_m
+    where the model has it, then the others, the kernels' sorted, timers (ms) last."""
     state_syms = []
     for block in model.get_state_blocks():
         for decl in block.get_declarations():
@@ -287,12 +327,6 @@ def generate(path: str | Path) -> GeneratedModel:
     if not names:
         raise Unsupported(f"{path}:{_line(model)}: a model without state variables is not supported by Ranvier's "
                           f"NESTML target")
-    scope = model.get_scope()
-
-    def unit(n):
-        sym = scope.resolve_to_symbol(n, SymbolKind.VARIABLE)
-        return _unit_of(sym) if sym else ""
-
     first = "V_m" if "V_m" in names else names[0]
     rest = [n for n in names if n != first and "__X__" not in n] + sorted(n for n in names if "__X__" in n)
     rest = [n for n in rest if unit(n) != "ms"] + [n for n in rest if unit(n) == "ms"]
@@ -304,9 +338,12 @@ def generate(path: str | Path) -> GeneratedModel:
                           f"{', '.join(order)})")
     columns = ["V", "c"] + [f"extra[{i}]" for i in range(max_extra)]
     state = [StateVariable(n, unit(n), columns[i]) for i, n in enumerate(order)]
-    extra_columns = max(0, len(order) - 2)
+    return state_syms, state, max(0, len(order) - 2)
 
-    # Ports.
+
+def _ports(model):
+    """The spike ports (name, kind), the continuous-current port's name (or None), and whether
+    the input is split into excitatory and inhibitory rows."""
     spike_ports, current_port = [], None
     for block in model.get_input_blocks():
         for p in block.get_input_ports():
@@ -317,9 +354,14 @@ def generate(path: str | Path) -> GeneratedModel:
     split = any(k == "inhibitory" for _, k in spike_ports)
     if split:
         spike_ports = [(n, "excitatory" if k == "signed" else k) for n, k in spike_ports]
+    return spike_ports, current_port, split
 
-    # Parameters (and their defaults: literals are numbers the Python class knows; expressions of
-    # other parameters are computed by the engine where the parameter is left out).
+
+def _parameters(path, model, scope, P):
+    """(name, unit, default, comment) of each parameter, and the C++ that reads them. Literal
+    defaults are numbers the Python class knows; expressions of other parameters are computed by
+    the engine where the parameter is left out."""
+    from pynestml.symbols.symbol import SymbolKind
     parameters, param_code = [], []
     for block in model.get_parameters_blocks():
         for decl in block.get_declarations():
@@ -329,15 +371,17 @@ def generate(path: str | Path) -> GeneratedModel:
                 n = var.get_complete_name()
                 expr = decl.get_expression() if decl.has_expression() else None
                 default = _literal_value(P(expr)) if expr is not None else None
-                sym = scope.resolve_to_symbol(n, SymbolKind.VARIABLE)
-                u = _unit_of(sym)
+                u = _unit_of(scope.resolve_to_symbol(n, SymbolKind.VARIABLE))
                 comment = decl.print_comment("").strip() if hasattr(decl, "print_comment") else ""
                 parameters.append((n, u, default, comment))
-                given = f'has(spec, "{n}")'
                 code = P(expr) if expr is not None else "0.0"
-                param_code.append(f'  P.p_{_ident(n)} = {given} ? parameter(spec, "{n}") : ({code});')
-    # Internals in the model's order; the propagators ODE-toolbox added (expressions of the
-    # parameters and the resolution alone) last, sorted.
+                param_code.append(f'  P.p_{_ident(n)} = has(spec, "{n}") ? parameter(spec, "{n}") : ({code});')
+    return parameters, param_code
+
+
+def _internals(path, model, P):
+    """The internals' C++ and fields, in the model's order; the propagators ODE-toolbox added
+    (expressions of the parameters and the resolution alone) last, sorted."""
     internals = []
     for block in model.get_internals_blocks():
         for decl in block.get_declarations():
@@ -347,55 +391,57 @@ def generate(path: str | Path) -> GeneratedModel:
                 internals.append((var.get_complete_name(), decl))
     internals = [x for x in internals if not x[0].startswith("__P__")] + \
         sorted((x for x in internals if x[0].startswith("__P__")), key=lambda x: x[0])
-    internals_code = [f"  P.p_{_ident(n)} = {P(d.get_expression()) if d.has_expression() else '0.0'};"
-                      for n, d in internals]
-    param_fields = [f"p_{_ident(n)}" for n, *_ in parameters]
-    internal_fields = [f"p_{_ident(n)}" for n, _ in internals]
+    code = [f"  P.p_{_ident(n)} = {P(d.get_expression()) if d.has_expression() else '0.0'};" for n, d in internals]
+    return code, [f"p_{_ident(n)}" for n, _ in internals]
 
-    # Initial values, in declaration order.
+
+def _initial_values(path, state_syms, P):
+    """The initial values: the model's own state variables in its order, then the kernels'
+    (NESTML places them in an order that varies from run to run), sorted."""
     init_code = []
-    # The model's own state variables in its order, then the kernels' (NESTML places them in an
-    # order that varies from run to run), sorted.
     for n, decl in [x for x in state_syms if "__X__" not in x[0]] + sorted(
             (x for x in state_syms if "__X__" in x[0]), key=lambda x: x[0]):
         if decl.has_size_parameter():
             _fail(path, decl, "a vector state variable")
         code = P(decl.get_expression()) if decl.has_expression() else "0.0"
         init_code.append(f"    double v_{_ident(n)} = {code};")
+    return init_code
 
-    # Statements.
+
+def _step_statements(path, model, P, analytic, convolutions, update_exprs, spike_updates, spike_ports) -> dict:
+    """The step's C++, part by part in its order: the convolutions' new values, the update block,
+    the convolutions taking them, the spikes' jumps, the onReceive and the onCondition blocks."""
     body = _Statements(path, P, analytic, convolutions, update_exprs)
-    update_lines = []
+    out = {"update": [], "spikes": [], "receive": [], "conditions": [],
+           "conv_begin": [f"      const double t_{_ident(v)} = {P(update_exprs[v])};" for v in convolutions],
+           "conv_end": [f"      v_{_ident(v)} = t_{_ident(v)};" for v in convolutions]}
     for blk in model.get_update_blocks():
-        update_lines += body.block(blk.get_stmts_body(), 3)
-    conv_begin = [f"      const double t_{_ident(v)} = {P(update_exprs[v])};" for v in convolutions]
-    conv_end = [f"      v_{_ident(v)} = t_{_ident(v)};" for v in convolutions]
-    spike_lines = []
+        out["update"] += body.block(blk.get_stmts_body(), 3)
     for port, assignments in sorted(spike_updates.items()):
         for a in assignments:
-            spike_lines += body.assignment(a, 3)
-    receive_lines = []
+            out["spikes"] += body.assignment(a, 3)
     for blk in model.get_on_receive_blocks():
         port = blk.get_port_name()
         if port not in [n for n, _ in spike_ports]:
             _fail(path, blk, f"onReceive for the port '{port}' (not a spike port of the model)")
-        receive_lines.append(f"      if (in_{_ident(port)} != 0.0) {{")
-        receive_lines += body.block(blk.get_stmts_body(), 4)
-        receive_lines.append("      }")
-    condition_lines = []
+        out["receive"].append(f"      if (in_{_ident(port)} != 0.0) {{")
+        out["receive"] += body.block(blk.get_stmts_body(), 4)
+        out["receive"].append("      }")
     for blk in model.get_on_condition_blocks():
-        condition_lines.append(f"      if ({P(blk.get_cond_expr())}) {{")
-        condition_lines += body.block(blk.get_stmts_body(), 4)
-        condition_lines.append("      }")
+        out["conditions"].append(f"      if ({P(blk.get_cond_expr())}) {{")
+        out["conditions"] += body.block(blk.get_stmts_body(), 4)
+        out["conditions"].append("      }")
+    return out
 
-    # Inline expressions still referenced (after NESTML's expansion), as lambdas of the step.
-    inline_lines = []
-    inline_decls = {}
+
+def _inline_code(path, model, ctx, P):
+    """The inline expressions still referenced (after NESTML's expansion), as lambdas of the
+    step; printing one may reference others."""
+    inline_lines, inline_decls = [], {}
     for block in model.get_equations_blocks():
         for inline in block.get_inline_expressions():
             inline_decls[inline.get_variable_name()] = inline
-    pending = set(ctx.inlines_used)
-    done = set()
+    pending, done = set(ctx.inlines_used), set()
     while pending - done:
         n = sorted(pending - done)[0]
         done.add(n)
@@ -403,60 +449,38 @@ def generate(path: str | Path) -> GeneratedModel:
             raise Unsupported(f"{path}:0: the inline expression '{n}' could not be found")
         inline_lines.append((n, P(inline_decls[n].get_expression())))
         pending |= ctx.inlines_used
-    inline_code = [f"      auto inline_{_ident(n)} = [&]() -> double {{ return {code}; }};" for n, code in
-                   reversed(inline_lines)]
+    return [f"      auto inline_{_ident(n)} = [&]() -> double {{ return {code}; }};" for n, code in
+            reversed(inline_lines)]
 
-    load = [f"      double v_{_ident(s.name)} = s.{s.column}[k];" for s in state]
-    store = [f"      s.{s.column}[k] = v_{_ident(s.name)};" for s in state]
-    inputs = []
+
+def _input_lines(spike_ports, current_port):
+    """The step's input per port, in the model's units: the excitatory row, the inhibitory row
+    negated (split input), the injected current."""
+    lines = []
     for n, kind in spike_ports:
-        if kind == "excitatory":
-            inputs.append(f"      const double in_{_ident(n)} = double(in.input[k]) * scale;")
-        elif kind == "inhibitory":
-            inputs.append(f"      const double in_{_ident(n)} = -double(in.inhibitory[k]) * scale;")
-        else:
-            inputs.append(f"      const double in_{_ident(n)} = double(in.input[k]) * scale;")
+        row = "-double(in.inhibitory[k])" if kind == "inhibitory" else "double(in.input[k])"
+        lines.append(f"      const double in_{_ident(n)} = {row} * scale;")
     if current_port:
-        inputs.append("      const double in_current = kCurrent ? in.current[k] : 0.0;")
+        lines.append("      const double in_current = kCurrent ? in.current[k] : 0.0;")
+    return lines
 
-    nestml_name = model.get_name()
-    names_list = ", ".join(f'"{n}"' for n, *_ in parameters)
-    fields = "\n".join(f"  double {f} = 0.0;" for f in param_fields + internal_fields)
-    src_body = _TEMPLATE.format(
-        path=path, nestml=nestml_name, nestml_version=NESTML_VERSION, fields=fields,
-        names=names_list + (", " if names_list else "") + "nullptr",
-        params="\n".join(param_code), internals="\n".join(internals_code),
-        init="\n".join(init_code),
-        init_store="\n".join(f"    s.{s.column}[k] = v_{_ident(s.name)};" for s in state),
-        load="\n".join(load), inputs="\n".join(inputs), inlines="\n".join(inline_code),
-        conv_begin="\n".join(conv_begin), update="\n".join(update_lines), conv_end="\n".join(conv_end),
-        spikes="\n".join(spike_lines), receive="\n".join(receive_lines), conditions="\n".join(condition_lines),
-        store="\n".join(store), split="true" if split else "false", extra=extra_columns,
-        current="true" if current_port else "false", inh_col=0 if extra_columns > 0 else -1,
-        engine_name="@ENGINE_NAME@")
-    digest = hashlib.sha256(src_body.encode()).hexdigest()[:16]
-    engine_name = f"nestml_{nestml_name}_{digest}"
-    source = src_body.replace("@ENGINE_NAME@", engine_name)
-    # The unit of weights, for messages: that of the variable an onReceive block changes first; pA
-    # for convolutions scaled by unit_psc (NESTML's current-based models); else NEST's word.
-    input_unit = None
-    if spike_ports:
-        input_unit = "weight units (NEST's)"
-        for blk in model.get_on_receive_blocks():
-            stmts = [st for st in blk.get_stmts_body().get_stmts() if st.is_small_stmt()]
-            small = [st.small_stmt if hasattr(st, "small_stmt") else st.get_small_stmt() for st in stmts]
-            lhs = [x.get_assignment().get_variable().get_complete_name() for x in small if x.is_assignment()]
-            if lhs and unit(lhs[0]):
-                input_unit = unit(lhs[0])
-                break
-        else:
-            internals = [v.get_complete_name() for b in model.get_internals_blocks() for d in b.get_declarations()
-                         for v in d.get_variables()]
-            if "unit_psc" in internals or any(n == "unit_psc" for n, *_ in parameters):
-                input_unit = "pA"
-    return GeneratedModel(nestml_name=nestml_name, engine_name=engine_name, source=source, path=path,
-                          parameters=parameters, state=state, split_input=split, takes_current=bool(current_port),
-                          spike_ports=spike_ports, input_unit=input_unit, digest=digest)
+
+def _input_unit(model, spike_ports, unit, parameters):
+    """The unit of weights, for messages: that of the variable an onReceive block changes first;
+    pA for convolutions scaled by unit_psc (NESTML's current-based models); else NEST's word."""
+    if not spike_ports:
+        return None
+    for blk in model.get_on_receive_blocks():
+        stmts = [st for st in blk.get_stmts_body().get_stmts() if st.is_small_stmt()]
+        small = [st.small_stmt if hasattr(st, "small_stmt") else st.get_small_stmt() for st in stmts]
+        lhs = [x.get_assignment().get_variable().get_complete_name() for x in small if x.is_assignment()]
+        if lhs and unit(lhs[0]):
+            return unit(lhs[0])
+    internals = [v.get_complete_name() for b in model.get_internals_blocks() for d in b.get_declarations()
+                 for v in d.get_variables()]
+    if "unit_psc" in internals or any(n == "unit_psc" for n, *_ in parameters):
+        return "pA"
+    return "weight units (NEST's)"
 
 
 def _literal_value(printed: str):
