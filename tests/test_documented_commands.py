@@ -151,6 +151,9 @@ SCALED: dict[str, Scaled] = {
     "--record-spikes-of 0-99 --out results/recorded": Scaled(),
     # docs/pynn.md
     'pip install ".[pynn]"': Scaled(skip="an install: .ci/run installs the test extra, which has PyNN"),
+    'pip install "ranvier[nestml]"': Scaled(skip="an install: .ci/run installs nestml for tests/test_nestml.py"),
+    # docs/nestml.md: the library table, on one model (every model: minutes of SymPy)
+    "python bench/nestml_library.py": Scaled("--only iaf_psc_exp_neuron", needs="pynestml", timeout_s=600),
     "python bench/pynn_scenarios.py --out results/pynn-scenarios.md":
         Scaled(skip="PyNN's scenarios: tests/test_pynn_scenarios.py runs them"),
     "python bench/va_benchmark.py --out results/va-benchmark":
@@ -513,6 +516,8 @@ PYTHON_PRELUDE: dict[str, str] = {
                              "populations = [(p.name, p.first_id, p.size) for p in net.populations]\n"),
 }
 PYTHON_SKIP: dict[str, str] = {}
+# page -> a Python module its examples need (skipped without it)
+PYTHON_NEEDS: dict[str, str] = {"docs/nestml.md": "pynestml"}
 
 
 def _python_blocks(page: Path) -> list[str]:
@@ -527,6 +532,8 @@ def test_documented_python_runs(page, tmp_path):
     name = str(page.relative_to(ROOT))
     if name in PYTHON_SKIP:
         pytest.skip(PYTHON_SKIP[name])
+    if name in PYTHON_NEEDS:
+        pytest.importorskip(PYTHON_NEEDS[name], reason=f"{name}'s examples need {PYTHON_NEEDS[name]}")
     code = PYTHON_PRELUDE.get(name, "") + "\n".join(_python_blocks(page))
     for pattern, replacement in PYTHON_SCALED.get(name, []):
         assert pattern in code, f"{name}: the scaling substitution {pattern!r} no longer matches its examples"

@@ -173,3 +173,22 @@ def test_a_label_with_a_slash_is_a_pynn_label():
     sim.end()
     assert cells.label == "L2/3E"
     assert len(trains) == 4 and all(len(t) > 0 for t in trains)
+
+
+@pytest.mark.parametrize("connector", ["OneToOneConnector", "AllToAllConnector"])
+def test_a_one_cell_population_connects(connector):
+    """PyNN's connectors on a 1 x 1 map (its examples/simple_STDP.py): each connection made once,
+    the spike delivered (PyNN 0.13 with NumPy 2 fails there without pyNN.ranvier's guard)."""
+    import pyNN.ranvier as sim
+    sim.setup(timestep=0.1)
+    try:
+        src = sim.Population(1, sim.SpikeSourceArray(spike_times=[5.0]))
+        cell = sim.Population(1, sim.IF_curr_exp())
+        prj = sim.Projection(src, cell, getattr(sim, connector)(), sim.StaticSynapse(weight=2.0, delay=1.0))
+        cell.record("v")
+        sim.run(20.0)
+        assert prj.get("weight", format="list") == [(0, 0, 2.0)]
+        v = cell.get_data("v").segments[0].analogsignals[0].magnitude[:, 0]
+        assert v[:60].max() == v[0] and v.max() > v[0] + 1.0         # rest until the spike acts, then a PSP
+    finally:
+        sim.end()

@@ -166,6 +166,13 @@ NB_MODULE(_engine, m) {
     return d;
   });
 
+  m.def("load_neuron_model", &load_neuron_model, "path"_a,
+        "Loads a neuron model compiled apart from the engine (a shared object, cpp/neurons/model_abi.hpp) into "
+        "the registry of models; returns its name, under which populations name it. RuntimeError in one line "
+        "for a file that is not such a model or was compiled against another model interface.");
+  m.def("neuron_model_abi", &neuron_model_abi,
+        "The digest of the model interface (headers and compiler) this engine was built with");
+
   nb::class_<NeuronValues>(m, "NeuronValues", "a parameter's values per neuron: an array, or a distribution")
       .def(nb::init<>())
       .def_rw("values", &NeuronValues::values).def_rw("distribution", &NeuronValues::distribution)

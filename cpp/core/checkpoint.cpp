@@ -23,6 +23,15 @@
 namespace ranvier {
 
 namespace {
+
+// The extra state columns a checkpoint holds: the first four always (the number there was before
+// models could have more: such checkpoints are read as before), more where a model of the
+// network keeps more (NeuronModel::extra_columns).
+int checkpoint_extra_columns(const EngineConfig& cfg) {
+  int n = 4;
+  for (const auto& p : cfg.populations) n = std::max(n, neuron_model(p.model).layout_of(p).extra_columns);
+  return std::min(n, kMaxExtraColumns);
+}
 // splitmix64's finaliser: a well-mixed 64-bit hash of one word.
 uint64_t mix(uint64_t x) {
   x += 0x9e3779b97f4a7c15ull;
@@ -104,8 +113,11 @@ void Engine::save_neurons(StateTables& out) const {
   auto& input_inh = I["neuron.input_inhibitory"];
   auto& V = R["neuron.V"];
   auto& c = R["neuron.c"];
-  std::vector<double>* extra[kMaxExtraColumns] = {&R["neuron.extra0"], &R["neuron.extra1"], &R["neuron.extra2"],
-                                                 &R["neuron.extra3"]};
+  // Columns extra0..extra3 always (checkpoints written before there were more read as before);
+  // the further ones where a model of the network has them (the same on every rank).
+  std::vector<double>* extra[kMaxExtraColumns] = {};
+  const int extra_used = checkpoint_extra_columns(cfg_);
+  for (int e = 0; e < extra_used; ++e) extra[e] = &R["neuron.extra" + std::to_string(e)];
   for (const auto& ts : threads_) {
     const ThreadNeurons& tn = ts.neurons;
     const uint64_t n = tn.size();
@@ -120,7 +132,8 @@ void Engine::save_neurons(StateTables& out) const {
       refractory.push_back(tn.refractory[k]);
       next_spike.push_back(tn.next_spike.empty() ? 0 : tn.next_spike[k]);
       spikes_fired.push_back(tn.spikes_fired.empty() ? 0 : tn.spikes_fired[k]);
-      for (int e = 0; e < kMaxExtraColumns; ++e) extra[e]->push_back(tn.extra[e].empty() ? 0.0 : tn.extra[e][k]);
+      for (int e = 0; e < kMaxExtraColumns; ++e)
+        if (extra[e]) extra[e]->push_back(tn.extra[e].empty() ? 0.0 : tn.extra[e][k]);
       for (int64_t r = 0; r < rows; ++r) {
         const int32_t* row = ts.input.data() + r * ts.input_stride;
         input.push_back(row[k]);
@@ -301,9 +314,10 @@ void Engine::restore_neurons(const StateTables& s) {
   const auto& spikes_fired = column(s, "neuron.spikes_fired");
   const auto& input = column(s, "neuron.input");
   const auto& input_inh = column(s, "neuron.input_inhibitory");
-  const std::vector<double>* extra[kMaxExtraColumns] = {
-      &real_column(s, "neuron.extra0"), &real_column(s, "neuron.extra1"), &real_column(s, "neuron.extra2"),
-      &real_column(s, "neuron.extra3")};
+  // extra0..extra3 always; the further ones where a model of the network has them.
+  const std::vector<double>* extra[kMaxExtraColumns] = {};
+  const int extra_used = checkpoint_extra_columns(cfg_);
+  for (int e = 0; e < extra_used; ++e) extra[e] = &real_column(s, "neuron.extra" + std::to_string(e));
   if (input.size() != gid.size() * size_t(rows)) throw std::invalid_argument("checkpoint input rows malformed");
   std::vector<std::vector<uint64_t>> inh_column(threads_.size());
   for (size_t t = 0; t < threads_.size(); ++t) {
@@ -327,7 +341,7 @@ void Engine::restore_neurons(const StateTables& s) {
     if (!tn.next_spike.empty()) tn.next_spike[k] = next_spike[x];
     if (!tn.spikes_fired.empty()) tn.spikes_fired[k] = uint32_t(spikes_fired[x]);
     for (int e = 0; e < kMaxExtraColumns; ++e)
-      if (!tn.extra[e].empty()) tn.extra[e][k] = (*extra[e])[x];
+      if (!tn.extra[e].empty()) tn.extra[e][k] = (*extra[e])[x];   // extra[e] is set: the column is used
     for (int64_t r = 0; r < rows; ++r) {
       int32_t* row = ts.input.data() + r * ts.input_stride;
       row[k] = int32_t(input[x * rows + r]);

@@ -202,6 +202,10 @@ RANVIER_PHASE void Engine::update(ThreadState& ts, int64_t cycle) {
   const double scale = std::ldexp(1.0, -cfg_.fraction_bits);
   uint8_t* fired = ts.fired.data();
   ts.spikes_out.clear();
+  // The ranges' columns, once per cycle rather than once per step (the columns do not move
+  // within a cycle).
+  ts.columns.resize(ts.neurons.ranges.size());
+  for (size_t ri = 0; ri < ts.neurons.ranges.size(); ++ri) ts.columns[ri] = columns_of(ts.neurons, ts.neurons.ranges[ri]);
   for (int64_t o = 0; o < L; ++o) {
     int32_t* in = ts.input.data() + input_row(cycle, o) * stride;
     // Each population range advances by its model's kernel, chosen at build: one call per range.
@@ -212,7 +216,7 @@ RANVIER_PHASE void Engine::update(ThreadState& ts, int64_t cycle) {
       const int32_t* inhibitory = range.inhibitory_offset ? in + range.begin + range.inhibitory_offset : nullptr;
       const double* current = !ic.current.empty() && ic.range_has_current[ri] ? ic.current.data() + range.begin : nullptr;
       ts.updates[ri]->step({in + range.begin, scale, cycle * L + o, inhibitory, current},
-                           columns_of(ts.neurons, range), fired + range.begin);
+                           ts.columns[ri], fired + range.begin);
     }
     zero_row(in, ts.neurons.input_columns);  // consumed: ready for the next cycle while the row is in cache
     const int64_t step = cycle * L + o + 1;

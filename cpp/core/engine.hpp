@@ -138,6 +138,7 @@ struct ThreadState {
   std::vector<Traced> traced;                        // the state recorder's neurons on this thread
   InjectedCurrents currents;                         // current sources on this thread's neurons
   std::vector<std::unique_ptr<PopulationUpdate>> updates;  // per population range: its model's kernel
+  std::vector<NeuronColumns> columns;  // per population range: its columns, made once per cycle by update()
   Counters counters;
 };
 

@@ -78,9 +78,10 @@ struct ThreadNeurons {
 // A population range's slice of its thread's state, as the neuron models see it.
 inline NeuronColumns columns_of(ThreadNeurons& t, const PopulationRange& r) {
   const uint64_t b = r.begin;
-  auto extra = [&](int i) { return t.extra[i].empty() ? nullptr : t.extra[i].data() + b; };
-  return {t.gid.data() + b,        t.V.data() + b,           t.c.data() + b, t.refractory.data() + b,
-          t.next_spike.data() + b, t.spikes_fired.data() + b, {extra(0), extra(1), extra(2), extra(3)}, r.end - b};
+  NeuronColumns s{t.gid.data() + b,        t.V.data() + b,           t.c.data() + b, t.refractory.data() + b,
+                  t.next_spike.data() + b, t.spikes_fired.data() + b, {},             r.end - b};
+  for (int i = 0; i < kMaxExtraColumns; ++i) s.extra[i] = t.extra[i].empty() ? nullptr : t.extra[i].data() + b;
+  return s;
 }
 
 // Builds the neurons and the synapse store of thread t on rank r. Every draw is keyed by the

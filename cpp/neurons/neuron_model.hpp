@@ -22,8 +22,10 @@
 namespace ranvier {
 
 // State variables a model may keep beyond V, c and the refractory counter (iaf_cond_alpha
-// keeps four: g_in, its integrator's step size, dg_ex, dg_in).
-inline constexpr int kMaxExtraColumns = 4;
+// keeps four: g_in, its integrator's step size, dg_ex, dg_in; models generated from NESTML keep
+// every state variable of theirs beyond the first two here). A thread allocates only the columns
+// that its populations' models use (ThreadNeurons::extra), so the bound costs no memory.
+inline constexpr int kMaxExtraColumns = 8;
 
 // A population range's slice of its thread's state, structure of arrays: each model reads the
 // columns it declares (its State) and leaves the others alone.
@@ -101,6 +103,15 @@ struct NeuronModel {
 // The model of a Python model name (PopulationSpec::model); throws std::invalid_argument naming
 // the known ones for an unknown name. Looked up at build only, never in a loop.
 const NeuronModel& neuron_model(const std::string& name);
+
+// Loads a neuron model compiled apart from the engine (a shared object with the entry points of
+// cpp/neurons/model_abi.hpp) and registers it, so that neuron_model() finds it by its name;
+// returns the name. Throws std::runtime_error in one line for a file that cannot be loaded, that
+// is not a model, or that was compiled against other headers (neuron_model_abi()). Loading the
+// same model again returns its name.
+std::string load_neuron_model(const std::string& path);
+// The digest of the model interface this engine was built with (RANVIER_MODEL_ABI).
+const char* neuron_model_abi();
 
 // A parameter a model takes by name (PopulationSpec::parameters); throws std::invalid_argument
 // naming the population, its model and the parameter when it is missing.

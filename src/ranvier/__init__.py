@@ -32,7 +32,7 @@ _PUBLIC = {
     "Simulation": "core.simulation", "Result": "core.simulation", "PHASES": "core.simulation",
 }
 # Public submodules by their short names: rv.models, rv.activity, rv.random.
-_SUBMODULES = {"models": "models", "activity": "analysis.activity", "random": "core.random"}
+_SUBMODULES = {"models": "models", "activity": "analysis.activity", "random": "core.random", "nestml": "nestml"}
 
 __all__ = [*_PUBLIC, *_SUBMODULES, "__version__"]
 

@@ -14,7 +14,7 @@ import numpy as np
 
 from .checks import positive as _positive, whole_steps
 from ..errors import ConfigError
-from .neurons import INITIAL_STATES, NEURON_MODELS  # noqa: F401  (neuron models: ranvier.core.neurons)
+from .neurons import INITIAL_STATES, NEURON_MODELS, NeuronModel  # noqa: F401  (neuron models: ranvier.core.neurons)
 from .plasticity import SYNAPSE_KINDS
 
 DELAY_DISTRIBUTIONS = ("constant", "exponential", "normal")
@@ -105,6 +105,9 @@ class Population:
     defaulted: set = field(default_factory=set, init=False, repr=False, compare=False)
 
     def __post_init__(self):
+        # A model class (ranvier.nestml.neuron_model's) stands for its name.
+        if isinstance(self.model, type) and issubclass(self.model, NeuronModel):
+            self.model = self.model.name
         # A wrong positional type (Population(5, 10, params)) is named here, not at the build.
         _check_population_name(self.name)
         self.size = _population_size(self.name, self.size)

@@ -167,6 +167,9 @@ def _signals(neo, pq, result, pop, state) -> list:
         e_l = np.asarray(pop.neuron_values("E_L_mV", result.seed), dtype=np.float64)[local]
         v = v + e_l[:, None]
         reference = "absolute: the recorded V - E_L_mV with E_L_mV added back per neuron (as NEST and PyNN give V)"
+    elif getattr(model, "nestml_file", None):
+        reference = (f"as the NESTML model {pop.model} defines its state variable "
+                     f"{next(iter(model.state_columns))} (absolute mV where its parameters are)")
     else:
         reference = (f"relative to the resting potential (E_L = 0): {pop.model}'s potential parameters are, "
                      f"so its recorded V is")

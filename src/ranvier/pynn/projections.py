@@ -55,6 +55,24 @@ def native_rule(connector, synapse_type, pre, post) -> dict | None:
     return {**rule, **values}
 
 
+def _connect_with_columns_1d(connector, projection) -> None:
+    """connector.connect(projection), with each column of its connection map at least 1-D.
+    PyNN 0.13's connectors take a column of a 1 x 1 map (a one-cell population, e.g. its
+    examples/simple_STDP.py) as a 0-d NumPy bool, on which NumPy 2 refuses nonzero(); pyNN.nest
+    never meets it, NEST drawing those connections itself."""
+    def with_1d_columns(prj, connection_map, distance_map=None):
+        def columns(mask=None):
+            for column in (connection_map.by_column() if mask is None else connection_map.by_column(mask)):
+                yield np.atleast_1d(column) if isinstance(column, (np.ndarray, np.generic)) else column
+        connector._standard_connect(prj, columns, distance_map)
+
+    connector._connect_with_map = with_1d_columns
+    try:
+        connector.connect(projection)
+    finally:
+        del connector._connect_with_map
+
+
 class Projection(common.Projection):
     __doc__ = common.Projection.__doc__
     _simulator = simulator
@@ -75,7 +93,7 @@ class Projection(common.Projection):
         self._native_columns = None
         self.native = native_rule(connector, self.synapse_type, presynaptic_population, postsynaptic_population)
         if self.native is None:
-            connector.connect(self)            # PyNN's connector draws the connections
+            _connect_with_columns_1d(connector, self)   # PyNN's connector draws the connections
         else:
             self._connections = None           # Ranvier draws them, keyed: read back once built
         simulator.state.projections.append(self)

@@ -1,0 +1,374 @@
+"""NESTML models compiled into the engine (ranvier.nestml, docs/nestml.md).
+
+- The engine's loader (needs a C++ compiler, not nestml): a hand-written model compiled against
+  the installed headers loads and runs; one compiled against another model interface is refused
+  in one line.
+- NESTML's own iaf_psc_exp_neuron and iaf_psc_alpha_neuron (the models/neurons folder nestml
+  9.0.0 installs), generated, compiled and run, against NEST 3.10's built-in iaf_psc_exp and
+  iaf_psc_alpha (skipped without nest) driven by the same step current and the same excitatory
+  and inhibitory spike trains: V within 1e-9 mV at every step, the same spike steps. The weights
+  are exact in the engine's fixed point (as in tests/test_iaf_psc_alpha.py).
+- The same spikes on 1 and 2 threads and on 1 and 2 ranks (mpiexec), with several exchanges and
+  placements; and after a checkpoint and resume.
+- A construct outside the supported scope is refused in one line naming it and its line; so
+  are a model NESTML rejects and a missing compiler. A second use comes from the cache.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import ranvier as rv
+from ranvier.errors import ConfigError
+
+H = 0.1
+T_MS = 300.0
+W_EX, W_IN = 100.0, -62.5          # pA, exact in fixed point
+DELAY_MS = 1.0
+TIMES = [30.0, 120.0, 200.0]       # step current: amplitude changes (ms)
+AMPS = [350.0, 120.0, 420.0]       # pA
+TOL = 1e-9
+
+
+def _models_dir() -> Path | None:
+    try:
+        import pynestml  # noqa: F401
+    except ImportError:
+        return None
+    for base in (Path(sys.prefix), Path(sys.base_prefix)):
+        d = base / "models" / "neurons"
+        if d.is_dir():
+            return d
+    return None
+
+
+needs_nestml = pytest.mark.skipif(_models_dir() is None, reason="nestml (pip install 'nestml==9.0.0') is not "
+                                                                 "installed; ranvier.nestml needs it")
+
+
+@pytest.fixture(autouse=True)
+def _cache(tmp_path_factory, monkeypatch):
+    """One cache folder for the whole test session (compiled once, reused by later tests)."""
+    monkeypatch.setenv("RANVIER_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "ranvier-cache"))
+
+
+def _config():
+    from ranvier.nestml import build
+    return build.build_config()
+
+
+def _compiler_or_skip():
+    from ranvier.nestml import build
+    try:
+        return build.compiler()
+    except ConfigError as e:
+        pytest.skip(str(e))
+
+
+HAND_WRITTEN = r"""
+#include "neurons/model_abi.hpp"
+namespace ranvier { namespace {
+void check(const PopulationSpec&, double) {}
+void initialize(const PopulationSpec&, const Key&, double, const NeuronColumns& s) {
+  for (uint64_t k = 0; k < s.n; ++k) s.V[k] = 0.0;
+}
+class Update final : public PopulationUpdate {
+ public:
+  void step(const StepInput& in, const NeuronColumns& s, uint8_t* fired) const override {
+    for (uint64_t k = 0; k < s.n; ++k) {   // integrates its input; fires and resets at 1
+      s.V[k] += double(in.input[k]) * in.input_scale;
+      fired[k] = s.V[k] >= 1.0;
+      if (fired[k]) s.V[k] = 0.0;
+    }
+  }
+};
+std::unique_ptr<PopulationUpdate> make_update(const PopulationSpec&, const ModelContext&, const NeuronColumns&) {
+  return std::make_unique<Update>();
+}
+}  // namespace
+extern const NeuronModel counter_model{"hand_written_counter_NAME", check, initialize, make_update};
+}  // namespace ranvier
+RANVIER_EXPORT_NEURON_MODEL(ranvier::counter_model)
+"""
+
+
+def _compile(tmp_path, name, abi_override=None):
+    from ranvier.nestml import build
+    cxx, cfg = _compiler_or_skip(), _config()
+    src = tmp_path / f"{name}.cpp"
+    src.write_text(HAND_WRITTEN.replace("NAME", name))
+    includes = [f"-I{build.include_dir()}"]
+    if abi_override:
+        d = tmp_path / f"abi-{name}"
+        d.mkdir()
+        (d / "ranvier_model_abi.h").write_text(f'#pragma once\n#define RANVIER_MODEL_ABI "{abi_override}"\n')
+        includes.insert(0, f"-I{d}")
+    so = tmp_path / f"{name}.so"
+    subprocess.run([cxx, *cfg["flags"], *includes, str(src), "-o", str(so), *cfg["link_flags"]], check=True)
+    return so
+
+
+def test_the_engine_loads_a_model_compiled_apart_and_refuses_another_interface(tmp_path):
+    from ranvier import _engine
+    cfg = _config()
+    assert cfg["model_abi"] == _engine.neuron_model_abi()
+    name = _engine.load_neuron_model(str(_compile(tmp_path, "ok")))
+    assert name == "hand_written_counter_ok"
+    assert _engine.load_neuron_model(str(_compile(tmp_path, "ok"))) == name       # again: the same entry
+    with pytest.raises(RuntimeError) as e:
+        _engine.load_neuron_model(str(_compile(tmp_path, "old", abi_override="0" * 32)))
+    msg = str(e.value)
+    assert "\n" not in msg and "0" * 32 in msg and _engine.neuron_model_abi() in msg and "compile it again" in msg
+    with pytest.raises(RuntimeError, match="not a Ranvier neuron model"):
+        _engine.load_neuron_model(str(next(Path(_engine.__file__).parent.glob("_engine*.so"))))
+    # the loaded model runs behind the interface: a spike_train drives it
+    s = _engine.PopulationSpec()
+    s.model = name                      # the bindings look the name up in the registry
+    assert s.model == name
+
+
+# ---------------------------------------------------------------------------------------------
+# NESTML's models against NEST's built-ins
+
+NEST_OF = {"iaf_psc_exp_neuron": "iaf_psc_exp", "iaf_psc_alpha_neuron": "iaf_psc_alpha"}
+PARAMS = {"C_m": 250.0, "tau_m": 10.0, "tau_syn_exc": 2.0, "tau_syn_inh": 5.0, "refr_T": 2.0, "E_L": -70.0,
+          "V_reset": -70.0, "V_th": -55.0, "I_e": 100.0}
+NEST_PARAMS = {"C_m": 250.0, "tau_m": 10.0, "tau_syn_ex": 2.0, "tau_syn_in": 5.0, "t_ref": 2.0, "E_L": -70.0,
+               "V_reset": -70.0, "V_th": -55.0, "I_e": 100.0, "V_m": -70.0}
+
+
+def nestml_model(name):
+    return rv.nestml.neuron_model(_models_dir() / f"{name}.nestml")
+
+
+def simulate(model, threads=1):
+    net = rv.Network(name="nestml")
+    net.add_population(rv.Population("ex", 1, {"rate_hz": 600.0, "start_ms": 0.0, "stop_ms": T_MS},
+                                     model="poisson_source"))
+    net.add_population(rv.Population("in", 1, {"rate_hz": 300.0, "start_ms": 0.0, "stop_ms": T_MS},
+                                     model="poisson_source"))
+    net.add_population(rv.Population("n", 1, PARAMS, model=model))
+    net.connect(rv.Projection(source="ex", target="n", probability=1.0, weight=W_EX, delay_ms=DELAY_MS))
+    net.connect(rv.Projection(source="in", target="n", probability=1.0, weight=W_IN, delay_ms=DELAY_MS))
+    net.inject(rv.StepCurrent("n", [t + DELAY_MS for t in TIMES], AMPS))
+    sim = rv.Simulation(net, threads=threads, seed=3, resolution_ms=H, record_state=[2])
+    return sim.run(T_MS)
+
+
+@needs_nestml
+@pytest.mark.parametrize("name", sorted(NEST_OF))
+def test_nestml_model_matches_nests_built_in(name):
+    nest = pytest.importorskip("nest")
+    model = nestml_model(name)
+    res = simulate(model)
+    V = np.asarray(res.state["V"][0], dtype=np.float64)          # V_m as the model has it: absolute
+    ids, steps = np.asarray(res.spike_ids), np.asarray(res.spike_steps)
+    nest.ResetKernel()
+    nest.set_verbosity("M_ERROR")
+    nest.resolution = H
+    neuron = nest.Create(NEST_OF[name], params=NEST_PARAMS)
+    for i, w in ((0, W_EX), (1, W_IN)):
+        times = steps[ids == i] * H
+        assert times.size > 20
+        gen = nest.Create("spike_generator", params={"spike_times": [round(t, 10) for t in times]})
+        nest.Connect(gen, neuron, syn_spec={"weight": w, "delay": DELAY_MS})
+    current = nest.Create("step_current_generator", params={"amplitude_times": TIMES, "amplitude_values": AMPS})
+    nest.Connect(current, neuron, syn_spec={"delay": DELAY_MS})
+    meter = nest.Create("multimeter", params={"record_from": ["V_m"], "interval": H})
+    recorder = nest.Create("spike_recorder")
+    nest.Connect(meter, neuron)
+    nest.Connect(neuron, recorder)
+    nest.Simulate(T_MS + H)
+    ev = meter.get("events")
+    k = np.rint(np.asarray(ev["times"]) / H).astype(int) - 1    # V after step k + 1
+    keep = k < V.size
+    assert keep.sum() >= V.size - 1
+    diff = np.abs(np.asarray(ev["V_m"])[keep] - V[k[keep]])
+    print(f"{name}: largest |V - NEST {NEST_OF[name]}| = {diff.max():.3g} mV over {keep.sum()} steps")
+    assert diff.max() < TOL, f"largest difference {diff.max():.3g} mV at t = {(k[keep][diff.argmax()] + 1) * H} ms"
+    nest_steps = np.rint(np.asarray(recorder.get("events")["times"]) / H).astype(int)
+    ours = steps[ids == 2]
+    assert ours.size >= 5                            # threshold, reset and refractoriness are exercised
+    assert np.array_equal(np.sort(ours), np.sort(nest_steps[nest_steps <= round(T_MS / H)]))
+
+
+@needs_nestml
+def test_state_variables_are_recordable_as_c_and_c_in():
+    model = nestml_model("iaf_psc_exp_neuron")
+    assert model.recordables["c"][0] == "I_syn_exc" and model.recordables["c_in"][0] == "I_syn_inh"
+    res = simulate(model)
+    c, c_in = np.asarray(res.state["c"][0]), np.asarray(res.state["c_in"][0])
+    assert c.max() >= W_EX * 0.99 and c.min() >= 0           # excitatory current: jumps of 100 pA, decays
+    assert c_in.max() >= -W_IN * 0.99 and c_in.min() >= 0    # inhibitory: NESTML keeps it positive
+
+
+@needs_nestml
+def test_spikes_identical_on_one_and_two_threads():
+    model = nestml_model("iaf_psc_alpha_neuron")
+    net_runs = []
+    for threads in (1, 2):
+        net = rv.Network(name="nestml-net")
+        net.add_population(rv.Population("drive", 50, {"rate_hz": 50.0, "start_ms": 0.0, "stop_ms": 200.0}, model="poisson_source"))
+        net.add_population(rv.Population("n", 400, {**PARAMS, "I_e": 300.0}, model=model))
+        net.connect(rv.Projection(source="drive", target="n", probability=0.3, weight=60.0, delay_ms=1.0))
+        net.connect(rv.Projection(source="n", target="n", probability=0.05, weight=-25.0, delay_ms=1.5))
+        res = rv.Simulation(net, threads=threads, seed=11, resolution_ms=H).run(200.0)
+        n = np.asarray(res.spike_ids) >= 50
+        net_runs.append((np.asarray(res.spike_ids)[n], np.asarray(res.spike_steps)[n]))
+    (i1, s1), (i2, s2) = net_runs
+    assert i1.size > 200
+    o1, o2 = np.lexsort((i1, s1)), np.lexsort((i2, s2))
+    assert np.array_equal(i1[o1], i2[o2]) and np.array_equal(s1[o1], s2[o2])
+
+
+RANK_SCRIPT = textwrap.dedent("""
+    import json, sys
+    import numpy as np
+    import ranvier as rv
+    model = rv.nestml.neuron_model(sys.argv[1])
+    net = rv.Network(name="nestml-ranks")
+    net.add_population(rv.Population("drive", 50, {"rate_hz": 50.0, "start_ms": 0.0, "stop_ms": 200.0}, model="poisson_source"))
+    net.add_population(rv.Population("n", 400, {"I_e": 300.0, "tau_syn_inh": 5.0}, model=model))
+    net.connect(rv.Projection(source="drive", target="n", probability=0.3, weight=60.0, delay_ms=1.0))
+    net.connect(rv.Projection(source="n", target="n", probability=0.05, weight=-25.0, delay_ms=1.5))
+    sim = rv.Simulation(net, threads=int(sys.argv[2]), seed=11, resolution_ms=0.1, exchange=sys.argv[4],
+                        placement=sys.argv[5])
+    res = sim.run(200.0)
+    ids, steps = np.asarray(res.spike_ids), np.asarray(res.spike_steps)
+    order = np.lexsort((ids, steps))
+    if sim.rank == 0:
+        with open(sys.argv[3], "w") as f:
+            json.dump({"ids": ids[order].tolist(), "steps": steps[order].tolist()}, f)
+""")
+
+
+@needs_nestml
+def test_spikes_identical_on_one_and_two_ranks_any_exchange_and_placement(tmp_path):
+    mpiexec = shutil.which("mpiexec", path=os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", ""))
+    if mpiexec is None:
+        pytest.skip("no mpiexec")
+    script = tmp_path / "ranks.py"
+    script.write_text(RANK_SCRIPT)
+    model = _models_dir() / "iaf_psc_alpha_neuron.nestml"
+    out = {}
+    runs = ((1, 1, "allgather", "round-robin"), (1, 2, "allgather", "round-robin"), (2, 1, "alltoallv", "block"),
+            (2, 2, "alltoallv", "random"), (2, 2, "p2p", "round-robin"))
+    for ranks, threads, exchange, placement in runs:
+        path = tmp_path / f"spikes-{ranks}-{threads}-{exchange}-{placement}.json"
+        cmd = [mpiexec, "-n", str(ranks), sys.executable, str(script), str(model), str(threads), str(path), exchange,
+               placement]
+        run = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=os.environ.copy())
+        assert run.returncode == 0, run.stderr[-2000:]
+        out[(ranks, threads, exchange, placement)] = json.loads(path.read_text())
+    ref = out[runs[0]]
+    assert len(ref["ids"]) > 1000
+    for key, got in out.items():
+        assert got == ref, key
+
+
+@needs_nestml
+def test_an_unsupported_construct_is_refused_naming_it_and_its_line(tmp_path):
+    src = tmp_path / "noisy_neuron.nestml"
+    src.write_text(textwrap.dedent("""\
+        model noisy_neuron:
+            state:
+                V_m mV = -70 mV
+
+            equations:
+                V_m' = -(V_m + 70 mV) / tau_m
+
+            parameters:
+                tau_m ms = 10 ms
+
+            update:
+                integrate_odes()
+                V_m += random_normal(0 mV, 1 mV)
+
+            output:
+                spike
+        """))
+    with pytest.raises(ConfigError) as e:
+        rv.nestml.neuron_model(src)
+    msg = str(e.value)
+    assert "\n" not in msg and "random_normal" in msg and f"{src}:13:" in msg, msg
+
+
+@needs_nestml
+def test_a_second_load_comes_from_the_cache():
+    first = nestml_model("iaf_psc_exp_neuron")
+    again = nestml_model("iaf_psc_exp_neuron")
+    assert again.compile_facts["cached"] and again.engine_name == first.engine_name
+
+
+def test_the_tutorial_model_in_the_docs_is_the_example_file():
+    root = Path(__file__).resolve().parent.parent
+    page = (root / "docs" / "nestml.md").read_text()
+    block = page.split("```nestml\n", 1)[1].split("```", 1)[0]
+    assert block == (root / "examples" / "nestml" / "tutorial_neuron.nestml").read_text()
+
+
+def _network(model):
+    net = rv.Network(name="nestml-net")
+    net.add_population(rv.Population("drive", 50, {"rate_hz": 50.0, "start_ms": 0.0, "stop_ms": 200.0},
+                                     model="poisson_source"))
+    net.add_population(rv.Population("n", 400, {**PARAMS, "I_e": 300.0}, model=model))
+    net.connect(rv.Projection(source="drive", target="n", probability=0.3, weight=60.0, delay_ms=1.0))
+    net.connect(rv.Projection(source="n", target="n", probability=0.05, weight=-25.0, delay_ms=1.5))
+    return net
+
+
+@needs_nestml
+def test_a_checkpoint_resumes_a_generated_model_with_the_same_spikes(tmp_path):
+    """Every state variable of the generated model (here 4 extra columns) goes into the checkpoint."""
+    model = nestml_model("iaf_psc_alpha_neuron")
+    whole = rv.Simulation(_network(model), threads=1, seed=5, resolution_ms=H).run(200.0)
+    first = rv.Simulation(_network(model), threads=1, seed=5, resolution_ms=H)
+    first.run(100.0)
+    first.save(tmp_path / "ck")
+    resumed = rv.Simulation.resume(tmp_path / "ck", network=_network(model), threads=2)
+    rest = resumed.run(100.0)
+    a = np.lexsort((whole.spike_ids, whole.spike_steps))
+    b = np.lexsort((rest.spike_ids, rest.spike_steps))
+    assert np.asarray(whole.spike_ids).size > 500
+    assert np.array_equal(np.asarray(whole.spike_ids)[a], np.asarray(rest.spike_ids)[b])
+    assert np.array_equal(np.asarray(whole.spike_steps)[a], np.asarray(rest.spike_steps)[b])
+
+
+def test_a_missing_compiler_is_refused_in_one_line(monkeypatch):
+    from ranvier.nestml import build
+    monkeypatch.setenv("RANVIER_CXX", "/nonexistent/g++")
+    with pytest.raises(ConfigError) as e:
+        build.compiler()
+    msg = str(e.value)
+    assert "\n" not in msg and "/nonexistent/g++" in msg and "RANVIER_CXX" in msg and "install" in msg
+
+
+@needs_nestml
+def test_a_model_nestml_rejects_is_refused_in_one_line(tmp_path):
+    src = tmp_path / "broken_neuron.nestml"
+    src.write_text(textwrap.dedent("""\
+        model broken_neuron:
+            state:
+                V_m mV = -70 mV
+
+            equations:
+                V_m' = -V_m / tau_undeclared
+
+            output:
+                spike
+
+            update:
+                integrate_odes()
+        """))
+    with pytest.raises(ConfigError) as e:
+        rv.nestml.neuron_model(src)
+    msg = str(e.value)
+    assert "\n" not in msg and "NESTML rejects model 'broken_neuron'" in msg and "tau_undeclared" in msg, msg
