@@ -1,6 +1,6 @@
-"""The structure docs/architecture.md describes, checked on the source: no import cycle among
-Ranvier's modules (imports inside functions count), no function over 120 lines (the binding
-table aside), MPI in the communication layer alone and no environment read inside the engine."""
+"""The structure docs/architecture.md describes, checked on the source: no function over 120
+lines (the binding table aside), MPI in the communication layer alone and no environment read
+inside the engine. (No import cycle among Ranvier's modules: tests/test_package.py.)"""
 from __future__ import annotations
 
 import ast
@@ -11,99 +11,6 @@ ROOT = Path(__file__).resolve().parent.parent
 SRC = ROOT / "src"
 CPP = ROOT / "cpp"
 MAX_LINES = 120
-
-
-def _modules() -> dict[str, Path]:
-    out = {}
-    for path in SRC.rglob("*.py"):
-        parts = path.relative_to(SRC).with_suffix("").parts
-        name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
-        out[name] = path
-    return out
-
-
-def _imported(name: str, path: Path, node, modules) -> set[str]:
-    """The modules of ours that an import statement in module `name` loads. `from pkg import
-    sub` of a submodule (or the compiled _engine) depends on the submodule, not on pkg's
-    __init__: a package is always initialised before its submodules, so that is no cycle."""
-    if isinstance(node, ast.Import):
-        wanted = [a.name for a in node.names]
-    else:
-        if node.level:
-            package = name if path.name == "__init__.py" else name.rpartition(".")[0]
-            parts = package.split(".")
-            base = ".".join(parts[:len(parts) - node.level + 1])
-            module = f"{base}.{node.module}" if node.module else base
-        else:
-            module = node.module
-        subs = [f"{module}.{a.name}" for a in node.names]
-        wanted = [s for s in subs if s in modules]
-        if len(wanted) + sum(s.endswith("._engine") for s in subs) < len(subs):
-            wanted.append(module)
-    out = set()
-    for m in wanted:
-        while m and m not in modules:
-            m = m.rpartition(".")[0]
-        if m and m != name:
-            out.add(m)
-    return out
-
-
-def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
-    """Strongly connected components of more than one module (Tarjan's algorithm, iterative)."""
-    index, low, stack, on_stack, found, counter = {}, {}, [], set(), [], 0
-    for root in graph:
-        if root in index:
-            continue
-        work = [(root, iter(sorted(graph[root])))]
-        index[root] = low[root] = counter
-        counter += 1
-        stack.append(root)
-        on_stack.add(root)
-        while work:
-            v, children = work[-1]
-            for w in children:
-                if w not in index:
-                    index[w] = low[w] = counter
-                    counter += 1
-                    stack.append(w)
-                    on_stack.add(w)
-                    work.append((w, iter(sorted(graph.get(w, ())))))
-                    break
-                if w in on_stack:
-                    low[v] = min(low[v], index[w])
-            else:
-                work.pop()
-                if work:
-                    low[work[-1][0]] = min(low[work[-1][0]], low[v])
-                if low[v] == index[v]:
-                    component = []
-                    while True:
-                        w = stack.pop()
-                        on_stack.discard(w)
-                        component.append(w)
-                        if w == v:
-                            break
-                    if len(component) > 1:
-                        found.append(sorted(component))
-    return found
-
-
-def test_no_import_cycle_counting_imports_inside_functions():
-    modules = _modules()
-    graph = {}
-    for name, path in modules.items():
-        deps = set()
-        for node in ast.walk(ast.parse(path.read_text())):
-            if isinstance(node, (ast.Import, ast.ImportFrom)):
-                deps |= _imported(name, path, node, modules)
-        graph[name] = deps
-    assert len(graph) > 50                # the walk found the package
-    assert _cycles(graph) == []
-
-
-def test_the_cycle_finder_finds_a_cycle():
-    assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
 
 
 def test_no_python_function_over_120_lines():
@@ -122,7 +29,7 @@ def _cpp_functions(text: str):
     '{' that follows a parameter list ')' (with qualifiers) and is not a control statement."""
     code = re.sub(r"//[^\n]*|/\*.*?\*/", lambda m: re.sub(r"[^\n]", " ", m.group()), text, flags=re.S)
     code = re.sub(r'"(\\.|[^"\\\n])*"', '""', code)
-    depth, scopes, out = 0, [], []
+    scopes, out = [], []
     for match in re.finditer(r"[{}]", code):
         if match.group() == "{":
             head = code[max(0, match.start() - 400):match.start()]
