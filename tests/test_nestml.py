@@ -372,3 +372,48 @@ def test_a_model_nestml_rejects_is_refused_in_one_line(tmp_path):
         rv.nestml.neuron_model(src)
     msg = str(e.value)
     assert "\n" not in msg and "NESTML rejects model 'broken_neuron'" in msg and "tau_undeclared" in msg, msg
+
+
+@needs_nestml
+def test_a_sonata_node_type_names_a_nestml_file(tmp_path):
+    """model_template "nestml:<file>" (the file beside the dynamics files, parameters by the
+    model's names): NESTML's iaf_psc_alpha_neuron as the excitatory type of the example circuit
+    gives the spikes of the circuit with NEST's iaf_psc_alpha there."""
+    from ranvier.io import sonata
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "examples" / "sonata"))
+    from make_network import write_network
+    builtin = write_network(tmp_path / "nest", clamp=False)
+    generated = write_network(tmp_path / "nestml", template="nestml:iaf_psc_alpha_neuron.nestml", clamp=False)
+    components = generated.parent / "components"
+    shutil.copy(_models_dir() / "iaf_psc_alpha_neuron.nestml", components)
+    nest_names = json.loads((components / "exc.json").read_text())       # NEST's names -> the model's
+    renamed = {"tau_syn_ex": "tau_syn_exc", "t_ref": "refr_T"}
+    (components / "exc.json").write_text(json.dumps({renamed.get(k, k): v for k, v in nest_names.items()}))
+    # NEST's iaf_psc_alpha starts at V_m = -70 mV whatever E_L; the NESTML model at E_L: the same start
+    (builtin.parent / "components" / "exc.json").write_text(json.dumps({**nest_names, "V_m": nest_names["E_L"]}))
+    runs = []
+    for config in (builtin, generated):
+        net, info = sonata.load(config)
+        ids, times = rv.Simulation(net, resolution_ms=0.1).run(200.0).spikes
+        cortex = [p for p in net.populations if p.name.startswith("cortex")]
+        runs.append((net, sorted((info.populations[p.name][1][i - p.first_id], round(t / 0.1)) for p in cortex
+                                 for i, t in zip(ids, times) if p.first_id <= i < p.first_id + p.size)))
+    assert runs[1][0].population("cortex.E").model == "iaf_psc_alpha_neuron"        # the generated model
+    assert runs[0][1] and runs[0][0].population("cortex.E").model == "iaf_psc_alpha"
+    assert len(runs[0][1]) > 20
+    assert runs[0][1] == runs[1][1]
+
+
+@needs_nestml
+def test_a_nestml_node_type_with_per_node_parameters_that_vary_is_refused(tmp_path):
+    from ranvier.io import sonata
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "examples" / "sonata"))
+    from make_network import write_network
+    import h5py
+    config = write_network(tmp_path, template="nestml:iaf_psc_alpha_neuron.nestml", clamp=False)
+    shutil.copy(_models_dir() / "iaf_psc_alpha_neuron.nestml", config.parent / "components")
+    with h5py.File(config.parent / "network" / "cortex_nodes.h5", "a") as f:
+        d = f["nodes/cortex/0/dynamics_params/I_e"]
+        d[...] = np.arange(d.shape[0], dtype=float)
+    with pytest.raises(ConfigError, match="per-node dynamics_params 'I_e' varies within the node type"):
+        sonata.load(config)

@@ -479,15 +479,18 @@ def _model_of(pop: NodePopulation, type_id: int, where: str) -> tuple[str, str |
     if model_type not in NEURON_TYPES:
         raise ConfigError(f"{where}: model_type '{model_type}' is not a point neuron; Ranvier reads "
                           f"{list(NEURON_TYPES)} and 'virtual' nodes")
+    dynamics = row.get("dynamics_params", "").strip()
+    dynamics = dynamics if dynamics not in ("", "NULL", "None") else None      # NULL: the model's defaults
+    if template.startswith(NESTML):
+        return template, dynamics
     if not template.startswith("nest:"):
-        raise ConfigError(f"{where}: model_template '{template}' is not a NEST model (nest:<name>); supported: "
-                          f"{['nest:' + m for m in SUPPORTED_NEST_MODELS]}")
+        raise ConfigError(f"{where}: model_template '{template}' is not a NEST model (nest:<name>) or a NESTML "
+                          f"file (nestml:<path>); supported: {['nest:' + m for m in SUPPORTED_NEST_MODELS]}")
     nest_name = template[len("nest:"):]
     if nest_name not in SUPPORTED_NEST_MODELS:
         raise ConfigError(f"{where}: model_template '{template}' is not supported; supported: "
                           f"{['nest:' + m for m in SUPPORTED_NEST_MODELS]}")
-    dynamics = row.get("dynamics_params", "").strip()
-    return nest_name, dynamics if dynamics not in ("", "NULL", "None") else None      # NULL: NEST's defaults
+    return nest_name, dynamics
 
 
 def _nest_keys(nest_name: str) -> dict | None:
@@ -529,6 +532,33 @@ def _to_ranvier(nest_name: str, nest: dict, where: str) -> tuple[str, dict]:
         # NEST's defaults where the file leaves them out (psc_exp's own tau_syn_ms would stand in)
         params = {"tau_syn_ex_ms": 2.0, "tau_syn_in_ms": 2.0, **params}
     return _ranvier_model(nest_name), params
+
+
+NESTML = "nestml:"       # model_template "nestml:<file>": a NESTML model (docs/nestml.md)
+
+
+def _nestml_population(template: str, dynamics: dict, per_node: dict, components: dict, where: str):
+    """(model class, parameters) of a node type whose model_template names a NESTML file: the
+    file found beside the dynamics files (point_neuron_models_dir) or as given, generated and
+    compiled by ranvier.nestml; parameters by the model's own names. Per-node dynamics_params
+    must be one value per type: a generated model's parameters are its population's."""
+    from .. import nestml
+    name = template[len(NESTML):]
+    folder = components.get("point_neuron_models_dir")
+    candidates = ([Path(folder) / name] if isinstance(folder, str) else []) + [Path(name)]
+    path = next((c for c in candidates if c.is_file()), None)
+    if path is None:
+        raise ConfigError(f"{where}: model_template '{template}': no such NESTML file (looked for "
+                          f"{', '.join(repr(str(c)) for c in candidates)})")
+    params = dict(dynamics)
+    for key, values in per_node.items():
+        v = values[~np.isnan(values)]
+        if v.size and np.any(v != v[0]):
+            raise ConfigError(f"{where}: per-node dynamics_params '{key}' varies within the node type, and a NESTML "
+                              f"model's parameters are its population's: give each value its own node type")
+        if v.size:
+            params[key] = float(v[0])
+    return nestml.neuron_model(path), params
 
 
 def _dynamics_file(components: dict, name: str, where: str) -> dict:
@@ -823,6 +853,11 @@ def _add_node_populations(net, pops, trains, components, info):
                     info.virtual.add(copy.name)
                     info.populations[copy.name] = (p.name, p.node_ids[mine].copy())
                     copies.setdefault(rname, []).append(copy.name)
+            elif model.startswith(NESTML):
+                dynamics = dict(_dynamics_file(components, dyn_name, where)) if dyn_name else {}
+                per_node = {k: values[mine].astype(np.float64) for k, values in p.dynamics.items()}
+                cls, params = _nestml_population(model, dynamics, per_node, components, where)
+                pop = Population(rname, int(mine.size), params=params, model=cls, excitatory=excitatory)
             else:
                 nest = dict(_dynamics_file(components, dyn_name, where)) if dyn_name else {}
                 rmodel, params = _to_ranvier(model, nest, where)
