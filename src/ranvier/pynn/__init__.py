@@ -12,6 +12,7 @@ from pyNN import errors, random, space                               # noqa: F40
 from pyNN.common.control import DEFAULT_MAX_DELAY, DEFAULT_MIN_DELAY, DEFAULT_TIMESTEP
 from pyNN.connectors import *                                        # noqa: F401,F403
 from pyNN.network import Network                                     # noqa: F401
+from pyNN.parameters import ArrayParameter, ParameterSpace, Sequence  # noqa: F401  (as pyNN.nest exports them)
 from pyNN.random import GSLRNG, NumpyRNG, RandomDistribution         # noqa: F401
 from pyNN.recording import *                                         # noqa: F401,F403
 from pyNN.space import Space                                         # noqa: F401

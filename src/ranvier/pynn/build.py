@@ -91,7 +91,7 @@ def describe(state) -> dict:
                 return float(values[0]) if values.size else 0.0
             plastic = {"tau_plus_ms": one("tau_plus_ms"), "lambda_": one("lambda_"), "alpha": one("alpha"),
                        "w_max": one("w_max"), "tau_minus_ms": one("tau_minus_ms"),
-                       "mu": pr.synapse_type.weight_dependence.mu}
+                       "mu": getattr(pr.synapse_type.weight_dependence, "mu", None) or (one("mu_plus"), one("mu_minus"))}
         elif type(pr.synapse_type).__name__ == "TsodyksMarkramSynapse":
             plastic = _tsodyks(state, pops, pr, post)
         projs.append({"plastic": plastic, "pre": state.populations.index(pr.pre.grandparent if hasattr(pr.pre, "grandparent") else pr.pre),

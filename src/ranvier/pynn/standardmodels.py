@@ -212,6 +212,33 @@ class MultiplicativeWeightDependence(synapses.MultiplicativeWeightDependence):
         super().__init__(w_min, w_max)
 
 
+class AdditivePotentiationMultiplicativeDepression(synapses.AdditivePotentiationMultiplicativeDepression):
+    __doc__ = synapses.AdditivePotentiationMultiplicativeDepression.__doc__
+    translations = build_translations(('w_max', 'w_max'), ('w_min', 'w_min'))
+    possible_models = {"stdp"}
+    mu = (0.0, 1.0)
+
+    def __init__(self, w_min=0.0, w_max=1.0):
+        if w_min != 0:
+            raise ValueError("pyNN.ranvier: w_min must be 0 (NEST's stdp_synapse has no lower bound but 0)")
+        super().__init__(w_min, w_max)
+
+
+class GutigWeightDependence(synapses.GutigWeightDependence):
+    """Gütig's weight dependence on NEST's stdp_synapse (mu_plus, mu_minus), per projection.
+    (pyNN.nest 0.13 passes only w_min and w_max on to PyNN, so NEST runs it with mu_plus =
+    mu_minus = 0.5 whatever the script gives; Ranvier takes the script's.)"""
+    __doc__ = synapses.GutigWeightDependence.__doc__
+    translations = build_translations(('w_max', 'w_max'), ('w_min', 'w_min'), ('mu_plus', 'mu_plus'),
+                                      ('mu_minus', 'mu_minus'))
+    possible_models = {"stdp"}
+
+    def __init__(self, w_min=0.0, w_max=1.0, mu_plus=0.5, mu_minus=0.5):
+        if w_min != 0:
+            raise ValueError("pyNN.ranvier: w_min must be 0 (NEST's stdp_synapse has no lower bound but 0)")
+        super().__init__(w_min, w_max, mu_plus, mu_minus)
+
+
 # -- current sources ---------------------------------------------------------------------------
 class _CurrentSource:
     """A PyNN current source: its native parameters kept here (amplitudes in pA); inject_into
