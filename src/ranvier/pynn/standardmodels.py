@@ -188,6 +188,12 @@ class SpikePairRule(synapses.SpikePairRule):
     possible_models = {"stdp"}
 
 
+def _zero_w_min(w_min) -> None:
+    """The weight dependences' one bound: NEST's stdp_synapse has no lower bound but 0."""
+    if w_min != 0:
+        raise ValueError("pyNN.ranvier: w_min must be 0 (NEST's stdp_synapse has no lower bound but 0)")
+
+
 class AdditiveWeightDependence(synapses.AdditiveWeightDependence):
     __doc__ = synapses.AdditiveWeightDependence.__doc__
     translations = build_translations(('w_max', 'w_max'), ('w_min', 'w_min'))
@@ -195,8 +201,7 @@ class AdditiveWeightDependence(synapses.AdditiveWeightDependence):
     mu = (0.0, 0.0)                               # NEST's mu_plus, mu_minus
 
     def __init__(self, w_min=0.0, w_max=1.0):
-        if w_min != 0:
-            raise ValueError("pyNN.ranvier: w_min must be 0 (NEST's stdp_synapse has no lower bound but 0)")
+        _zero_w_min(w_min)
         super().__init__(w_min, w_max)
 
 
@@ -207,8 +212,7 @@ class MultiplicativeWeightDependence(synapses.MultiplicativeWeightDependence):
     mu = (1.0, 1.0)
 
     def __init__(self, w_min=0.0, w_max=1.0):
-        if w_min != 0:
-            raise ValueError("pyNN.ranvier: w_min must be 0 (NEST's stdp_synapse has no lower bound but 0)")
+        _zero_w_min(w_min)
         super().__init__(w_min, w_max)
 
 
@@ -219,8 +223,7 @@ class AdditivePotentiationMultiplicativeDepression(synapses.AdditivePotentiation
     mu = (0.0, 1.0)
 
     def __init__(self, w_min=0.0, w_max=1.0):
-        if w_min != 0:
-            raise ValueError("pyNN.ranvier: w_min must be 0 (NEST's stdp_synapse has no lower bound but 0)")
+        _zero_w_min(w_min)
         super().__init__(w_min, w_max)
 
 
@@ -234,8 +237,7 @@ class GutigWeightDependence(synapses.GutigWeightDependence):
     possible_models = {"stdp"}
 
     def __init__(self, w_min=0.0, w_max=1.0, mu_plus=0.5, mu_minus=0.5):
-        if w_min != 0:
-            raise ValueError("pyNN.ranvier: w_min must be 0 (NEST's stdp_synapse has no lower bound but 0)")
+        _zero_w_min(w_min)
         super().__init__(w_min, w_max, mu_plus, mu_minus)
 
 
