@@ -238,3 +238,81 @@ def test_gutig_takes_the_scripts_mu():
     default, other = final_weights(0.5), final_weights(0.1)
     assert np.nanmax(np.abs(default - 0.6)) > 0.005
     assert np.nanmax(np.abs(default - other)) > 1e-4
+
+
+def _assembly_run(split: bool):
+    """Two spike-source populations onto a population and a view of another, each connection with
+    its own weight: through Assemblies (one Projection) or population by population."""
+    import pyNN.ranvier as sim
+    sim.setup(timestep=0.1)
+    try:
+        a = sim.Population(2, sim.SpikeSourceArray(spike_times=[[2.0, 11.0], [4.0]]))
+        b = sim.Population(1, sim.SpikeSourceArray(spike_times=[[6.0, 8.0]]))
+        c = sim.Population(2, sim.IF_curr_exp())
+        d = sim.Population(3, sim.IF_curr_exp())
+        view = d[[0, 2]]
+        # (pre, post) within the Assemblies a + b and c + d[0, 2]
+        conns = [(0, 0, 0.5), (0, 3, 0.7), (1, 1, 0.9), (2, 2, 1.1), (2, 0, 1.3), (1, 3, 1.7)]
+        parts = {}
+        if split:
+            for i, j, w in conns:
+                pre, pi = (a, i) if i < 2 else (b, i - 2)
+                post, pj = (c, j) if j < 2 else (view, j - 2)
+                parts.setdefault((id(pre), id(post)), (pre, post, []))[2].append((pi, pj, w, 1.0))
+            for pre, post, lst in parts.values():
+                sim.Projection(pre, post, sim.FromListConnector(lst), sim.StaticSynapse())
+            got = None
+        else:
+            prj = sim.Projection(a + b, c + view, sim.FromListConnector([(i, j, w, 1.0) for i, j, w in conns]),
+                                 sim.StaticSynapse())
+        c.record("v")
+        d.record("v")
+        sim.run(20.0)
+        if not split:
+            got = sorted(prj.get("weight", format="list"))
+        v = [p.get_data("v").segments[0].analogsignals[0].magnitude for p in (c, d)]
+        return v, got, sorted((i, j, w) for i, j, w in conns)
+    finally:
+        sim.end()
+
+
+def test_a_projection_between_assemblies_is_split_by_population():
+    """sim.connect(cells, excitatory + inhibitory), as PyNN's scenario1a: a Projection whose source
+    and target are Assemblies (of populations and views) gives the membrane traces of the same
+    connections made population by population, and reads back in the Assemblies' indices."""
+    v_split, _, _ = _assembly_run(split=True)
+    v_joined, got, conns = _assembly_run(split=False)
+    assert got == conns
+    for ours, theirs in zip(v_joined, v_split):
+        assert np.array_equal(ours, theirs)
+    assert np.ptp(v_joined[1][:, 1]) == 0 and np.ptp(v_joined[1][:, 0]) > 0    # d[1] is outside the view
+
+
+def test_a_plastic_projection_across_populations_of_an_assembly_is_refused():
+    import pyNN.ranvier as sim
+    sim.setup(timestep=0.1)
+    try:
+        a = sim.Population(2, sim.SpikeSourceArray(spike_times=[[2.0], [4.0]]))
+        c, d = sim.Population(2, sim.IF_curr_exp()), sim.Population(2, sim.IF_curr_exp())
+        stdp = sim.STDPMechanism(timing_dependence=sim.SpikePairRule(), weight_dependence=sim.AdditiveWeightDependence(),
+                                 weight=0.5, delay=1.0)
+        sim.Projection(a, c + d, sim.AllToAllConnector(), stdp)
+        with pytest.raises(NotImplementedError, match="connect their populations one by one"):
+            sim.run(10.0)
+    finally:
+        sim.end()
+
+
+def test_what_pyNN_ranvier_lacks_is_refused_with_pyNNs_errors():
+    """A missing cell type raises PyNN's NoModelAvailableError, naming those there are."""
+    import pyNN.ranvier as sim
+    from pyNN import errors
+    from pyNN.standardmodels import StandardCellType
+    sim.setup(timestep=0.1)
+    try:
+        class Unknown(StandardCellType):
+            default_parameters = {}
+        with pytest.raises(errors.NoModelAvailableError, match="available: "):
+            sim.Population(1, Unknown())
+    finally:
+        sim.end()

@@ -37,8 +37,6 @@ NOT_YET: dict[tuple[str, str], str] = {
     ("test_electrodes", "test_issue497"): _AC,
     ("test_electrodes", "test_issue631"): _AC,
     ("test_recording", "test_record_vm_and_gsyn_from_assembly"): _EIF,
-    ("test_scenario1", "test_scenario1a"): "projections onto an Assembly (sim.connect(cells, excitatory + "
-                                           "inhibitory)): not in pyNN.ranvier yet",
     ("test_scenario4", "test_scenario4"): _EIF,
     ("test_synapse_types", "test_simple_stochastic_synapse"): "SimpleStochasticSynapse: not in Ranvier yet",
 }

@@ -84,11 +84,11 @@ class Projection(common.Projection):
         common.Projection.__init__(self, presynaptic_population, postsynaptic_population, connector, synapse_type,
                                    source, receptor_type, space, label)
         if self.receptor_type not in ("excitatory", "inhibitory"):
-            raise errors.NotAvailableError(f"pyNN.ranvier: receptor type {self.receptor_type!r}; "
-                                           f"'excitatory' or 'inhibitory'")
+            raise NotImplementedError(f"pyNN.ranvier: receptor type {self.receptor_type!r}; "
+                                      f"'excitatory' or 'inhibitory'")
         if type(self.synapse_type).__name__ not in SYNAPSE_TYPES:
-            raise errors.NotAvailableError(f"pyNN.ranvier: synapse type {type(self.synapse_type).__name__} is not "
-                                           f"available yet; {', '.join(SYNAPSE_TYPES)}")
+            raise errors.NoModelAvailableError(f"pyNN.ranvier: synapse type {type(self.synapse_type).__name__} is not "
+                                               f"available yet; {', '.join(SYNAPSE_TYPES)}")
         self.connections = []
         self._native_columns = None
         self.native = native_rule(connector, self.synapse_type, presynaptic_population, postsynaptic_population)

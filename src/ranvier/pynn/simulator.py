@@ -123,9 +123,9 @@ class State(common.control.BaseState):
             src_pop, tgt_pop = self.network.population(net_pr.source), self.network.population(net_pr.target)
             scale = NEURON_MODELS[tgt_pop.model].pynn_weight_scale
             ours = np.lexsort((np.rint(got.delay_ms / self.dt), got.target, got.source))
-            from .build import _parent_index
-            pre = _parent_index(pr.pre, np.array([c.presynaptic_index for c in pr.connections])) + src_pop.first_id
-            post = _parent_index(pr.post, np.array([c.postsynaptic_index for c in pr.connections])) + tgt_pop.first_id
+            from .build import _roots
+            pre = _roots(self, pr.pre, np.array([c.presynaptic_index for c in pr.connections]))[1] + src_pop.first_id
+            post = _roots(self, pr.post, np.array([c.postsynaptic_index for c in pr.connections]))[1] + tgt_pop.first_id
             delay = np.rint(np.maximum(np.rint(np.array([c.delay for c in pr.connections]) / self.dt), 1))
             theirs = np.lexsort((np.arange(pre.size), delay, post, pre))
             if ours.size != theirs.size:
