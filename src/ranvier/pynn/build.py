@@ -62,6 +62,9 @@ def describe(state) -> dict:
         model = p.celltype.ranvier_model
         params = ranvier_params(state, p)
         membrane = NEURON_MODELS[model].has_potential
+        if getattr(p.celltype, "nestml_model", None) is not None:
+            _check_nestml_initial(p)
+            membrane = False
         initial = p._initial.get("v") if membrane else None
         if initial is None and membrane:
             initial = np.full(p.size, float(p.celltype.default_initial_values["v"]))
@@ -92,6 +95,33 @@ def describe(state) -> dict:
                           "pre_index": pre_index[at], "post_index": post_index[at],
                           "weight": w[at], "delay": d[at], "receptor": pr.receptor_type})
     return {"populations": pops, "projections": projs}
+
+
+def _check_nestml_initial(p) -> None:
+    """A NESTML model starts from its state block's initial values (V_m = E_L): PyNN's initial
+    values (initialize(), or the cell type's defaults) must be those, or the run would not be the
+    script's; refused otherwise, naming the variable and the value to give."""
+    model = p.celltype.nestml_model
+    native = _native_values(p)
+    for s in model.generated.state:
+        given = p._initial.get(s.name)
+        if given is None:
+            continue
+        given = np.asarray(given, dtype=float)
+        if s.initial in native:
+            starts = np.broadcast_to(np.asarray(native[s.initial], dtype=float), given.shape)
+        else:
+            try:
+                starts = np.full(given.shape, float(s.initial))
+            except ValueError:
+                continue                               # an expression: the model's own value
+        differ = np.flatnonzero(~np.isnan(given) & (given != starts))
+        if differ.size:
+            k = int(differ[0])
+            raise NotImplementedError(
+                f"pyNN.ranvier: NESTML model {model.name} starts {s.name} from its state block's initial value "
+                f"({s.initial} = {starts[k]:g} for cell {k}), not from PyNN's {given[k]:g}; initialize({s.name}=...) "
+                f"to that value (pyNN.ranvier cannot start it elsewhere yet)")
 
 
 def _plastic(state, pops, pr, post_pop, post_index, pairs: int) -> dict | None:
