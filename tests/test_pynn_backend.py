@@ -141,7 +141,8 @@ def test_if_curr_delta_is_nests_iaf_psc_delta():
 
 def test_pynns_connectors_give_pyNN_nests_connections():
     """The connectors PyNN draws (AllToAll, OneToOne, FromList, DistanceDependentProbability on
-    PyNN's structures) give the connections pyNN.nest gives with the same RNG."""
+    PyNN's structures, and FixedProbability and FixedNumberPre given the script's NumpyRNG) give
+    the connections pyNN.nest gives with the same RNG."""
     pytest.importorskip("nest")
     import importlib
 
@@ -155,15 +156,37 @@ def test_pynns_connectors_give_pyNN_nests_connections():
         out = []
         for connector in (sim.AllToAllConnector(allow_self_connections=False), sim.OneToOneConnector(),
                           sim.FromListConnector([(0, 3, 0.2, 1.0), (5, 7, 0.3, 1.5), (35, 0, 0.4, 2.0)]),
-                          sim.DistanceDependentProbabilityConnector("exp(-d/15.0)", rng=sim.NumpyRNG(seed=3))):
+                          sim.DistanceDependentProbabilityConnector("exp(-d/15.0)", rng=sim.NumpyRNG(seed=3)),
+                          sim.FixedProbabilityConnector(0.1, rng=sim.NumpyRNG(seed=5)),
+                          sim.FixedNumberPreConnector(4, with_replacement=True, rng=sim.NumpyRNG(seed=6))):
             prj = sim.Projection(a, b, connector, syn)
             out.append(sorted(tuple(round(x, 9) for x in c) for c in prj.get(["weight", "delay"], format="list")))
         sim.end()
         return out
 
     ours, theirs = connections("ranvier"), connections("nest")
-    assert [len(c) for c in ours] == [len(c) for c in theirs] and len(ours[3]) > 36
+    assert [len(c) for c in ours] == [len(c) for c in theirs] and len(ours[3]) > 36 and len(ours[4]) > 36
     assert ours == theirs
+
+
+def test_a_native_rng_lets_ranvier_draw_and_draws_numpys_numbers_elsewhere():
+    """FixedProbabilityConnector with sim.NativeRNG (or no RNG): Ranvier's keyed rule draws the
+    connections; with a NumpyRNG, PyNN's connector does. A NativeRNG's own numbers are NumPy's
+    from its seed."""
+    import pyNN.ranvier as sim
+    from pyNN.random import NumpyRNG
+    assert np.array_equal(sim.NativeRNG(seed=9).next(5), NumpyRNG(seed=9).next(5))
+    sim.setup(timestep=0.1)
+    try:
+        a, b, c = (sim.Population(30, sim.IF_curr_exp()) for _ in range(3))
+        syn = sim.StaticSynapse(weight=0.1, delay=0.5)
+        native = sim.Projection(a, b, sim.FixedProbabilityConnector(0.2, rng=sim.NativeRNG(seed=1)), syn)
+        default = sim.Projection(b, a, sim.FixedProbabilityConnector(0.2), syn)
+        scripts = sim.Projection(a, c, sim.FixedProbabilityConnector(0.2, rng=NumpyRNG(seed=1)), syn)
+        assert native.native is not None and default.native is not None and scripts.native is None
+        assert 100 < native.size() < 260 and 100 < scripts.size() < 260
+    finally:
+        sim.end()
 
 
 def test_a_label_with_a_slash_is_a_pynn_label():
@@ -260,11 +283,12 @@ def _assembly_run(split: bool):
                 post, pj = (c, j) if j < 2 else (view, j - 2)
                 parts.setdefault((id(pre), id(post)), (pre, post, []))[2].append((pi, pj, w, 1.0))
             for pre, post, lst in parts.values():
-                sim.Projection(pre, post, sim.FromListConnector(lst), sim.StaticSynapse())
+                sim.Projection(pre, post, sim.FromListConnector(lst), sim.StaticSynapse(), receptor_type="excitatory")
             got = None
         else:
+            # receptor_type given: PyNN guesses an Assembly's from a set (its order varies by process)
             prj = sim.Projection(a + b, c + view, sim.FromListConnector([(i, j, w, 1.0) for i, j, w in conns]),
-                                 sim.StaticSynapse())
+                                 sim.StaticSynapse(), receptor_type="excitatory")
         c.record("v")
         d.record("v")
         sim.run(20.0)
@@ -296,7 +320,7 @@ def test_a_plastic_projection_across_populations_of_an_assembly_is_refused():
         c, d = sim.Population(2, sim.IF_curr_exp()), sim.Population(2, sim.IF_curr_exp())
         stdp = sim.STDPMechanism(timing_dependence=sim.SpikePairRule(), weight_dependence=sim.AdditiveWeightDependence(),
                                  weight=0.5, delay=1.0)
-        sim.Projection(a, c + d, sim.AllToAllConnector(), stdp)
+        sim.Projection(a, c + d, sim.AllToAllConnector(), stdp, receptor_type="excitatory")
         with pytest.raises(NotImplementedError, match="connect their populations one by one"):
             sim.run(10.0)
     finally:
