@@ -238,3 +238,37 @@ def test_gutig_takes_the_scripts_mu():
     default, other = final_weights(0.5), final_weights(0.1)
     assert np.nanmax(np.abs(default - 0.6)) > 0.005
     assert np.nanmax(np.abs(default - other)) > 1e-4
+
+
+def test_recorded_electrode_currents_and_v_are_pynn_nests():
+    """source.record() / get_data(): ACSource, DCSource and StepCurrentSource give pyNN.nest's
+    current traces (one point a step, 0 to the end, the current of the step starting then) and
+    V, over two runs."""
+    pytest.importorskip("nest")
+
+    def run(name):
+        import importlib
+        sim = importlib.import_module(f"pyNN.{name}")
+        sim.setup(timestep=0.1, min_delay=1.0)
+        cells = sim.Population(3, sim.IF_curr_exp(v_thresh=50.0, tau_refrac=5.0, v_rest=-60.0))
+        cells.initialize(v=-60.0)
+        sources = [sim.ACSource(start=50.0, stop=125.0, amplitude=0.5, offset=0.1, frequency=100.0, phase=30.0),
+                   sim.DCSource(amplitude=0.5, start=50.0, stop=125.0),
+                   sim.StepCurrentSource(times=[50.0, 87.5, 125.0], amplitudes=[0.4, 0.6, 0.2])]
+        for k, s in enumerate(sources):
+            cells[k].inject(s)
+            s.record()
+        cells.record("v")
+        sim.run(100.0)
+        sim.run(100.0)
+        v = cells.get_data().segments[0].filter(name="v")[0].magnitude
+        traces = [s.get_data() for s in sources]
+        sim.end()
+        return v, [(t.times.magnitude, t.magnitude.ravel()) for t in traces]
+
+    v_ours, ours = run("ranvier")
+    v_theirs, theirs = run("nest")
+    for (t, i), (t_nest, i_nest) in zip(ours, theirs):
+        assert t.size == 2001 and np.allclose(t, t_nest, atol=1e-9)
+        assert np.ptp(i) > 0.1 and np.max(np.abs(i - i_nest)) < 1e-12
+    assert np.max(np.abs(v_ours - v_theirs)) < 1e-9
