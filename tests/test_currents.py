@@ -411,3 +411,21 @@ def test_ac_current_is_the_same_for_any_threads_and_placement():
     assert not (plain[0].size == runs[0][0].size and np.array_equal(plain[0], runs[0][0]))
     for ids, times in runs[1:]:
         assert np.array_equal(ids, runs[0][0]) and np.array_equal(times, runs[0][1])
+
+
+def test_current_values_are_what_the_neurons_get():
+    """Simulation.current_values for step, DC and noise sources: each target's current recovered
+    from V (one target each; a noise source over two targets gives their average)."""
+    net = quiet_population(4)
+    net.inject(rv.StepCurrent("n", [10.0, 40.0, 70.0], [120.0, -60.0, 30.0], neurons=[0]))
+    net.inject(rv.DCCurrent("n", 75.0, start_ms=20.0, stop_ms=60.0, neurons=[1]))
+    net.inject(rv.NoiseCurrent("n", mean_pA=40.0, std_pA=90.0, dt_ms=0.5, start_ms=15.0, stop_ms=80.0,
+                               neurons=[2, 3]))
+    i = currents_seen(net, [0, 1, 2, 3], T=100.0)
+    sim = rv.Simulation(net, resolution_ms=H)
+    assert np.max(np.abs(sim.current_values(0, 0, 1000) - i[:, 0])) < 1e-6
+    assert np.max(np.abs(sim.current_values(1, 0, 1000) - i[:, 1])) < 1e-6
+    noise = sim.current_values(2, 0, 1000)
+    assert np.ptp(i[150:800, 2]) > 100.0 and np.max(np.abs(noise - (i[:, 2] + i[:, 3]) / 2)) < 1e-6
+    with pytest.raises(rv.ConfigError, match="no number 3"):
+        sim.current_values(3, 0, 10)

@@ -1,5 +1,6 @@
 """pyNN.ranvier beyond PyNN's own scenarios (tests/test_pynn_scenarios.py): the Vogels-Abbott
-benchmark script unchanged on 1 and 2 ranks, threads, STDP against pyNN.nest (nest extra)."""
+benchmark script unchanged on 1 and 2 ranks, threads, STDP and recorded electrode currents
+against pyNN.nest (nest extra)."""
 from __future__ import annotations
 
 import shutil
