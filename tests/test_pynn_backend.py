@@ -273,3 +273,28 @@ def test_recorded_electrode_currents_and_v_are_pynn_nests():
         assert t.size == 2001 and np.allclose(t, t_nest, atol=1e-9)
         assert np.ptp(i) > 0.1 and np.max(np.abs(i - i_nest)) < 1e-12
     assert np.max(np.abs(v_ours - v_theirs)) < 1e-9
+
+
+def test_ac_source_set_after_a_run_and_recording_started_after_a_run():
+    """ACSource.amplitude set between runs: the new amplitude from the next step; the phase holds
+    at start. record() after a run: the trace starts at the current time."""
+    import pyNN.ranvier as sim
+    sim.setup(timestep=0.1, min_delay=1.0)
+    cells = sim.Population(2, sim.IF_curr_exp())
+    ac = sim.ACSource(start=5.0, stop=50.0, amplitude=0.5, frequency=50.0, phase=90.0)
+    cells[0].inject(ac)
+    ac.record()
+    dc = sim.DCSource(amplitude=0.3, start=2.0)
+    cells[1].inject(dc)
+    sim.run(10.0)
+    ac.amplitude = 1.0
+    dc.record()
+    sim.run(10.0)
+    i_ac, i_dc = ac.get_data(), dc.get_data()
+    sim.end()
+    t = np.arange(201) * 0.1
+    expected = np.where((t >= 5 - 1e-9) & (t < 50), np.where(t < 10 - 1e-9, 0.5, 1.0) *
+                        np.sin(2 * np.pi * 50.0 * (t - 5.0) / 1000.0 + np.pi / 2), 0.0)
+    assert len(i_ac) == 201 and np.max(np.abs(i_ac.magnitude.ravel() - expected)) < 1e-12
+    assert len(i_dc) == 101 and float(i_dc.times[0]) == pytest.approx(10.0)
+    assert np.all(i_dc.magnitude == 0.3)

@@ -295,8 +295,11 @@ class _CurrentSource:
         the same for every target, or for a noisy source the average over its targets)."""
         if self not in state.recorded_currents:
             state.recorded_currents.append(self)
-            first = state.simulation.steps_done if state.simulation is not None else 0
+            sim = state.running_simulation()
+            first = sim.steps_done if sim is not None else 0
             self.__dict__["_trace"] = {"first_step": first, "values": [], "next": 0.0}
+            if sim is not None:                   # after a run: the trace starts with the step now
+                self._record_run(sim, first, 0)
 
     def _record_run(self, sim, first_step: int, n_steps: int) -> None:
         """The values of steps first_step .. first_step + n_steps - 1 appended, and the one of the
