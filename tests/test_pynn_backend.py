@@ -1,5 +1,6 @@
 """pyNN.ranvier beyond PyNN's own scenarios (tests/test_pynn_scenarios.py): the Vogels-Abbott
-benchmark script unchanged on 1 and 2 ranks, threads, STDP against pyNN.nest (nest extra)."""
+benchmark script unchanged on 1 and 2 ranks, threads, STDP and recorded electrode currents
+against pyNN.nest (nest extra)."""
 from __future__ import annotations
 
 import shutil
@@ -377,3 +378,62 @@ def test_a_scripts_numpy_rng_gives_pyNN_nests_initial_values_and_connections():
     assert v.shape == v_nest.shape
     assert float(np.max(np.abs(v[1:] - v_nest[1:]))) < 1e-9
     assert sum(map(len, spikes)) > 20 and spikes == spikes_nest
+
+
+def test_recorded_electrode_currents_and_v_are_pynn_nests():
+    """source.record() / get_data(): ACSource, DCSource and StepCurrentSource give pyNN.nest's
+    current traces (one point a step, 0 to the end, the current of the step starting then) and
+    V, over two runs."""
+    pytest.importorskip("nest")
+
+    def run(name):
+        import importlib
+        sim = importlib.import_module(f"pyNN.{name}")
+        sim.setup(timestep=0.1, min_delay=1.0)
+        cells = sim.Population(3, sim.IF_curr_exp(v_thresh=50.0, tau_refrac=5.0, v_rest=-60.0))
+        cells.initialize(v=-60.0)
+        sources = [sim.ACSource(start=50.0, stop=125.0, amplitude=0.5, offset=0.1, frequency=100.0, phase=30.0),
+                   sim.DCSource(amplitude=0.5, start=50.0, stop=125.0),
+                   sim.StepCurrentSource(times=[50.0, 87.5, 125.0], amplitudes=[0.4, 0.6, 0.2])]
+        for k, s in enumerate(sources):
+            cells[k].inject(s)
+            s.record()
+        cells.record("v")
+        sim.run(100.0)
+        sim.run(100.0)
+        v = cells.get_data().segments[0].filter(name="v")[0].magnitude
+        traces = [s.get_data() for s in sources]
+        sim.end()
+        return v, [(t.times.magnitude, t.magnitude.ravel()) for t in traces]
+
+    v_ours, ours = run("ranvier")
+    v_theirs, theirs = run("nest")
+    for (t, i), (t_nest, i_nest) in zip(ours, theirs):
+        assert t.size == 2001 and np.allclose(t, t_nest, atol=1e-9)
+        assert np.ptp(i) > 0.1 and np.max(np.abs(i - i_nest)) < 1e-12
+    assert np.max(np.abs(v_ours - v_theirs)) < 1e-9
+
+
+def test_ac_source_set_after_a_run_and_recording_started_after_a_run():
+    """ACSource.amplitude set between runs: the new amplitude from the next step; the phase holds
+    at start. record() after a run: the trace starts at the current time."""
+    import pyNN.ranvier as sim
+    sim.setup(timestep=0.1, min_delay=1.0)
+    cells = sim.Population(2, sim.IF_curr_exp())
+    ac = sim.ACSource(start=5.0, stop=50.0, amplitude=0.5, frequency=50.0, phase=90.0)
+    cells[0].inject(ac)
+    ac.record()
+    dc = sim.DCSource(amplitude=0.3, start=2.0)
+    cells[1].inject(dc)
+    sim.run(10.0)
+    ac.amplitude = 1.0
+    dc.record()
+    sim.run(10.0)
+    i_ac, i_dc = ac.get_data(), dc.get_data()
+    sim.end()
+    t = np.arange(201) * 0.1
+    expected = np.where((t >= 5 - 1e-9) & (t < 50), np.where(t < 10 - 1e-9, 0.5, 1.0) *
+                        np.sin(2 * np.pi * 50.0 * (t - 5.0) / 1000.0 + np.pi / 2), 0.0)
+    assert len(i_ac) == 201 and np.max(np.abs(i_ac.magnitude.ravel() - expected)) < 1e-12
+    assert len(i_dc) == 101 and float(i_dc.times[0]) == pytest.approx(10.0)
+    assert np.all(i_dc.magnitude == 0.3)
