@@ -25,7 +25,7 @@ namespace ranvier {
 // keeps four: g_in, its integrator's step size, dg_ex, dg_in; models generated from NESTML keep
 // every state variable of theirs beyond the first two here). A thread allocates only the columns
 // that its populations' models use (ThreadNeurons::extra), so the bound costs no memory.
-inline constexpr int kMaxExtraColumns = 8;
+inline constexpr int kMaxExtraColumns = 16;
 
 // A population range's slice of its thread's state, structure of arrays: each model reads the
 // columns it declares (its State) and leaves the others alone.

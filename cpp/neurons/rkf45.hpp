@@ -33,11 +33,32 @@ constexpr double kTolerance = 1e-3;   // absolute, per component (NEST: gsl_odei
 constexpr double kSafety = 0.9;       // the control's safety factor
 constexpr double kOrder = 5.0;        // the order the control assumes for the pair
 
+// The error control: NEST's built-in models take an absolute tolerance alone (AbsoluteControl);
+// NESTML's NEST target takes GSL's standard control with an absolute and a relative one,
+// |e_i| <= abs + rel |y_i| at the step's new y (SolutionControl, gsl_odeiv_control_y_new).
+struct AbsoluteControl {
+  // The error in tolerances of the components with the largest |e_i|.
+  static double error(const double* e, const double*, int n) {
+    double largest = 0;
+    for (int i = 0; i < n; ++i) largest = std::max(largest, std::abs(e[i]));
+    return largest / kTolerance;       // the largest of |e_i| / tolerance: division is monotonic
+  }
+};
+struct SolutionControl {
+  double abs, rel;
+  double error(const double* e, const double* y, int n) const {
+    double largest = 0;
+    for (int i = 0; i < n; ++i) largest = std::max(largest, std::abs(e[i]) / (abs + rel * std::abs(y[i])));
+    return largest;
+  }
+};
+
 // One trial step of size dt from y0 with derivative k1 there: the fifth-order solution in y, and
 // the largest error estimate over the components, in tolerances (at least DBL_MIN).
 // `derivative(y, f)` writes the right-hand side at y into f.
-template <int N, class Derivative>
-inline double trial_step(const Derivative& derivative, const double* y0, const double* k1, double dt, double* y) {
+template <int N, class Derivative, class Control = AbsoluteControl>
+inline double trial_step(const Derivative& derivative, const double* y0, const double* k1, double dt, double* y,
+                         const Control& control = Control{}) {
   double k2[N], k3[N], k4[N], k5[N], k6[N], t[N];
   for (int i = 0; i < N; ++i) t[i] = y0[i] + dt * (kA21 * k1[i]);
   derivative(t, k2);
@@ -50,18 +71,19 @@ inline double trial_step(const Derivative& derivative, const double* y0, const d
   for (int i = 0; i < N; ++i)
     t[i] = y0[i] + dt * (kA61 * k1[i] + kA62 * k2[i] + kA63 * k3[i] + kA64 * k4[i] + kA65 * k5[i]);
   derivative(t, k6);
-  double largest = 0;
+  double e[N];
   for (int i = 0; i < N; ++i) {
     y[i] = y0[i] + dt * (kB1 * k1[i] + kB3 * k3[i] + kB4 * k4[i] + kB5 * k5[i] + kB6 * k6[i]);
-    largest = std::max(largest, std::abs(dt * (kE1 * k1[i] + kE3 * k3[i] + kE4 * k4[i] + kE5 * k5[i] + kE6 * k6[i])));
+    e[i] = dt * (kE1 * k1[i] + kE3 * k3[i] + kE4 * k4[i] + kE5 * k5[i] + kE6 * k6[i]);
   }
-  return std::max(DBL_MIN, largest / kTolerance);   // the largest of |e_i| / tolerance: division is monotonic
+  return std::max(DBL_MIN, control.error(e, y, N));
 }
 
 // Integrates y over one time step h with adaptive steps; `trial` is the neuron's step size
 // (0: not yet set, h; updated for the next time step).
-template <int N, class Derivative>
-inline void integrate(const Derivative& derivative, double h, double* y, double& trial) {
+template <int N, class Derivative, class Control = AbsoluteControl>
+inline void integrate(const Derivative& derivative, double h, double* y, double& trial,
+                      const Control& control = Control{}) {
   double t = 0.0;
   double step = trial > 0 ? trial : h;
   while (t < h) {
@@ -72,7 +94,7 @@ inline void integrate(const Derivative& derivative, double h, double* y, double&
     for (;;) {
       const bool last = step > remaining;
       if (last) step = remaining;
-      const double error = trial_step<N>(derivative, y0, k1, step, y);
+      const double error = trial_step<N>(derivative, y0, k1, step, y, control);
       const double t_next = last ? h : t + step;
       if (error > 1.1) {
         const double smaller = std::max(0.2, kSafety / std::pow(error, 1.0 / kOrder)) * step;

@@ -123,8 +123,6 @@ def _load(path: str):
 
 def _check_before(path: str, model) -> None:
     """Refuses the constructs outside the supported scope, on the model as written."""
-    for f in model.get_functions():
-        _fail(path, f, f"a function block ('function {f.get_name()}')")
     for sym in model.get_vector_symbols() if hasattr(model, "get_vector_symbols") else []:
         _fail(path, sym.get_referenced_object() if hasattr(sym, "get_referenced_object") else model,
               f"the vector variable '{sym.get_symbol_name()}'")
@@ -226,6 +224,9 @@ def _printer(path: str, model, ctx: "_Context"):
                 return f"std::pow({self._expression_printer.print(a)}, {self._expression_printer.print(b)})"
             if n in ("Heaviside",):
                 return super().print_function_call(call)
+            if n in ctx.functions:           # the model's own: fn_<name>(P, h, ...) (_function_code)
+                args = "".join(", " + self._expression_printer.print(a) for a in call.get_args())
+                return f"fn_{_ident(n)}(P, h{args})"
             known = {PredefinedFunctions.EXP, PredefinedFunctions.LN, PredefinedFunctions.LOG10, PredefinedFunctions.COS,
                      PredefinedFunctions.SIN, PredefinedFunctions.TAN, PredefinedFunctions.COSH,
                      PredefinedFunctions.SINH, PredefinedFunctions.TANH, PredefinedFunctions.ERF,
@@ -247,8 +248,9 @@ def _printer(path: str, model, ctx: "_Context"):
 
 
 class _Context:
-    def __init__(self):
+    def __init__(self, functions=()):
         self.inlines_used: set[str] = set()
+        self.functions = set(functions)      # the model's function blocks, by name
 
 
 def generate(path: str | Path) -> GeneratedModel:
@@ -261,13 +263,7 @@ def generate(path: str | Path) -> GeneratedModel:
     model, meta, ns, ode_lines = _load(path)
     from pynestml.symbols.symbol import SymbolKind
 
-    if meta.get("numeric_solver"):
-        names = [n for n in meta["numeric_solver"].get("state_variables", []) if "__X__" not in n]
-        first = "V_m" if "V_m" in names else next((n for n in names if n in ode_lines), names[0] if names else "?")
-        line = ode_lines.get(first, 0)
-        raise Unsupported(f"{path}:{line}: non-linear ODEs (ODE-toolbox's numeric solver: {', '.join(names)}) are "
-                          f"not supported by Ranvier's NESTML target yet (docs/nestml.md lists what is)")
-    ctx = _Context()
+    ctx = _Context(f.get_name() for f in model.get_functions())
     P = _printer(path, model, ctx).print
     scope = model.get_scope()
 
@@ -280,14 +276,21 @@ def generate(path: str | Path) -> GeneratedModel:
     analytic = sorted(ns.get("analytic_state_variables", []) or []) if ns.get("uses_analytic_solver") else []
     update_exprs = ns.get("update_expressions", {}) if analytic else {}
     convolutions = [v for v in analytic if "__X__" in v]
-    state_syms, state, extra_columns = _state_layout(path, model, unit)
+    # the variables ODE-toolbox left to a numeric solver: with NESTML's NEST target, all of the
+    # model's ODEs, integrated together by RKF45 (the analytic ones then take their exact values)
+    numeric = sorted(ns.get("numeric_state_variables", []) or []) if ns.get("uses_numeric_solver") else []
+    solver = _NumericSolver(numeric, ns.get("numeric_update_expressions", {}) if numeric else {})
+    state_syms, state, extra_columns = _state_layout(path, model, unit, hidden=solver.hidden_state())
     spike_ports, current_port, split = _ports(model)
     parameters, param_code = _parameters(path, model, scope, P)
+    parameters += solver.parameters()
+    param_code += solver.parameter_code()
     internals_code, internal_fields = _internals(path, model, P)
-    init_code = _initial_values(path, state_syms, P)
+    init_code = _initial_values(path, state_syms, P) + solver.initial_code()
     _note_initial(state, state_syms, P)
     step = _step_statements(path, model, P, analytic, convolutions, update_exprs, ns.get("spike_updates", {}) or {},
-                            spike_ports)
+                            spike_ports, solver)
+    function_code = _function_code(path, model, P)
     inline_code = _inline_code(path, model, ctx, P)      # after the statements: they name the inlines used
 
     nestml_name = model.get_name()
@@ -301,6 +304,7 @@ def generate(path: str | Path) -> GeneratedModel:
         init_store="\n".join(f"    s.{s.column}[k] = v_{_ident(s.name)};" for s in state),
         load="\n".join(f"      double v_{_ident(s.name)} = s.{s.column}[k];" for s in state),
         inputs="\n".join(_input_lines(spike_ports, current_port)), inlines="\n".join(inline_code),
+        functions="\n".join(function_code),
         conv_begin="\n".join(step["conv_begin"]), update="\n".join(step["update"]),
         conv_end="\n".join(step["conv_end"]), spikes="\n".join(step["spikes"]),
         receive="\n".join(step["receive"]), conditions="\n".join(step["conditions"]),
@@ -317,9 +321,10 @@ def generate(path: str | Path) -> GeneratedModel:
                           digest=digest)
 
 
-def _state_layout(path, model, unit):
+def _state_layout(path, model, unit, hidden=()):
     """The state variables (name, declaration) in declaration order, and their columns: V is V_m
-    where the model has it, then the others, the kernels' sorted, timers (ms) last."""
+    where the model has it, then the others, the kernels' sorted, timers (ms) last, then the
+    generator's own (`hidden`: the numeric solver's step size)."""
     state_syms = []
     for block in model.get_state_blocks():
         for decl in block.get_declarations():
@@ -332,14 +337,14 @@ def _state_layout(path, model, unit):
     first = "V_m" if "V_m" in names else names[0]
     rest = [n for n in names if n != first and "__X__" not in n] + sorted(n for n in names if "__X__" in n)
     rest = [n for n in rest if unit(n) != "ms"] + [n for n in rest if unit(n) == "ms"]
-    order = [first] + rest
-    max_extra = 8       # kMaxExtraColumns (cpp/neurons/neuron_model.hpp); the engine refuses more at load
+    order = [first] + rest + list(hidden)
+    max_extra = 16      # kMaxExtraColumns (cpp/neurons/neuron_model.hpp); the engine refuses more at load
     if len(order) > 2 + max_extra:
-        decl = dict(state_syms)[order[2 + max_extra]]
+        decl = dict(state_syms).get(order[2 + max_extra], model)
         _fail(path, decl, f"more than {2 + max_extra} state variables (after NESTML's transformation: "
                           f"{', '.join(order)})")
     columns = ["V", "c"] + [f"extra[{i}]" for i in range(max_extra)]
-    state = [StateVariable(n, unit(n), columns[i]) for i, n in enumerate(order)]
+    state = [StateVariable(n, "ms" if n in hidden else unit(n), columns[i]) for i, n in enumerate(order)]
     return state_syms, state, max(0, len(order) - 2)
 
 
@@ -394,6 +399,10 @@ def _internals(path, model, P):
     internals = [x for x in internals if not x[0].startswith("__P__")] + \
         sorted((x for x in internals if x[0].startswith("__P__")), key=lambda x: x[0])
     code = [f"  P.p_{_ident(n)} = {P(d.get_expression()) if d.has_expression() else '0.0'};" for n, d in internals]
+    for (n, d), line in zip(internals, code):
+        state = re.search(r"\bv_(\w+)", line)
+        if state:                        # computed once per population: it cannot read a neuron's state
+            _fail(path, d, f"the internal '{n}' computed from the state variable '{state.group(1)}'")
     return code, [f"p_{_ident(n)}" for n, _ in internals]
 
 
@@ -423,14 +432,16 @@ def _note_initial(state, state_syms, P) -> None:
         number = _literal_value(P(expr))
         if number is not None:
             s.initial = repr(number)
-        elif expr.is_variable() and expr.get_variable().get_complete_name() == str(expr).strip():
+        elif getattr(expr, "is_variable", lambda: False)() and \
+                expr.get_variable().get_complete_name() == str(expr).strip():
             s.initial = str(expr).strip()
 
 
-def _step_statements(path, model, P, analytic, convolutions, update_exprs, spike_updates, spike_ports) -> dict:
+def _step_statements(path, model, P, analytic, convolutions, update_exprs, spike_updates, spike_ports,
+                     solver) -> dict:
     """The step's C++, part by part in its order: the convolutions' new values, the update block,
     the convolutions taking them, the spikes' jumps, the onReceive and the onCondition blocks."""
-    body = _Statements(path, P, analytic, convolutions, update_exprs)
+    body = _Statements(path, P, analytic, convolutions, update_exprs, solver)
     out = {"update": [], "spikes": [], "receive": [], "conditions": [],
            "conv_begin": [f"      const double t_{_ident(v)} = {P(update_exprs[v])};" for v in convolutions],
            "conv_end": [f"      v_{_ident(v)} = t_{_ident(v)};" for v in convolutions]}
@@ -450,6 +461,23 @@ def _step_statements(path, model, P, analytic, convolutions, update_exprs, spike
         out["conditions"].append(f"      if ({P(blk.get_cond_expr())}) {{")
         out["conditions"] += body.block(blk.get_stmts_body(), 4)
         out["conditions"].append("      }")
+    return out
+
+
+def _function_code(path, model, P):
+    """The model's function blocks as C++ functions of the parameters (P), the resolution (h) and
+    their own arguments, declared first: they may call one another."""
+    functions = list(model.get_functions())
+    if not functions:
+        return []
+    body = _Statements(path, P, [], [], {}, _NumericSolver([], {}))
+
+    def signature(f):
+        args = "".join(f", double l_{_ident(a.get_name())}" for a in f.get_parameters())
+        return f"double fn_{_ident(f.get_name())}(const Params& P, double h{args})"
+    out = ["// The model's functions."] + [f"{signature(f)};" for f in functions]
+    for f in functions:
+        out += [f"{signature(f)} {{", "  (void)P;", "  (void)h;"] + body.block(f.get_stmts_body(), 1) + ["}"]
     return out
 
 
@@ -514,12 +542,66 @@ def _literal_value(printed: str):
         return None
 
 
+class _NumericSolver:
+    """ODE-toolbox's numeric part, as NESTML's NEST target integrates it: RKF45 with adaptive steps
+    over each time step (cpp/neurons/rkf45.hpp, GSL's scheme), GSL's standard error control with
+    the absolute and relative tolerances gsl_abs_error_tol and gsl_rel_error_tol (parameters of
+    the model, 1e-6 each as NESTML's), each neuron's step size kept from one time step to the
+    next (a hidden state variable). integrate_odes(a, b) integrates a, b and the convolutions;
+    the other variables keep their values (derivative 0), as NESTML's NEST target does."""
+    STEP = "__rkf45_step_ms"
+    TOLERANCES = (("gsl_abs_error_tol", "absolute error tolerance of the RKF45 integration (each state "
+                   "variable's unit)"),
+                  ("gsl_rel_error_tol", "relative error tolerance of the RKF45 integration"))
+
+    def __init__(self, numeric, expressions):
+        self.numeric, self.expressions = list(numeric), dict(expressions)
+
+    def hidden_state(self):
+        return (self.STEP,) if self.numeric else ()
+
+    def parameters(self):
+        return [(n, "", 1e-6, what) for n, what in self.TOLERANCES] if self.numeric else []
+
+    def parameter_code(self):
+        return [f'  P.p_{n} = has(spec, "{n}") ? parameter(spec, "{n}") : 1e-6;'
+                for n, _ in self.TOLERANCES] if self.numeric else []
+
+    def initial_code(self):
+        return [f"    double v_{self.STEP} = 0.0;"] if self.numeric else []   # 0: the first step is h
+
+    def integrate(self, wanted, P, pad):
+        """The C++ of one integration over the time step of every numeric variable."""
+        if not self.numeric:
+            return []
+        n = len(self.numeric)
+        named = [v for v in self.numeric if not wanted or v in wanted]
+        if not named:
+            return []
+        moving = named + [v for v in self.numeric if "__X__" in v and v not in named]
+        # the convolutions move within the integration but keep their values: they are
+        # propagated once per step, outside integrate_odes() (NESTML's NEST target)
+        kept = [v for v in self.numeric if "__X__" in v]
+        out = [f"{pad}double y[{n}] = {{{', '.join(f'v_{_ident(v)}' for v in self.numeric)}}};",
+               f"{pad}auto derivative = [&](const double* x, double* f) {{"]
+        out += [f"{pad}  v_{_ident(v)} = x[{i}];" for i, v in enumerate(self.numeric)]
+        out += [f"{pad}  f[{i}] = {P(self.expressions[v]) if v in moving else '0.0'};"
+                for i, v in enumerate(self.numeric)]
+        out += [f"{pad}}};"]
+        out += [f"{pad}const double y0_{i} = y[{i}];" for i, v in enumerate(self.numeric) if v in kept]
+        out += [f"{pad}rkf45::integrate<{n}>(derivative, h, y, v_{self.STEP}, "
+                f"rkf45::SolutionControl{{P.p_gsl_abs_error_tol, P.p_gsl_rel_error_tol}});"]
+        out += [f"{pad}v_{_ident(v)} = {f'y0_{i}' if v in kept else f'y[{i}]'};" for i, v in enumerate(self.numeric)]
+        return out
+
+
 class _Statements:
     """Prints NESTML statements as C++ (the update, onReceive and onCondition blocks)."""
 
-    def __init__(self, path, print_expr, analytic, convolutions, update_exprs):
+    def __init__(self, path, print_expr, analytic, convolutions, update_exprs, solver):
         self.path, self.P = path, print_expr
         self.analytic, self.convolutions, self.update_exprs = analytic, convolutions, update_exprs
+        self.solver = solver
 
     def block(self, body, depth):
         out = []
@@ -544,7 +626,10 @@ class _Statements:
                 return out
             if s.is_function_call():
                 return self.call(s.get_function_call(), depth)
-            _fail(self.path, s, "a return statement")
+            if s.is_return_stmt():                      # in a function block
+                r = s.get_return_stmt()
+                return [f"{pad}return {self.P(r.get_expression()) if r.has_expression() else '0.0'};"]
+            _fail(self.path, s, "this statement")
         c = stmt.compound_stmt if hasattr(stmt, "compound_stmt") else stmt.get_compound_stmt()
         if c.is_if_stmt():
             i = c.get_if_stmt()
@@ -582,10 +667,11 @@ class _Statements:
             wanted = [str(a) for a in call.get_args()]
             names = [v for v in self.analytic if v not in self.convolutions and (not wanted or v in wanted)]
             for w in wanted:
-                if w not in self.analytic:
-                    _fail(self.path, call, f"integrate_odes() of '{w}' (not a variable ODE-toolbox solved exactly)")
+                if w not in self.analytic and w not in self.solver.numeric:
+                    _fail(self.path, call, f"integrate_odes() of '{w}' (not a state variable with an ODE)")
             out = [f"{pad}{{  // integrate_odes({', '.join(wanted)})"]
             out += [f"{pad}  const double t_{_ident(v)} = {self.P(self.update_exprs[v])};" for v in names]
+            out += self.solver.integrate(wanted, self.P, pad + "  ")
             out += [f"{pad}  v_{_ident(v)} = t_{_ident(v)};" for v in names]
             out.append(f"{pad}}}")
             return out
@@ -602,6 +688,7 @@ _TEMPLATE = """\
 #include <string>
 
 #include "neurons/model_abi.hpp"
+#include "neurons/rkf45.hpp"
 
 namespace ranvier {{
 namespace {{
@@ -614,6 +701,8 @@ struct Params {{
 const char* const kParameters[] = {{{names}}};
 
 bool has(const PopulationSpec& spec, const char* name) {{ return spec.parameters.count(name) > 0; }}
+
+{functions}
 
 // Parameters given, or the model's defaults (expressions of the parameters before them); then the
 // internals (ODE-toolbox's propagators among them) at resolution h.
@@ -637,9 +726,9 @@ void check(const PopulationSpec& spec, double h) {{
   const Params P = params_of(spec, h);
   const double* values = reinterpret_cast<const double*>(&P);
   for (size_t i = 0; i < sizeof(Params) / sizeof(double); ++i)
-    if (!std::isfinite(values[i]))
+    if (std::isnan(values[i]))          // infinities are bounds some models take (V_min = -inf)
       throw std::invalid_argument("population '" + spec.name + "' ({nestml}): a parameter or internal (propagator) "
-                                  "is not a finite number at resolution " + std::to_string(h) + " ms");
+                                  "is not a number at resolution " + std::to_string(h) + " ms");
 }}
 
 // The initial values of the state block, in its order.
