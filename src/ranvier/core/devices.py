@@ -12,7 +12,7 @@ StepCurrent(times_ms=[t + d]), V equal at every step within 1e-9 mV (tests/test_
 NEST 3.10, d = 0.1 and 1 ms).
 
 Models that take a current: NeuronModel.takes_current (iaf_psc_alpha, psc_exp, iaf_cond_exp,
-iaf_cond_alpha); others are refused by name.
+iaf_cond_alpha, aeif_cond_exp, aeif_cond_alpha); others are refused by name.
 """
 from __future__ import annotations
 
