@@ -203,13 +203,15 @@ def devices_network(neurons: int, probability: float):
 def pynn_cells_network(neurons: int, probability: float):
     """The models of PyNN's standard cells in one driven network: psc_exp with separate excitatory
     and inhibitory time constants (E, homogeneous; I, tau_syn_ex_ms drawn per neuron),
-    iaf_cond_exp (C, homogeneous; D, g_L_nS and V_th_mV per neuron) and iaf_cond_alpha (A,
-    homogeneous; B, tau_syn_ex_ms and E_in_mV per neuron); 70 % excitatory, inhibitory weights
-    negative (split input), pA into psc_exp, nS into the conductance models; Poisson drive."""
+    iaf_cond_exp (C, homogeneous; D, g_L_nS and V_th_mV per neuron), iaf_cond_alpha (A,
+    homogeneous; B, tau_syn_ex_ms and E_in_mV per neuron), aeif_cond_exp (F, homogeneous, spiking
+    with adaptation) and aeif_cond_alpha (G, b_pA and the initial w per neuron); 70 % excitatory,
+    inhibitory weights negative (split input), pA into psc_exp, nS into the conductance models;
+    Poisson drive."""
     import ranvier as rv
     from ranvier.core.random import Uniform
-    n_e = n_c = n_a = neurons * 7 // 30
-    n_i = n_d = n_b = (neurons - n_e - n_c - n_a) // 3
+    n_e = n_c = n_a = n_f = neurons * 7 // 40
+    n_i = n_d = n_b = n_g = (neurons - n_e - n_c - n_a - n_f) // 4
     net = rv.Network(name="pynn-cells")
     psc = {"tau_syn_ex_ms": 0.5, "tau_syn_in_ms": 3.0, "V0_mean_mV": -60.0, "V0_sd_mV": 5.0}
     net.add_population(rv.Population("E", n_e, dict(psc), model="psc_exp"))
@@ -224,15 +226,22 @@ def pynn_cells_network(neurons: int, probability: float):
     net.add_population(rv.Population("B", n_b, {**cond, "tau_syn_ex_ms": Uniform(0.2, 0.6),
                                                 "E_in_mV": np.linspace(-90.0, -75.0, n_b)}, model="iaf_cond_alpha",
                                      excitatory=False))
+    aeif = {"V0_mean_mV": -65.0, "V0_sd_mV": 5.0, "I_e_pA": 550.0, "tau_arp_ms": 0.5}
+    net.add_population(rv.Population("F", n_f, dict(aeif), model="aeif_cond_exp"))
+    net.add_population(rv.Population("G", n_g, {**aeif, "b_pA": Uniform(40.0, 120.0),
+                                                "w0_pA": np.linspace(0.0, 50.0, n_g)}, model="aeif_cond_alpha",
+                                     excitatory=False))
     delays = dict(delay_offset_ms=1.0, delay_scale_ms=1.0, delay_cut_ms=3.0, delay_step_ms=0.1)
     weights = {("psc_exp", True): 40.0, ("psc_exp", False): -80.0, ("iaf_cond_exp", True): 2.0,
-               ("iaf_cond_exp", False): -8.0, ("iaf_cond_alpha", True): 1.0, ("iaf_cond_alpha", False): -4.0}
+               ("iaf_cond_exp", False): -8.0, ("iaf_cond_alpha", True): 1.0, ("iaf_cond_alpha", False): -4.0,
+               ("aeif_cond_exp", True): 2.0, ("aeif_cond_exp", False): -8.0, ("aeif_cond_alpha", True): 1.0,
+               ("aeif_cond_alpha", False): -4.0}
     for src in net.populations:
         for tgt in net.populations:
             net.connect(rv.Projection(source=src.name, target=tgt.name, probability=probability,
                                       weight=weights[(tgt.model, src.excitatory)], **delays))
     for tgt, w, rate in (("E", 40.0, 200.0), ("I", 40.0, 150.0), ("C", 2.0, 120.0), ("D", 2.0, 120.0),
-                         ("A", 1.0, 120.0), ("B", 1.0, 120.0)):
+                         ("A", 1.0, 120.0), ("B", 1.0, 120.0), ("F", 2.0, 120.0), ("G", 1.0, 120.0)):
         net.drive(rv.PoissonDrive(tgt, 100, rate, weight=w))
     return net
 
@@ -530,6 +539,7 @@ def run_config(model="dpsnn", neurons=2048, synapses=1125, ms=300.0, threads=1, 
         "state_ids": np.asarray(res.state["ids"], dtype=np.int64),
         "state_V": np.asarray(res.state["V"], dtype=np.float64),
         "state_c": np.asarray(res.state["c"], dtype=np.float64),
+        "state_w": np.asarray(res.state["w"], dtype=np.float64),       # NaN but for the aeif models
         "ranks": res.ranks, "threads": threads, "exchange": exchange, "placement": placement,
         "overlap": bool(overlap), "global_interval": sim.global_interval,
         "seed": seed, "duration_ms": res.duration_ms, "steps_per_cycle": res.steps_per_cycle,

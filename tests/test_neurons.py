@@ -30,6 +30,14 @@ VALID = {
     "iaf_cond_alpha": dict(E_L_mV=-65.0, V_th_mV=-50.0, V_reset_mV=-65.0, C_m_pF=250.0, g_L_nS=25.0, E_ex_mV=0.0,
                            E_in_mV=-80.0, tau_syn_ex_ms=0.5, tau_syn_in_ms=2.0, tau_arp_ms=2.0, I_e_pA=0.0,
                            V0_mean_mV=-58.0, V0_sd_mV=5.0),
+    "aeif_cond_exp": dict(E_L_mV=-65.0, V_th_mV=-50.0, V_peak_mV=0.0, V_reset_mV=-60.0, C_m_pF=250.0, g_L_nS=25.0,
+                          Delta_T_mV=2.0, tau_w_ms=100.0, a_nS=2.0, b_pA=50.0, E_ex_mV=0.0, E_in_mV=-80.0,
+                          tau_syn_ex_ms=0.5, tau_syn_in_ms=2.0, tau_arp_ms=2.0, I_e_pA=0.0, gsl_error_tol=1e-6,
+                          V0_mean_mV=-58.0, V0_sd_mV=5.0, w0_pA=10.0),
+    "aeif_cond_alpha": dict(E_L_mV=-65.0, V_th_mV=-50.0, V_peak_mV=0.0, V_reset_mV=-60.0, C_m_pF=250.0,
+                            g_L_nS=25.0, Delta_T_mV=2.0, tau_w_ms=100.0, a_nS=2.0, b_pA=50.0, E_ex_mV=0.0,
+                            E_in_mV=-80.0, tau_syn_ex_ms=0.5, tau_syn_in_ms=2.0, tau_arp_ms=2.0, I_e_pA=0.0,
+                            gsl_error_tol=1e-6, V0_mean_mV=-58.0, V0_sd_mV=5.0, w0_pA=10.0),
 }
 UNITS = {"", "ms", "mV", "mV/ms", "pA", "pF", "nS", "Hz"}
 

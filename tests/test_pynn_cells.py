@@ -319,9 +319,9 @@ def test_a_poisson_drive_into_split_input_must_be_excitatory(model, params):
                                                              (2, 2, "random", "alltoallv"),
                                                              (2, 2, "block", "allgather")])
 def test_spikes_identical_for_any_decomposition(workloads, ranks, threads, placement, exchange):
-    """psc_exp with two time constants, iaf_cond_exp and iaf_cond_alpha, homogeneous and with
-    per-neuron parameters: the same spikes and traces on any ranks x threads x placement x
-    exchange."""
+    """psc_exp with two time constants, iaf_cond_exp, iaf_cond_alpha, aeif_cond_exp and
+    aeif_cond_alpha, homogeneous and with per-neuron parameters: the same spikes and traces (V, c,
+    and w of the aeif models) on any ranks x threads x placement x exchange."""
     kw = dict(model="pynn-cells", neurons=800, probability=0.05, ms=200.0)
     ref = workloads(1, threads=1, exchange="allgather", placement="round-robin", **kw)
     run = workloads(ranks, threads=threads, exchange=exchange, placement=placement, **kw)
@@ -332,3 +332,5 @@ def test_spikes_identical_for_any_decomposition(workloads, ranks, threads, place
     assert run["digest"] == ref["digest"]
     assert np.array_equal(run["ids"], ref["ids"]) and np.array_equal(run["steps"], ref["steps"])
     assert np.array_equal(run["state_V"], ref["state_V"]) and np.array_equal(run["state_c"], ref["state_c"])
+    assert np.array_equal(run["state_w"], ref["state_w"], equal_nan=True)
+    assert np.count_nonzero(~np.isnan(ref["state_w"][:, -1])) >= 4 and np.nanmax(ref["state_w"]) > 40.0

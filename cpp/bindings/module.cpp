@@ -432,10 +432,11 @@ NB_MODULE(_engine, m) {
            "This rank's share of the static network's digest (sum over ranks modulo 2^64).")
       .def("state_trace", [](const Engine& e) {
         std::vector<uint64_t> ids;
-        std::vector<double> V, c, c_in;
-        e.state_trace(ids, V, c, c_in);
+        std::vector<double> V, c, c_in, w;
+        e.state_trace(ids, V, c, c_in, w);
         const size_t n = ids.size(), steps = n ? V.size() / n : 0;
         return nb::make_tuple(to_numpy(std::move(ids)), to_numpy_2d(std::move(V), n, steps),
-                              to_numpy_2d(std::move(c), n, steps), to_numpy_2d(std::move(c_in), n, steps));
+                              to_numpy_2d(std::move(c), n, steps), to_numpy_2d(std::move(c_in), n, steps),
+                              to_numpy_2d(std::move(w), n, steps));
       });
 }

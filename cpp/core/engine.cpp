@@ -254,6 +254,7 @@ void Engine::run_cycles(int64_t cycles) {
   trace_V_.resize(trace_base_ + size_t((cycle_ + cycles) * L / every - trace_first_sample_) * traced_ids_.size());
   trace_c_.resize(trace_V_.size());
   trace_c_in_.resize(trace_V_.size());
+  if (trace_w_used_) trace_w_.resize(trace_V_.size());
   // Room for this call's timers, grown geometrically: no allocation inside a cycle, and never an
   // exact reserve per call (that copied the whole history every chunk: quadratic in run length).
   // The caller takes the timers after each chunk (take_cycle_timers), so this stays one chunk.

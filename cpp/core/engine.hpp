@@ -164,7 +164,9 @@ struct ThreadState {
   std::vector<SpikeRecord> spikes_out;               // this cycle's spikes
   std::vector<uint64_t> rec_gid;                     // spike recorder
   std::vector<int64_t> rec_step;
-  struct Traced { uint64_t index, row; int inhibitory_column; };   // the column: -1 where the model has none
+  // A traced neuron: its index on the thread, its row, and the extra columns recorded as c_in and
+  // w (-1 where the model has none).
+  struct Traced { uint64_t index, row; int inhibitory_column, adaptation_column; };
   std::vector<Traced> traced;                        // the state recorder's neurons on this thread
   InjectedCurrents currents;                         // current sources on this thread's neurons
   std::vector<std::unique_ptr<PopulationUpdate>> updates;  // per population range: its model's kernel
@@ -243,9 +245,10 @@ class Engine {
   void restore_state(const StateTables& state, int64_t boundary_step);
   uint64_t network_digest() const;
   bool has_plastic_store(uint32_t projection) const;   // on this rank, any thread
-  // V and c of the recorded neurons on this rank: ids, and row-major [id][step] arrays.
+  // V, c, c_in and w of the recorded neurons on this rank: ids, and row-major [id][step] arrays
+  // (c_in and w NaN where a neuron's model has none).
   void state_trace(std::vector<uint64_t>& ids, std::vector<double>& V, std::vector<double>& c,
-                   std::vector<double>& c_in) const;
+                   std::vector<double>& c_in, std::vector<double>& w) const;
 
  private:
   // Phases (one call per thread and cycle).
@@ -297,6 +300,8 @@ class Engine {
   int64_t pace_origin_cycle_ = 0;
   std::vector<uint64_t> traced_ids_;
   std::vector<double> trace_V_, trace_c_, trace_c_in_;  // [step][row], grown per run; c_in: NaN where none
+  std::vector<double> trace_w_;            // likewise, only where a traced neuron's model has a w (trace_w_used_)
+  bool trace_w_used_ = false;
   size_t trace_base_ = 0;
   int64_t trace_first_sample_ = 0;         // samples (multiples of the interval) before the run call
   int64_t run_first_cycle_ = 0;

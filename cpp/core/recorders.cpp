@@ -1,5 +1,5 @@
 // What the engine records and hands out: the spike recorder (filled by update, taken per chunk),
-// the state recorder (V and c of chosen neurons every step), the cycle timers, and the synapses.
+// the state recorder (V, c, c_in and w of chosen neurons every step), the cycle timers, and the synapses.
 #include <omp.h>
 
 #include <algorithm>
@@ -13,30 +13,36 @@ namespace ranvier {
 void Engine::build_state_recorder() {
   // State recorder: which thread holds each traced neuron.
   traced_ids_.clear();
+  trace_w_used_ = false;
   for (uint64_t g : cfg_.record_state) {
     const Location loc = placement_.locate(g);
     if (loc.rank != rank()) continue;
-    // The model's inhibitory synaptic variable, where its layout for this population has it.
+    // The model's inhibitory synaptic variable and adaptation current, where its layout for this
+    // population has them.
     const PopulationSpec* owner = &cfg_.populations.front();
     for (const auto& p : cfg_.populations)
       if (g >= p.first && g < p.first + p.size) owner = &p;
     const PopulationSpec& pop = *owner;
     const NeuronModel& model = neuron_model(pop.model);
-    const int column = model.inhibitory_column < model.layout_of(pop).extra_columns ? model.inhibitory_column : -1;
-    threads_[loc.thread].traced.push_back({loc.index, traced_ids_.size(), column});
+    const int extra = model.layout_of(pop).extra_columns;
+    const int column = model.inhibitory_column < extra ? model.inhibitory_column : -1;
+    const int w_column = model.adaptation_column < extra ? model.adaptation_column : -1;
+    trace_w_used_ = trace_w_used_ || w_column >= 0;
+    threads_[loc.thread].traced.push_back({loc.index, traced_ids_.size(), column, w_column});
     traced_ids_.push_back(g);
   }
 }
 
-// V and c of this thread's traced neurons after the step that ends at `step` (a multiple of the
+// V, c, c_in and w of this thread's traced neurons after the step that ends at `step` (a multiple of the
 // recording interval).
 void Engine::record_state(const ThreadState& ts, int64_t step) {
   const size_t traced = traced_ids_.size();
   const size_t first = size_t(step / cfg_.record_state_interval - trace_first_sample_ - 1) * traced + trace_base_;
-  for (const auto& [k, row, column] : ts.traced) {
+  for (const auto& [k, row, column, w_column] : ts.traced) {
     trace_V_[first + row] = ts.neurons.V[k];
     trace_c_[first + row] = ts.neurons.c[k];
     trace_c_in_[first + row] = column >= 0 ? ts.neurons.extra[column][k] : std::nan("");
+    if (trace_w_used_) trace_w_[first + row] = w_column >= 0 ? ts.neurons.extra[w_column][k] : std::nan("");
   }
 }
 
@@ -149,18 +155,20 @@ uint32_t Engine::plastic_state(uint32_t j, std::vector<double>& out) const {
 }
 
 void Engine::state_trace(std::vector<uint64_t>& ids, std::vector<double>& V, std::vector<double>& c,
-                         std::vector<double>& c_in) const {
+                         std::vector<double>& c_in, std::vector<double>& w) const {
   const size_t n = traced_ids_.size();
   const size_t steps = n ? trace_V_.size() / n : 0;
   ids = traced_ids_;
   V.assign(n * steps, 0.0);
   c.assign(n * steps, 0.0);
   c_in.assign(n * steps, 0.0);
+  w.assign(n * steps, std::nan(""));
   for (size_t s = 0; s < steps; ++s)
     for (size_t r = 0; r < n; ++r) {
       V[r * steps + s] = trace_V_[s * n + r];
       c[r * steps + s] = trace_c_[s * n + r];
       c_in[r * steps + s] = trace_c_in_[s * n + r];
+      if (trace_w_used_) w[r * steps + s] = trace_w_[s * n + r];
     }
 }
 

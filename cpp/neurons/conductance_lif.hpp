@@ -97,14 +97,17 @@ inline void initialize(const PopulationSpec& spec, const Key& key, double, const
   initial_potentials_absolute(spec, key, s);
 }
 
-// The updates, for a model that gives its Constants (made from Parameters and h) and
+// The updates, for a model that gives its Parameters (with of(spec, h) and of_neuron(values, gid,
+// h); this file's for iaf_cond_exp and iaf_cond_alpha, aeif.hpp's for the aeif models), its
+// Constants (made from Parameters and h) and
 //   static bool step(const Constants&, const StepInput&, const NeuronColumns&, uint64_t k, double scale):
 // one time step of neuron k of the range, `scale` turning the input row into nS.
 // The homogeneous update: one set of constants for the range.
 template <class Model>
 class Update final : public PopulationUpdate {
  public:
-  Update(const PopulationSpec& spec, const ModelContext& ctx) : p_(Parameters::of(spec, ctx.h), ctx.h) {}
+  Update(const PopulationSpec& spec, const ModelContext& ctx)
+      : p_(Model::Parameters::of(spec, ctx.h), ctx.h) {}
   void step(const StepInput& in, const NeuronColumns& s, uint8_t* fired) const override {
     const double scale = in.input_scale;
     for (uint64_t k = 0; k < s.n; ++k) fired[k] = Model::step(p_, in, s, k, scale);
@@ -121,7 +124,8 @@ class PerNeuronUpdate final : public PopulationUpdate {
   PerNeuronUpdate(const PopulationSpec& spec, const ModelContext& ctx, const NeuronColumns& s) {
     const NeuronParameters values(spec, ctx.key);
     table_.reserve(s.n);
-    for (uint64_t k = 0; k < s.n; ++k) table_.emplace_back(Parameters::of_neuron(values, s.gid[k], ctx.h), ctx.h);
+    for (uint64_t k = 0; k < s.n; ++k)
+      table_.emplace_back(Model::Parameters::of_neuron(values, s.gid[k], ctx.h), ctx.h);
   }
   void step(const StepInput& in, const NeuronColumns& s, uint8_t* fired) const override {
     const double scale = in.input_scale;

@@ -82,6 +82,7 @@ namespace {
 
 // The model as conductance_lif's updates take it: its constants and the step of neuron k of a range.
 struct Model {
+  using Parameters = conductance_lif::Parameters;
   using Constants = iaf_cond_alpha::Constants;
   static bool step(const Constants& p, const StepInput& in, const NeuronColumns& s, uint64_t k, double scale) {
     return iaf_cond_alpha::step(p, double(in.input[k]) * scale, double(in.inhibitory[k]) * scale, s.V[k], s.c[k],

@@ -98,6 +98,9 @@ struct NeuronModel {
   // follows from them, from step `now` on (spike_train: the next spike of each new train); null:
   // the state is kept as it is.
   void (*parameters_changed)(const PopulationSpec&, const NeuronColumns&, int64_t now) = nullptr;
+  // The extra column holding an adaptation current w (recorded as w: the aeif models' w, pA);
+  // -1: none.
+  int adaptation_column = -1;
 };
 
 // The model of a Python model name (PopulationSpec::model); throws std::invalid_argument naming

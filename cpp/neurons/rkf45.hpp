@@ -9,7 +9,11 @@
 // neuron's trajectory does not depend on any other neuron, thread or rank.
 //
 // The models' files give the right-hand side; the scheme is the same for any number of state
-// variables.
+// variables. NEST's adaptive exponential models (aeif_cond_exp, aeif_cond_alpha) use GSL's other
+// standard control, gsl_odeiv_control_yp_new(tol, tol): the tolerance of component i is
+// tol + tol |dt y'_i|, with y' the derivative at the end of the trial step (integrate_yp); and
+// they act on the state after each accepted step (a spike inside the time step), which the
+// caller's `accepted(y)` does there.
 #pragma once
 #include <algorithm>
 #include <cfloat>
@@ -79,11 +83,41 @@ inline double trial_step(const Derivative& derivative, const double* y0, const d
   return std::max(DBL_MIN, control.error(e, y, N));
 }
 
-// Integrates y over one time step h with adaptive steps; `trial` is the neuron's step size
-// (0: not yet set, h; updated for the next time step).
-template <int N, class Derivative, class Control = AbsoluteControl>
-inline void integrate(const Derivative& derivative, double h, double* y, double& trial,
-                      const Control& control = Control{}) {
+// GSL's yp control over one trial step: as trial_step, and the largest of |e_i| / D_i with
+// D_i = tol + tol |dt f_i(y)| (GSL: eps_rel (a_y |y_i| + a_dydt |h y'_i|) + eps_abs with a_y = 0,
+// a_dydt = 1, eps_abs = eps_rel = tol), f at the fifth-order solution (GSL's dydt_out).
+template <int N, class Derivative>
+inline double trial_step_yp(const Derivative& derivative, const double* y0, const double* k1, double dt, double* y,
+                            double tol) {
+  double k2[N], k3[N], k4[N], k5[N], k6[N], t[N], out[N];
+  for (int i = 0; i < N; ++i) t[i] = y0[i] + dt * (kA21 * k1[i]);
+  derivative(t, k2);
+  for (int i = 0; i < N; ++i) t[i] = y0[i] + dt * (kA31 * k1[i] + kA32 * k2[i]);
+  derivative(t, k3);
+  for (int i = 0; i < N; ++i) t[i] = y0[i] + dt * (kA41 * k1[i] + kA42 * k2[i] + kA43 * k3[i]);
+  derivative(t, k4);
+  for (int i = 0; i < N; ++i) t[i] = y0[i] + dt * (kA51 * k1[i] + kA52 * k2[i] + kA53 * k3[i] + kA54 * k4[i]);
+  derivative(t, k5);
+  for (int i = 0; i < N; ++i)
+    t[i] = y0[i] + dt * (kA61 * k1[i] + kA62 * k2[i] + kA63 * k3[i] + kA64 * k4[i] + kA65 * k5[i]);
+  derivative(t, k6);
+  for (int i = 0; i < N; ++i) y[i] = y0[i] + dt * (kB1 * k1[i] + kB3 * k3[i] + kB4 * k4[i] + kB5 * k5[i] + kB6 * k6[i]);
+  derivative(y, out);
+  double largest = DBL_MIN;
+  for (int i = 0; i < N; ++i) {
+    const double e = std::abs(dt * (kE1 * k1[i] + kE3 * k3[i] + kE4 * k4[i] + kE5 * k5[i] + kE6 * k6[i]));
+    largest = std::max(largest, e / (tol * std::abs(dt * out[i]) + tol));
+  }
+  return largest;
+}
+
+// The adaptive loop over one time step h (GSL's gsl_odeiv_evolve_apply called until the step is
+// covered, as NEST does): `error(y0, k1, dt, y)` makes one trial step and returns its largest
+// error in tolerances, `accepted(y)` sees (and may change) the state after each accepted step;
+// `trial` is the neuron's step size (0: not yet set, h; updated for the next time step).
+template <int N, class Derivative, class Error, class Accepted>
+inline void integrate_steps(const Derivative& derivative, const Error& error_of, const Accepted& accepted, double h,
+                            double* y, double& trial) {
   double t = 0.0;
   double step = trial > 0 ? trial : h;
   while (t < h) {
@@ -94,7 +128,7 @@ inline void integrate(const Derivative& derivative, double h, double* y, double&
     for (;;) {
       const bool last = step > remaining;
       if (last) step = remaining;
-      const double error = trial_step<N>(derivative, y0, k1, step, y, control);
+      const double error = error_of(y0, k1, step, y);
       const double t_next = last ? h : t + step;
       if (error > 1.1) {
         const double smaller = std::max(0.2, kSafety / std::pow(error, 1.0 / kOrder)) * step;
@@ -112,8 +146,36 @@ inline void integrate(const Derivative& derivative, double h, double* y, double&
       t = t_next;
       break;
     }
+    accepted(y);
   }
   trial = step;
+}
+
+// Integrates y over one time step h with adaptive steps under `control` (the absolute tolerance
+// kTolerance by default: NEST's conductance-based LIF models); `trial` as integrate_steps.
+template <int N, class Derivative, class Control = AbsoluteControl>
+inline void integrate(const Derivative& derivative, double h, double* y, double& trial,
+                      const Control& control = Control{}) {
+  integrate_steps<N>(
+      derivative,
+      [&](const double* y0, const double* k1, double dt, double* out) {
+        return trial_step<N>(derivative, y0, k1, dt, out, control);
+      },
+      [](double*) {}, h, y, trial);
+}
+
+// Integrates y over one time step h with adaptive steps under GSL's yp control of tolerance `tol`
+// (trial_step_yp; NEST's aeif models), `accepted` after each accepted step, `trial` as
+// integrate_steps.
+template <int N, class Derivative, class Accepted>
+inline void integrate_yp(const Derivative& derivative, const Accepted& accepted, double tol, double h, double* y,
+                         double& trial) {
+  integrate_steps<N>(
+      derivative,
+      [&](const double* y0, const double* k1, double dt, double* out) {
+        return trial_step_yp<N>(derivative, y0, k1, dt, out, tol);
+      },
+      accepted, h, y, trial);
 }
 
 }  // namespace ranvier::rkf45

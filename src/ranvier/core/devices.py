@@ -15,7 +15,7 @@ current_values(simulation, index, first_step, n_steps): a source's current per s
 engine computes it (what PyNN's source.record() reports).
 
 Models that take a current: NeuronModel.takes_current (iaf_psc_alpha, psc_exp, iaf_cond_exp,
-iaf_cond_alpha); others are refused by name.
+iaf_cond_alpha, aeif_cond_exp, aeif_cond_alpha); others are refused by name.
 """
 from __future__ import annotations
 

@@ -1167,4 +1167,5 @@ def _merge_state(parts):
     v = np.concatenate([p[1] for p in parts], axis=0)[order]
     c = np.concatenate([p[2] for p in parts], axis=0)[order]
     c_in = np.concatenate([p[3] for p in parts], axis=0)[order]
-    return {"ids": ids[order], "V": v, "c": c, "c_in": c_in}
+    w = np.concatenate([p[4] for p in parts], axis=0)[order]
+    return {"ids": ids[order], "V": v, "c": c, "c_in": c_in, "w": w}

@@ -175,7 +175,7 @@ def _signals(neo, pq, result, pop, state) -> list:
                      f"so its recorded V is")
     signals = [neo.AnalogSignal(v.T, units="mV", name="v", description="membrane potential",
                                 v_reference=reference, **common)]
-    # the model's recordables (NeuronModel.recordables): c, and c_in where the model has one
+    # the model's recordables (NeuronModel.recordables): c, and c_in and w where the model has them
     name, unit, what = model.recordables.get("c", ("c", "dimensionless",
                                                    f"the second state variable of {pop.model} (its model names "
                                                    f"no recordable 'c')"))
@@ -185,4 +185,8 @@ def _signals(neo, pq, result, pop, state) -> list:
     if "c_in" in model.recordables and c_in is not None and not np.all(np.isnan(c_in)):
         name, unit, what = model.recordables["c_in"]
         signals.append(neo.AnalogSignal(c_in.T, units=unit, name=name, description=what, **common))
+    w = np.asarray(state["w"], dtype=np.float64)[mine] if "w" in state else None
+    if "w" in model.recordables and w is not None and not np.all(np.isnan(w)):
+        name, unit, what = model.recordables["w"]
+        signals.append(neo.AnalogSignal(w.T, units=unit, name=name, description=what, **common))
     return signals

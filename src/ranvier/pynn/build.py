@@ -55,6 +55,35 @@ def ranvier_params(state, p) -> dict:
     return params
 
 
+def _initial_w(pop, params: dict) -> None:
+    """PyNN's initial w (nA; the EIF cell types) as the model's w0_pA, per cell where given."""
+    values = pop._initial.get("w")
+    if values is None or "w0_pA" not in NEURON_MODELS[pop.celltype.ranvier_model].parameters:
+        return
+    default = float(pop.celltype.default_initial_values["w"])
+    w = np.where(np.isnan(np.asarray(values, dtype=float)), default, np.asarray(values, dtype=float)) * 1000.0
+    params["w0_pA"] = float(w[0]) if np.all(w == w[0]) else w          # nA -> pA
+
+
+def _check_initial_state(pop) -> None:
+    """Refuses an initial value of a variable other than v and w (gsyn_exc, gsyn_inh) that
+    differs from the cell type's default: the engine starts those at 0, PyNN's defaults."""
+    from pyNN import errors
+    model = NEURON_MODELS[pop.celltype.ranvier_model]
+    for variable, values in pop._initial.items():
+        default = pop.celltype.default_initial_values.get(variable)
+        if variable == "v" or default is None or (variable == "w" and "w0_pA" in model.parameters):
+            continue
+        given = np.asarray(values, dtype=float)
+        bad = ~np.isnan(given) & (given != float(default))
+        if bad.any():
+            raise errors.InvalidParameterValueError(
+                f"pyNN.ranvier: {type(pop.celltype).__name__} of population '{pop.label}' starts '{variable}' at "
+                f"{float(default):g} (the engine's initial state); initialize({variable}=...) to "
+                f"{float(given[bad][0]):g} is not available (only v, and w of the EIF cell types, are set per "
+                f"cell)")
+
+
 def describe(state) -> dict:
     """A plain description (numbers, lists and arrays) of the session's network."""
     pops = []
@@ -65,6 +94,9 @@ def describe(state) -> dict:
         if getattr(p.celltype, "nestml_model", None) is not None:
             _check_nestml_initial(p)
             membrane = False
+        else:
+            _check_initial_state(p)
+            _initial_w(p, params)
         initial = p._initial.get("v") if membrane else None
         if initial is None and membrane:
             initial = np.full(p.size, float(p.celltype.default_initial_values["v"]))

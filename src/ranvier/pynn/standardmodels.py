@@ -3,15 +3,16 @@
 Native parameter names are Ranvier's, so a population's native parameters are the Ranvier
 population's: IF_curr_alpha -> iaf_psc_alpha, IF_curr_exp -> psc_exp (separate excitatory and
 inhibitory time constants), IF_cond_exp -> iaf_cond_exp, IF_cond_alpha ->
-iaf_cond_alpha, SpikeSourceArray -> spike_train, SpikeSourcePoisson ->
-poisson_source. PyNN's units (nF, nA)
-become Ranvier's (pF, pA) in the translations.
+iaf_cond_alpha, EIF_cond_exp_isfa_ista -> aeif_cond_exp, EIF_cond_alpha_isfa_ista ->
+aeif_cond_alpha, SpikeSourceArray -> spike_train, SpikeSourcePoisson -> poisson_source.
+PyNN's units (nF, nA, uS) become Ranvier's (pF, pA, nS) in the translations.
 """
 from __future__ import annotations
 
 from pyNN.standardmodels import build_translations, cells, electrodes, synapses
 
-from ranvier.core.neurons import IafCondAlpha, IafCondExp, IafPscAlpha, Lifca, PoissonSource, PscExp, SpikeTrain
+from ranvier.core.neurons import AeifCondAlpha, AeifCondExp, IafCondAlpha, IafCondExp, IafPscAlpha, Lifca, \
+    PoissonSource, PscExp, SpikeTrain
 
 from .simulator import state
 
@@ -97,6 +98,39 @@ class IF_cond_alpha(cells.IF_cond_alpha):
     translations = IF_cond_exp.translations
     variable_map = IF_cond_exp.variable_map
     scale_factors = IF_cond_exp.scale_factors
+
+
+class EIF_cond_exp_isfa_ista(cells.EIF_cond_exp_isfa_ista):
+    __doc__ = cells.EIF_cond_exp_isfa_ista.__doc__
+    ranvier_model = AeifCondExp.name
+    translations = build_translations(          # as pyNN.nest's onto aeif_cond_exp
+        ('cm', 'C_m_pF', 1000.0),               # nF -> pF
+        ('tau_refrac', 'tau_arp_ms'),
+        ('v_spike', 'V_peak_mV'),
+        ('v_reset', 'V_reset_mV'),
+        ('v_rest', 'E_L_mV'),
+        ('tau_m', 'g_L_nS', "cm/tau_m*1000.0", "C_m_pF/g_L_nS"),
+        ('i_offset', 'I_e_pA', 1000.0),         # nA -> pA
+        ('a', 'a_nS'),
+        ('b', 'b_pA', 1000.0),                  # nA -> pA
+        ('delta_T', 'Delta_T_mV'),
+        ('tau_w', 'tau_w_ms'),
+        ('v_thresh', 'V_th_mV'),
+        ('e_rev_E', 'E_ex_mV'),
+        ('tau_syn_E', 'tau_syn_ex_ms'),
+        ('e_rev_I', 'E_in_mV'),
+        ('tau_syn_I', 'tau_syn_in_ms'),
+    )
+    variable_map = {'v': 'V', 'gsyn_exc': 'c', 'gsyn_inh': 'c_in', 'w': 'w'}
+    scale_factors = {'v': 1.0, 'gsyn_exc': 0.001, 'gsyn_inh': 0.001, 'w': 0.001}   # nS -> uS, pA -> nA
+
+
+class EIF_cond_alpha_isfa_ista(cells.EIF_cond_alpha_isfa_ista):
+    __doc__ = cells.EIF_cond_alpha_isfa_ista.__doc__
+    ranvier_model = AeifCondAlpha.name
+    translations = EIF_cond_exp_isfa_ista.translations
+    variable_map = EIF_cond_exp_isfa_ista.variable_map
+    scale_factors = EIF_cond_exp_isfa_ista.scale_factors
 
 
 class SpikeSourceArray(cells.SpikeSourceArray):

@@ -13,7 +13,7 @@ the same name in this package (ranvier/core/neurons/psc_exp.py). The interface (
   whether injected currents (ranvier.core.devices) reach it.
 - `initial_states`: the words `Population.initial` accepts; models with a membrane potential
   (`has_potential`) also take an array or a distribution of initial potentials.
-- `recordables`: what Simulation(record_state=...) records besides V ("c", "c_in"), with the
+- `recordables`: what Simulation(record_state=...) records besides V ("c", "c_in", "w"), with the
   name, unit and description ranvier.io.neo gives each.
 - `check(pop, where)`: the checks of the values alone (run when the population is added),
   element-wise for per-neuron values (the message names the first bad neuron).

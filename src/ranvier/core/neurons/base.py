@@ -83,12 +83,18 @@ def check_number(where: str, key: str, value) -> None:
         finite_number(where, key, value)
 
 
-def check_below(where: str, low_key: str, high_key: str, params: dict, size: int) -> None:
-    """params[low_key] < params[high_key] for every neuron (for every draw of a distribution)."""
+def check_below(where: str, low_key: str, high_key: str, params: dict, size: int, strict: bool = True) -> None:
+    """params[low_key] < params[high_key] for every neuron (for every draw of a distribution);
+    <= where not `strict`."""
     low, high = params[low_key], params[high_key]
+    relation = "below" if strict else "at most"
+
+    def fails(a, b):
+        return a >= b if strict else a > b
+
     if not is_per_neuron(low) and not is_per_neuron(high):
-        if float(low) >= float(high):
-            raise ConfigError(f"{where}: '{low_key}' ({low}) must be below '{high_key}' ({high})")
+        if fails(float(low), float(high)):
+            raise ConfigError(f"{where}: '{low_key}' ({low}) must be {relation} '{high_key}' ({high})")
         return
 
     def bound(v, upper):
@@ -101,10 +107,10 @@ def check_below(where: str, low_key: str, high_key: str, params: dict, size: int
             return f"'{key}' = {v!r} {'up' if upper else 'down'} to {v.bounds()[1 if upper else 0]:.6g}"
         return f"'{key}' = {float(np.broadcast_to(v, (size,))[i])!r}"
 
-    bad = bound(low, True) >= bound(high, False)
+    bad = fails(bound(low, True), bound(high, False))
     if bad.any():
         i = int(np.argmax(bad))
-        raise ConfigError(f"{where}: '{low_key}' must be below '{high_key}' for every neuron; neuron {i}: "
+        raise ConfigError(f"{where}: '{low_key}' must be {relation} '{high_key}' for every neuron; neuron {i}: "
                           f"{describe(low_key, low, i, True)}, {describe(high_key, high, i, False)}")
 
 
@@ -185,7 +191,7 @@ class NeuronModel:
     initial_states: ClassVar[tuple[str, ...]] = ("reset",)   # the words Population.initial accepts
     takes_current: ClassVar[bool] = False     # injected currents (ranvier.core.devices) reach it
     # What Simulation(record_state=...) records besides V, by the engine's state names ("c",
-    # "c_in") -> (name, unit, description) as ranvier.io.neo names the signal.
+    # "c_in", "w") -> (name, unit, description) as ranvier.io.neo names the signal.
     recordables: ClassVar[dict[str, tuple[str, str, str]]] = {}
     # PyNN's weight units (nA, uS) in the model's input unit, for pyNN.ranvier (1: input ignored).
     pynn_weight_scale: ClassVar[float] = 1.0
