@@ -30,6 +30,8 @@ VALID = {
     "iaf_cond_alpha": dict(E_L_mV=-65.0, V_th_mV=-50.0, V_reset_mV=-65.0, C_m_pF=250.0, g_L_nS=25.0, E_ex_mV=0.0,
                            E_in_mV=-80.0, tau_syn_ex_ms=0.5, tau_syn_in_ms=2.0, tau_arp_ms=2.0, I_e_pA=0.0,
                            V0_mean_mV=-58.0, V0_sd_mV=5.0),
+    "gamma_source": dict(rate_hz=8.0, gamma_shape=3.0, start_ms=0.0, stop_ms=1000.0),
+    "ppd_source": dict(rate_hz=8.0, dead_time_ms=2.0, start_ms=0.0, stop_ms=1000.0),
 }
 UNITS = {"", "ms", "mV", "mV/ms", "pA", "pF", "nS", "Hz"}
 

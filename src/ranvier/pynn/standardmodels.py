@@ -3,15 +3,16 @@
 Native parameter names are Ranvier's, so a population's native parameters are the Ranvier
 population's: IF_curr_alpha -> iaf_psc_alpha, IF_curr_exp -> psc_exp (separate excitatory and
 inhibitory time constants), IF_cond_exp -> iaf_cond_exp, IF_cond_alpha ->
-iaf_cond_alpha, SpikeSourceArray -> spike_train, SpikeSourcePoisson ->
-poisson_source. PyNN's units (nF, nA)
-become Ranvier's (pF, pA) in the translations.
+iaf_cond_alpha, SpikeSourceArray -> spike_train, SpikeSourcePoisson -> poisson_source,
+SpikeSourceGamma -> gamma_source, SpikeSourcePoissonRefractory -> ppd_source. PyNN's units
+(nF, nA) become Ranvier's (pF, pA) in the translations.
 """
 from __future__ import annotations
 
 from pyNN.standardmodels import build_translations, cells, electrodes, synapses
 
-from ranvier.core.neurons import IafCondAlpha, IafCondExp, IafPscAlpha, Lifca, PoissonSource, PscExp, SpikeTrain
+from ranvier.core.neurons import (GammaSource, IafCondAlpha, IafCondExp, IafPscAlpha, Lifca, PoissonSource, PpdSource,
+                                  PscExp, SpikeTrain)
 
 from .simulator import state
 
@@ -110,6 +111,30 @@ class SpikeSourcePoisson(cells.SpikeSourcePoisson):
     ranvier_model = PoissonSource.name
     translations = build_translations(
         ('rate', 'rate_hz'),
+        ('start', 'start_ms'),
+        ('duration', 'stop_ms', "start + duration", "stop_ms - start_ms"),
+    )
+
+
+class SpikeSourceGamma(cells.SpikeSourceGamma):
+    # pyNN.nest's translation (gamma_sup_generator): order alpha, mean rate beta / alpha.
+    __doc__ = cells.SpikeSourceGamma.__doc__
+    ranvier_model = GammaSource.name
+    translations = build_translations(
+        ('alpha', 'gamma_shape'),
+        ('beta', 'rate_hz', "beta / alpha", "gamma_shape * rate_hz"),
+        ('start', 'start_ms'),
+        ('duration', 'stop_ms', "start + duration", "stop_ms - start_ms"),
+    )
+
+
+class SpikeSourcePoissonRefractory(cells.SpikeSourcePoissonRefractory):
+    # pyNN.nest's translation (ppd_sup_generator): tau_refrac is the dead time.
+    __doc__ = cells.SpikeSourcePoissonRefractory.__doc__
+    ranvier_model = PpdSource.name
+    translations = build_translations(
+        ('rate', 'rate_hz'),
+        ('tau_refrac', 'dead_time_ms'),
         ('start', 'start_ms'),
         ('duration', 'stop_ms', "start + duration", "stop_ms - start_ms"),
     )
