@@ -26,7 +26,6 @@ _EIF = "EIF_cond_*_isfa_ista (NEST's aeif_cond_*): not a Ranvier model yet"
 _AC = "ACSource (sinusoidal current): not in Ranvier yet"
 NOT_YET: dict[tuple[str, str], str] = {
     ("test_cell_types", "test_EIF_cond_alpha_isfa_ista"): _EIF,
-    ("test_cell_types", "test_HH_cond_exp"): "HH_cond_exp (Hodgkin-Huxley): not a Ranvier model",
     ("test_cell_types", "test_composed_neuron_model_homogeneous_receptors"): "PointNeuron (composed cell types): "
                                                                               "not in pyNN.ranvier",
     ("test_electrodes", "test_issue442"): _AC,

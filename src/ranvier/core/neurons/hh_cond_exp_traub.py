@@ -43,7 +43,6 @@ class HhCondExpTraub(NeuronModel):
     recordables = {"c": ("gsyn_exc", "nS", "excitatory synaptic conductance"),
                    "c_in": ("gsyn_inh", "nS", "inhibitory synaptic conductance")}
     pynn_weight_scale = 1000.0         # PyNN's uS -> nS
-    nest_model = "hh_cond_exp_traub"
     parameters = {
         "g_Na_nS": Parameter("nS", "sodium peak conductance", 20000.0),
         "g_K_nS": Parameter("nS", "potassium peak conductance", 6000.0),
