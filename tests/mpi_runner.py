@@ -184,8 +184,9 @@ def alpha_network(neurons: int, probability: float):
 
 
 def devices_network(neurons: int, probability: float):
-    """alpha_network driven by the stimulation devices: a step current and a DC current on
-    overlapping subsets, a noise current, inhomogeneous Poisson, gamma and dead-time Poisson sources."""
+    """alpha_network driven by the stimulation devices: a step current, a DC current and an AC
+    current on overlapping subsets, a noise current, inhomogeneous Poisson, gamma and dead-time
+    Poisson sources."""
     import ranvier as rv
     net = alpha_network(neurons, probability)
     n_e = net.population("E").size
@@ -202,6 +203,8 @@ def devices_network(neurons: int, probability: float):
     net.inject(rv.StepCurrent("E", [10.0, 60.0, 120.0], [150.0, -50.0, 250.0], neurons=list(range(0, n_e, 3))))
     net.inject(rv.DCCurrent("E", 120.0, start_ms=30.0, stop_ms=170.0, neurons=list(range(n_e // 2, n_e))))
     net.inject(rv.NoiseCurrent("I", mean_pA=50.0, std_pA=200.0, dt_ms=0.5, start_ms=5.0))
+    net.inject(rv.ACCurrent("E", 150.0, 25.0, phase_deg=40.0, offset_pA=20.0, start_ms=15.0, stop_ms=180.0,
+                            neurons=list(range(1, n_e, 2))))
     return net
 
 

@@ -1,6 +1,6 @@
-"""Injected currents (ranvier.core.devices: StepCurrent, DCCurrent): exact on the grid, NEST's
-step_current_generator to the step, the same spikes for any threads and placement, and clear
-errors before anything is built. Ranks: tests/test_sonata.py runs a network with a current
+"""Injected currents (ranvier.core.devices: StepCurrent, DCCurrent, NoiseCurrent, ACCurrent):
+exact on the grid, NEST's step_current_generator and ac_generator to the step, the same spikes
+for any threads and placement, and clear errors before anything is built. Ranks: tests/test_sonata.py runs a network with a current
 clamp on 1 and 2 ranks."""
 from __future__ import annotations
 
@@ -121,6 +121,10 @@ def test_the_same_spikes_for_any_threads_and_placement():
     (lambda net: net.inject(rv.StepCurrent("A", [1.0], [5.0], neurons=[0, 3])), ["'neurons' must be in [0, 3)"]),
     (lambda net: net.inject(rv.DCCurrent("A", 5.0, start_ms=10.0, stop_ms=5.0)), ["stop_ms", "after start_ms"]),
     (lambda net: net.inject(rv.StepCurrent("B", [1.0], [5.0])), ["no population named 'B'"]),
+    (lambda net: net.inject(rv.ACCurrent("A", 5.0, -10.0)), ["AC current on 'A'", "'frequency_hz' (-10.0)"]),
+    (lambda net: net.inject(rv.ACCurrent("A", 5.0, 10.0, start_ms=10.0, stop_ms=5.0)), ["stop_ms", "after start_ms"]),
+    (lambda net: net.inject(rv.ACCurrent("A", 5.0, float("nan"))), ["'frequency_hz' must be a finite number"]),
+    (lambda net: net.inject(rv.ACCurrent("L", 5.0, 10.0)), ["model 'lifca' takes no injected current"]),
 ])
 def test_bad_sources_are_refused_by_name(make, words):
     net = rv.Network()
@@ -219,8 +223,9 @@ def test_an_interval_off_the_grid_is_refused():
                                                              (3, 2, "round-robin", "p2p"),
                                                              (2, 2, "random", "allgather")])
 def test_devices_give_the_same_spikes_for_any_decomposition(workloads, ranks, threads, placement, exchange):
-    """Step, DC and noise currents and inhomogeneous Poisson, gamma and dead-time Poisson sources
-    on iaf_psc_alpha neurons: the same spikes on any ranks x threads x placement x exchange (tests/mpi_runner.py: devices_network)."""
+    """Step, DC, AC and noise currents and inhomogeneous Poisson, gamma and dead-time Poisson
+    sources on iaf_psc_alpha neurons: the same spikes on any ranks x threads x placement x exchange
+    (tests/mpi_runner.py: devices_network)."""
     kw = dict(model="devices", neurons=1000, probability=0.05, ms=200.0)
     ref = workloads(1, threads=1, exchange="allgather", placement="round-robin", **kw)
     run = workloads(ranks, threads=threads, exchange=exchange, placement=placement, **kw)
@@ -320,3 +325,108 @@ def test_the_inhibitory_synaptic_variable_is_recorded_as_nests():
     net = rv.Network()
     net.add_population(rv.Population("L", 2))
     assert np.all(np.isnan(rv.Simulation(net, record_state=[0]).run(5.0).state["c_in"]))
+
+
+AC = dict(amplitude=900.0, offset=150.0, frequency=37.0, phase=25.0, start=12.0, stop=81.3)
+
+
+@pytest.mark.parametrize("model", ["psc_exp", "iaf_psc_alpha", "iaf_cond_exp"])
+@pytest.mark.parametrize("delay_ms", [0.1, 1.0])
+def test_nests_ac_generator_to_the_step(model, delay_ms):
+    """NEST's ac_generator (start S, stop E, phase phi, offset, over two Simulate calls) reaching
+    the neuron over delay d: ACCurrent(start S + d, stop E + d, phase phi - 360 f d / 1000) gives
+    its V at every step within 1e-9 mV, and its spikes."""
+    nest = pytest.importorskip("nest")
+    params, nest_model, nest_params, _ = MODELS[model]
+    nest.ResetKernel()
+    nest.set_verbosity("M_ERROR")
+    nest.resolution = H
+    n = nest.Create(nest_model, params=nest_params)
+    gen = nest.Create("ac_generator", params=AC)
+    nest.Connect(gen, n, syn_spec={"delay": delay_ms})
+    meter = nest.Create("multimeter", params={"record_from": ["V_m"], "interval": H})
+    nest.Connect(meter, n)
+    rec = nest.Create("spike_recorder")
+    nest.Connect(n, rec)
+    nest.Simulate(40.0)
+    nest.Simulate(60.0)
+    net = rv.Network()
+    net.add_population(rv.Population("n", 1, model=model, params=params))
+    f = AC["frequency"]
+    net.inject(rv.ACCurrent("n", AC["amplitude"], f, phase_deg=AC["phase"] - 360.0 * f * delay_ms / 1000.0,
+                            offset_pA=AC["offset"], start_ms=AC["start"] + delay_ms, stop_ms=AC["stop"] + delay_ms))
+    sim = rv.Simulation(net, resolution_ms=H, record_state=[0])
+    sim.run(40.0)
+    res = sim.run(60.0)
+    v = np.asarray(res.state["V"]).ravel() + params["E_L_mV"]
+    k = np.rint(meter.events["times"] / H).astype(int) - 1
+    assert k.size > 900 and np.max(np.abs(v[k] - meter.events["V_m"])) < 1e-9
+    assert np.ptp(meter.events["V_m"]) > 10.0                      # the current moves V a lot
+    ids, times = res.spikes
+    assert rec.events["times"].size > 0 and np.allclose(times, rec.events["times"], atol=1e-9)
+
+
+def test_ac_current_is_its_sine_in_its_window():
+    """offset + A sin(2 pi f t / 1000 + phi) in the step that starts at t, start <= t < stop, 0
+    outside; Simulation.current_values gives what the neurons get (recovered from V)."""
+    net = quiet_population(3)
+    net.inject(rv.ACCurrent("n", 250.0, 13.0, phase_deg=70.0, offset_pA=-30.0, start_ms=100.0, stop_ms=850.0,
+                            neurons=[0, 2]))
+    i = currents_seen(net, [0, 1, 2])
+    t = np.arange(10000) * H
+    sine = np.where((t >= 100.0 - 1e-9) & (t < 850.0 - 1e-9),
+                    -30.0 + 250.0 * np.sin(2 * np.pi * 13.0 * t / 1000.0 + np.deg2rad(70.0)), 0.0)
+    assert np.max(np.abs(i[:, 0] - sine)) < 1e-6 and np.max(np.abs(i[:, 2] - sine)) < 1e-6
+    assert np.max(np.abs(i[:, 1])) < 1e-6                         # not a target
+    assert i[999, 0] == pytest.approx(0.0, abs=1e-6) and abs(i[1000, 0]) > 1.0 and abs(i[8499, 0]) > 1.0
+    sim = rv.Simulation(net, resolution_ms=H)
+    values = sim.current_values(0, 0, 10000)
+    assert np.max(np.abs(values - sine)) < 1e-9
+    assert np.max(np.abs(values - i[:, 0])) < 1e-6
+    assert np.array_equal(sim.current_values(0, 4000, 300), values[4000:4300])   # a function of the step
+
+
+def test_ac_current_set_between_runs_takes_effect_at_the_next_step():
+    net = quiet_population(1)
+    net.inject(rv.ACCurrent("n", 200.0, 20.0))
+    sim = rv.Simulation(net, resolution_ms=H, record_state=[0])
+    sim.run(30.0)
+    before = sim.current_values(0, 0, 300)
+    sim.set_current(0, rv.ACCurrent("n", 120.0, 55.0, phase_deg=10.0, offset_pA=5.0))
+    res = sim.run(70.0)
+    after = sim.current_values(0, 300, 700)
+    tau, c = RV_PARAMS["tau_m_ms"], RV_PARAMS["C_m_pF"]
+    v = np.asarray(res.state["V"]).ravel()
+    seen = (v[1:] - np.exp(-H / tau) * v[:-1]) / (-tau / c * np.expm1(-H / tau)) - RV_PARAMS["I_e_pA"]
+    assert np.max(np.abs(seen[299:] - after)) < 1e-6 and np.max(np.abs(seen[:299] - before[1:])) < 1e-6
+    with pytest.raises(rv.ConfigError, match="same kind of source"):
+        sim.set_current(0, rv.DCCurrent("n", 5.0))
+
+
+def test_ac_current_is_the_same_for_any_threads_and_placement():
+    net = network_with_currents()
+    net.inject(rv.ACCurrent("E", 400.0, 10.0, phase_deg=15.0, offset_pA=250.0, start_ms=20.0, neurons=list(range(60))))
+    runs = [rv.Simulation(net, threads=t, placement=p).run(200.0).spikes
+            for t, p in ((1, "round-robin"), (2, "block"), (2, "random"))]
+    plain = rv.Simulation(network_with_currents()).run(200.0).spikes
+    assert not (plain[0].size == runs[0][0].size and np.array_equal(plain[0], runs[0][0]))
+    for ids, times in runs[1:]:
+        assert np.array_equal(ids, runs[0][0]) and np.array_equal(times, runs[0][1])
+
+
+def test_current_values_are_what_the_neurons_get():
+    """Simulation.current_values for step, DC and noise sources: each target's current recovered
+    from V (one target each; a noise source over two targets gives their average)."""
+    net = quiet_population(4)
+    net.inject(rv.StepCurrent("n", [10.0, 40.0, 70.0], [120.0, -60.0, 30.0], neurons=[0]))
+    net.inject(rv.DCCurrent("n", 75.0, start_ms=20.0, stop_ms=60.0, neurons=[1]))
+    net.inject(rv.NoiseCurrent("n", mean_pA=40.0, std_pA=90.0, dt_ms=0.5, start_ms=15.0, stop_ms=80.0,
+                               neurons=[2, 3]))
+    i = currents_seen(net, [0, 1, 2, 3], T=100.0)
+    sim = rv.Simulation(net, resolution_ms=H)
+    assert np.max(np.abs(sim.current_values(0, 0, 1000) - i[:, 0])) < 1e-6
+    assert np.max(np.abs(sim.current_values(1, 0, 1000) - i[:, 1])) < 1e-6
+    noise = sim.current_values(2, 0, 1000)
+    assert np.ptp(i[150:800, 2]) > 100.0 and np.max(np.abs(noise - (i[:, 2] + i[:, 3]) / 2)) < 1e-6
+    with pytest.raises(rv.ConfigError, match="no number 3"):
+        sim.current_values(3, 0, 10)

@@ -1,5 +1,6 @@
 """pyNN.ranvier beyond PyNN's own scenarios (tests/test_pynn_scenarios.py): the Vogels-Abbott
-benchmark script unchanged on 1 and 2 ranks, threads, STDP against pyNN.nest (nest extra)."""
+benchmark script unchanged on 1 and 2 ranks, threads, STDP and recorded electrode currents
+against pyNN.nest (nest extra)."""
 from __future__ import annotations
 
 import shutil
@@ -141,7 +142,8 @@ def test_if_curr_delta_is_nests_iaf_psc_delta():
 
 def test_pynns_connectors_give_pyNN_nests_connections():
     """The connectors PyNN draws (AllToAll, OneToOne, FromList, DistanceDependentProbability on
-    PyNN's structures) give the connections pyNN.nest gives with the same RNG."""
+    PyNN's structures, and FixedProbability and FixedNumberPre given the script's NumpyRNG) give
+    the connections pyNN.nest gives with the same RNG."""
     pytest.importorskip("nest")
     import importlib
 
@@ -155,15 +157,37 @@ def test_pynns_connectors_give_pyNN_nests_connections():
         out = []
         for connector in (sim.AllToAllConnector(allow_self_connections=False), sim.OneToOneConnector(),
                           sim.FromListConnector([(0, 3, 0.2, 1.0), (5, 7, 0.3, 1.5), (35, 0, 0.4, 2.0)]),
-                          sim.DistanceDependentProbabilityConnector("exp(-d/15.0)", rng=sim.NumpyRNG(seed=3))):
+                          sim.DistanceDependentProbabilityConnector("exp(-d/15.0)", rng=sim.NumpyRNG(seed=3)),
+                          sim.FixedProbabilityConnector(0.1, rng=sim.NumpyRNG(seed=5)),
+                          sim.FixedNumberPreConnector(4, with_replacement=True, rng=sim.NumpyRNG(seed=6))):
             prj = sim.Projection(a, b, connector, syn)
             out.append(sorted(tuple(round(x, 9) for x in c) for c in prj.get(["weight", "delay"], format="list")))
         sim.end()
         return out
 
     ours, theirs = connections("ranvier"), connections("nest")
-    assert [len(c) for c in ours] == [len(c) for c in theirs] and len(ours[3]) > 36
+    assert [len(c) for c in ours] == [len(c) for c in theirs] and len(ours[3]) > 36 and len(ours[4]) > 36
     assert ours == theirs
+
+
+def test_a_native_rng_lets_ranvier_draw_and_draws_numpys_numbers_elsewhere():
+    """FixedProbabilityConnector with sim.NativeRNG (or no RNG): Ranvier's keyed rule draws the
+    connections; with a NumpyRNG, PyNN's connector does. A NativeRNG's own numbers are NumPy's
+    from its seed."""
+    import pyNN.ranvier as sim
+    from pyNN.random import NumpyRNG
+    assert np.array_equal(sim.NativeRNG(seed=9).next(5), NumpyRNG(seed=9).next(5))
+    sim.setup(timestep=0.1)
+    try:
+        a, b, c = (sim.Population(30, sim.IF_curr_exp()) for _ in range(3))
+        syn = sim.StaticSynapse(weight=0.1, delay=0.5)
+        native = sim.Projection(a, b, sim.FixedProbabilityConnector(0.2, rng=sim.NativeRNG(seed=1)), syn)
+        default = sim.Projection(b, a, sim.FixedProbabilityConnector(0.2), syn)
+        scripts = sim.Projection(a, c, sim.FixedProbabilityConnector(0.2, rng=NumpyRNG(seed=1)), syn)
+        assert native.native is not None and default.native is not None and scripts.native is None
+        assert 100 < native.size() < 260 and 100 < scripts.size() < 260
+    finally:
+        sim.end()
 
 
 def test_a_label_with_a_slash_is_a_pynn_label():
@@ -238,3 +262,178 @@ def test_gutig_takes_the_scripts_mu():
     default, other = final_weights(0.5), final_weights(0.1)
     assert np.nanmax(np.abs(default - 0.6)) > 0.005
     assert np.nanmax(np.abs(default - other)) > 1e-4
+
+
+def _assembly_run(split: bool):
+    """Two spike-source populations onto a population and a view of another, each connection with
+    its own weight: through Assemblies (one Projection) or population by population."""
+    import pyNN.ranvier as sim
+    sim.setup(timestep=0.1)
+    try:
+        a = sim.Population(2, sim.SpikeSourceArray(spike_times=[[2.0, 11.0], [4.0]]))
+        b = sim.Population(1, sim.SpikeSourceArray(spike_times=[[6.0, 8.0]]))
+        c = sim.Population(2, sim.IF_curr_exp())
+        d = sim.Population(3, sim.IF_curr_exp())
+        view = d[[0, 2]]
+        # (pre, post) within the Assemblies a + b and c + d[0, 2]
+        conns = [(0, 0, 0.5), (0, 3, 0.7), (1, 1, 0.9), (2, 2, 1.1), (2, 0, 1.3), (1, 3, 1.7)]
+        parts = {}
+        if split:
+            for i, j, w in conns:
+                pre, pi = (a, i) if i < 2 else (b, i - 2)
+                post, pj = (c, j) if j < 2 else (view, j - 2)
+                parts.setdefault((id(pre), id(post)), (pre, post, []))[2].append((pi, pj, w, 1.0))
+            for pre, post, lst in parts.values():
+                sim.Projection(pre, post, sim.FromListConnector(lst), sim.StaticSynapse(), receptor_type="excitatory")
+            got = None
+        else:
+            # receptor_type given: PyNN guesses an Assembly's from a set (its order varies by process)
+            prj = sim.Projection(a + b, c + view, sim.FromListConnector([(i, j, w, 1.0) for i, j, w in conns]),
+                                 sim.StaticSynapse(), receptor_type="excitatory")
+        c.record("v")
+        d.record("v")
+        sim.run(20.0)
+        if not split:
+            got = sorted(prj.get("weight", format="list"))
+        v = [p.get_data("v").segments[0].analogsignals[0].magnitude for p in (c, d)]
+        return v, got, sorted((i, j, w) for i, j, w in conns)
+    finally:
+        sim.end()
+
+
+def test_a_projection_between_assemblies_is_split_by_population():
+    """sim.connect(cells, excitatory + inhibitory), as PyNN's scenario1a: a Projection whose source
+    and target are Assemblies (of populations and views) gives the membrane traces of the same
+    connections made population by population, and reads back in the Assemblies' indices."""
+    v_split, _, _ = _assembly_run(split=True)
+    v_joined, got, conns = _assembly_run(split=False)
+    assert got == conns
+    for ours, theirs in zip(v_joined, v_split):
+        assert np.array_equal(ours, theirs)
+    assert np.ptp(v_joined[1][:, 1]) == 0 and np.ptp(v_joined[1][:, 0]) > 0    # d[1] is outside the view
+
+
+def test_a_plastic_projection_across_populations_of_an_assembly_is_refused():
+    import pyNN.ranvier as sim
+    sim.setup(timestep=0.1)
+    try:
+        a = sim.Population(2, sim.SpikeSourceArray(spike_times=[[2.0], [4.0]]))
+        c, d = sim.Population(2, sim.IF_curr_exp()), sim.Population(2, sim.IF_curr_exp())
+        stdp = sim.STDPMechanism(timing_dependence=sim.SpikePairRule(), weight_dependence=sim.AdditiveWeightDependence(),
+                                 weight=0.5, delay=1.0)
+        sim.Projection(a, c + d, sim.AllToAllConnector(), stdp, receptor_type="excitatory")
+        with pytest.raises(NotImplementedError, match="connect their populations one by one"):
+            sim.run(10.0)
+    finally:
+        sim.end()
+
+
+def test_what_pyNN_ranvier_lacks_is_refused_with_pyNNs_errors():
+    """A missing cell type raises PyNN's NoModelAvailableError, naming those there are."""
+    import pyNN.ranvier as sim
+    from pyNN import errors
+    from pyNN.standardmodels import StandardCellType
+    sim.setup(timestep=0.1)
+    try:
+        class Unknown(StandardCellType):
+            default_parameters = {}
+        with pytest.raises(errors.NoModelAvailableError, match="available: "):
+            sim.Population(1, Unknown())
+    finally:
+        sim.end()
+
+
+def _numpy_rng_network(name):
+    """One NumpyRNG draws the initial potentials of two populations, then the connections of two
+    FixedProbabilityConnectors, as PyNN's VAbenchmarks.py shares one."""
+    import importlib
+    from pyNN.random import NumpyRNG, RandomDistribution
+    sim = importlib.import_module(f"pyNN.{name}")
+    sim.setup(timestep=0.1, min_delay=0.1)
+    rng = NumpyRNG(seed=98765)
+    uniform = RandomDistribution("uniform", low=-60.0, high=-50.0, rng=rng)
+    exc = sim.Population(40, sim.IF_cond_exp(i_offset=1.0))
+    inh = sim.Population(10, sim.IF_cond_exp(i_offset=1.0))
+    for p in (exc, inh):
+        p.initialize(v=uniform)
+    sim.Projection(exc, inh, sim.FixedProbabilityConnector(0.2, rng=rng), sim.StaticSynapse(weight=0.004, delay=0.2))
+    sim.Projection(inh, exc, sim.FixedProbabilityConnector(0.3, rng=rng), sim.StaticSynapse(weight=0.02, delay=0.5),
+                   receptor_type="inhibitory")
+    inh.record(["v", "spikes"])
+    sim.run(100.0)
+    seg = inh.get_data().segments[0]
+    out = seg.filter(name="v")[0].magnitude, [np.rint(t.magnitude / 0.1).astype(int).tolist() for t in seg.spiketrains]
+    sim.end()
+    return out
+
+
+def test_a_scripts_numpy_rng_gives_pyNN_nests_initial_values_and_connections():
+    """The same script and seed: initial values and connections drawn from the script's NumpyRNG
+    in pyNN.nest's order, so V (IF_cond_exp, NEST's scheme) and spikes are pyNN.nest's. The
+    t = 0 sample is left out: pyNN.nest records there a second draw of the distribution, not the
+    value its neurons start from (NEST's V_m after initialize() is the first draw, as ours)."""
+    pytest.importorskip("nest")
+    v, spikes = _numpy_rng_network("ranvier")
+    v_nest, spikes_nest = _numpy_rng_network("nest")
+    assert v.shape == v_nest.shape
+    assert float(np.max(np.abs(v[1:] - v_nest[1:]))) < 1e-9
+    assert sum(map(len, spikes)) > 20 and spikes == spikes_nest
+
+
+def test_recorded_electrode_currents_and_v_are_pynn_nests():
+    """source.record() / get_data(): ACSource, DCSource and StepCurrentSource give pyNN.nest's
+    current traces (one point a step, 0 to the end, the current of the step starting then) and
+    V, over two runs."""
+    pytest.importorskip("nest")
+
+    def run(name):
+        import importlib
+        sim = importlib.import_module(f"pyNN.{name}")
+        sim.setup(timestep=0.1, min_delay=1.0)
+        cells = sim.Population(3, sim.IF_curr_exp(v_thresh=50.0, tau_refrac=5.0, v_rest=-60.0))
+        cells.initialize(v=-60.0)
+        sources = [sim.ACSource(start=50.0, stop=125.0, amplitude=0.5, offset=0.1, frequency=100.0, phase=30.0),
+                   sim.DCSource(amplitude=0.5, start=50.0, stop=125.0),
+                   sim.StepCurrentSource(times=[50.0, 87.5, 125.0], amplitudes=[0.4, 0.6, 0.2])]
+        for k, s in enumerate(sources):
+            cells[k].inject(s)
+            s.record()
+        cells.record("v")
+        sim.run(100.0)
+        sim.run(100.0)
+        v = cells.get_data().segments[0].filter(name="v")[0].magnitude
+        traces = [s.get_data() for s in sources]
+        sim.end()
+        return v, [(t.times.magnitude, t.magnitude.ravel()) for t in traces]
+
+    v_ours, ours = run("ranvier")
+    v_theirs, theirs = run("nest")
+    for (t, i), (t_nest, i_nest) in zip(ours, theirs):
+        assert t.size == 2001 and np.allclose(t, t_nest, atol=1e-9)
+        assert np.ptp(i) > 0.1 and np.max(np.abs(i - i_nest)) < 1e-12
+    assert np.max(np.abs(v_ours - v_theirs)) < 1e-9
+
+
+def test_ac_source_set_after_a_run_and_recording_started_after_a_run():
+    """ACSource.amplitude set between runs: the new amplitude from the next step; the phase holds
+    at start. record() after a run: the trace starts at the current time."""
+    import pyNN.ranvier as sim
+    sim.setup(timestep=0.1, min_delay=1.0)
+    cells = sim.Population(2, sim.IF_curr_exp())
+    ac = sim.ACSource(start=5.0, stop=50.0, amplitude=0.5, frequency=50.0, phase=90.0)
+    cells[0].inject(ac)
+    ac.record()
+    dc = sim.DCSource(amplitude=0.3, start=2.0)
+    cells[1].inject(dc)
+    sim.run(10.0)
+    ac.amplitude = 1.0
+    dc.record()
+    sim.run(10.0)
+    i_ac, i_dc = ac.get_data(), dc.get_data()
+    sim.end()
+    t = np.arange(201) * 0.1
+    expected = np.where((t >= 5 - 1e-9) & (t < 50), np.where(t < 10 - 1e-9, 0.5, 1.0) *
+                        np.sin(2 * np.pi * 50.0 * (t - 5.0) / 1000.0 + np.pi / 2), 0.0)
+    assert len(i_ac) == 201 and np.max(np.abs(i_ac.magnitude.ravel() - expected)) < 1e-12
+    assert len(i_dc) == 101 and float(i_dc.times[0]) == pytest.approx(10.0)
+    assert np.all(i_dc.magnitude == 0.3)

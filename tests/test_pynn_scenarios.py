@@ -23,19 +23,11 @@ SDIST = pynn_scenarios.sdist_dir()
 
 # (file, scenario) -> what it needs that pyNN.ranvier does not have yet
 _EIF = "EIF_cond_*_isfa_ista (NEST's aeif_cond_*): not a Ranvier model yet"
-_AC = "ACSource (sinusoidal current): not in Ranvier yet"
 NOT_YET: dict[tuple[str, str], str] = {
     ("test_cell_types", "test_EIF_cond_alpha_isfa_ista"): _EIF,
     ("test_cell_types", "test_composed_neuron_model_homogeneous_receptors"): "PointNeuron (composed cell types): "
                                                                               "not in pyNN.ranvier",
-    ("test_electrodes", "test_issue442"): _AC,
-    ("test_electrodes", "test_issue445"): _AC,
-    ("test_electrodes", "test_issue_465_474_630"): _AC,
-    ("test_electrodes", "test_issue497"): _AC,
-    ("test_electrodes", "test_issue631"): _AC,
     ("test_recording", "test_record_vm_and_gsyn_from_assembly"): _EIF,
-    ("test_scenario1", "test_scenario1a"): "projections onto an Assembly (sim.connect(cells, excitatory + "
-                                           "inhibitory)): not in pyNN.ranvier yet",
     ("test_scenario4", "test_scenario4"): _EIF,
     ("test_synapse_types", "test_simple_stochastic_synapse"): "SimpleStochasticSynapse: not in Ranvier yet",
 }

@@ -138,6 +138,10 @@ struct DriveSpec {                        // Poisson input drawn on the fly
 // noise_interval_steps steps each target draws its own current noise_mean_pA + noise_std_pA z,
 // z standard normal keyed by (seed, target gid, the source's index, the interval): NEST's
 // noise_generator, the same on any decomposition.
+// A sine source (sine) instead: in every step s with start_step <= s < stop_step,
+// sine_offset_pA + y_1(s), y_1(s) the second component of (A cos phi, A sin phi) turned s times by
+// the rotation through omega h (omega = 2 pi f / 1000 per ms, phi the phase in radians): NEST's
+// ac_generator's recursion, about A sin(omega s h + phi) (cpp/core/currents.cpp).
 struct CurrentSourceSpec {
   std::vector<uint64_t> targets;          // global ids
   std::vector<int64_t> steps;             // increasing
@@ -145,6 +149,8 @@ struct CurrentSourceSpec {
   int64_t noise_interval_steps = 0;
   int64_t start_step = 0, stop_step = 0;
   double noise_mean_pA = 0, noise_std_pA = 0;
+  bool sine = false;
+  double sine_amplitude_pA = 0, sine_offset_pA = 0, sine_frequency_hz = 0, sine_phase_deg = 0;
 };
 
 struct EngineConfig {

@@ -287,7 +287,15 @@ NB_MODULE(_engine, m) {
       .def_rw("amplitudes_pA", &CurrentSourceSpec::amplitudes_pA)
       .def_rw("noise_interval_steps", &CurrentSourceSpec::noise_interval_steps)
       .def_rw("start_step", &CurrentSourceSpec::start_step).def_rw("stop_step", &CurrentSourceSpec::stop_step)
-      .def_rw("noise_mean_pA", &CurrentSourceSpec::noise_mean_pA).def_rw("noise_std_pA", &CurrentSourceSpec::noise_std_pA);
+      .def_rw("noise_mean_pA", &CurrentSourceSpec::noise_mean_pA).def_rw("noise_std_pA", &CurrentSourceSpec::noise_std_pA)
+      .def_rw("sine", &CurrentSourceSpec::sine).def_rw("sine_amplitude_pA", &CurrentSourceSpec::sine_amplitude_pA)
+      .def_rw("sine_offset_pA", &CurrentSourceSpec::sine_offset_pA)
+      .def_rw("sine_frequency_hz", &CurrentSourceSpec::sine_frequency_hz)
+      .def_rw("sine_phase_deg", &CurrentSourceSpec::sine_phase_deg);
+  m.def("current_source_values", &current_source_values, "spec"_a, "source"_a, "targets"_a, "seed"_a,
+        "resolution_ms"_a, "first_step"_a, "n_steps"_a,
+        "A current source's current (pA) per step, first_step on, as the engine computes it (the "
+        "average over targets for noise)");
   nb::class_<DriveSpec>(m, "DriveSpec")
       .def(nb::init<>())
       .def_rw("target", &DriveSpec::target).def_rw("n_synapses", &DriveSpec::n_synapses)

@@ -74,6 +74,27 @@ struct DeliveryEntry {
   uint32_t first, count;
 };
 
+// NEST's ac_generator's oscillator (cpp/core/currents.cpp): value_at(s) is y_1 after s turns of
+// (A cos phi, A sin phi) through omega h, the same arithmetic as NEST's update; the turns go on
+// from the last step asked for, or again from step 0 when an earlier one is asked for (after
+// a restore or a new schedule): a function of the step alone, the same on any decomposition.
+struct SineOscillator {
+  double amplitude = 0, phi_rad = 0, a00 = 1, a01 = 0, a10 = 0, a11 = 1;
+  double y0 = 0, y1 = 0;
+  int64_t turns = -1;                            // the turns y holds; -1: not started
+  SineOscillator() = default;
+  SineOscillator(double amplitude_pA, double frequency_hz, double phase_deg, double resolution_ms);
+  double value_at(int64_t s);
+};
+
+// A current source's current (pA) in steps first .. first + n - 1 as the engine computes it from
+// its specification (the source's index and the seed key the noise draws), averaged over
+// `targets` in their order (NEST's noise_generator records that average); sources other than
+// noise give every target the same current, and the first alone is evaluated.
+std::vector<double> current_source_values(const CurrentSourceSpec& spec, uint32_t source,
+                                          const std::vector<uint64_t>& targets, uint64_t seed,
+                                          double resolution_ms, int64_t first, int64_t n);
+
 // The current sources on one thread's neurons (cpp/core/currents.cpp). `current` holds each
 // neuron's injected current (pA) for the step being integrated; empty when no source targets
 // the thread. A slot is one (source, neuron) pair: a neuron's current is the sum of its slots'
@@ -91,10 +112,19 @@ struct InjectedCurrents {
     double mean, std;
     std::vector<uint32_t> slots;
   };
+  struct Sine {                                  // a sine source's targets on this thread
+    uint32_t source;
+    int64_t start, stop;
+    double offset;
+    SineOscillator oscillator;
+    bool on;                                     // its slots may hold a value (else all 0)
+    std::vector<uint32_t> slots;
+  };
   std::vector<double> current;                   // per neuron
   std::vector<uint8_t> range_has_current;        // per population range
   std::vector<Change> changes;                   // by step, then neuron, then slot
   std::vector<Noise> noise;
+  std::vector<Sine> sine;
   std::vector<double> slot_amplitude;            // per slot, its amplitude now
   std::vector<uint32_t> slot_neuron;             // per slot, its neuron
   std::vector<uint32_t> slot_source;             // per slot, its source

@@ -27,6 +27,7 @@ _wait_policy_chosen = _choose_wait_policy()
 # interrupt in those seconds is an interrupt of the run, status 130, not a traceback).
 _PUBLIC = {
     "ConfigError": "errors", "ColumnGrid": "core.grid", "DCCurrent": "core.devices", "NoiseCurrent": "core.devices",
+    "ACCurrent": "core.devices",
     "StepCurrent": "core.devices", "Network": "core.network", "Population": "core.network", "Projection": "core.network",
     "PoissonDrive": "core.network", "STDP": "core.plasticity", "STDPPowerLaw": "core.plasticity", "STDPTriplet": "core.plasticity", "TsodyksMarkram": "core.plasticity", "WeightRecorder": "io.weights",
     "Simulation": "core.simulation", "Result": "core.simulation", "PHASES": "core.simulation",

@@ -1,15 +1,18 @@
 """Stimulation devices: currents injected into neurons.
 
-A current source is one population's neurons (all, or chosen ones) and a piecewise-constant
-current in pA: NEST's step_current_generator and dc_generator, PyNN's StepCurrentSource and
-DCSource, SONATA's current clamp. The engine adds it to the model's constant current I_e in
+A current source is one population's neurons (all, or chosen ones) and a current in pA:
+piecewise constant (NEST's step_current_generator and dc_generator, PyNN's StepCurrentSource
+and DCSource, SONATA's current clamp), noisy (NoiseCurrent) or sinusoidal (ACCurrent). The engine adds it to the model's constant current I_e in
 the exact integration of every step, so the trace is exact on the grid.
 
 Timing: an amplitude set at time t enters the integration of the steps from t on: V(t + h) is
 the first potential it moves. NEST's generators reach a neuron over a connection with a delay
 d: NEST's step_current_generator with amplitude_times [t], connected with delay d, is
 StepCurrent(times_ms=[t + d]), V equal at every step within 1e-9 mV (tests/test_currents.py,
-NEST 3.10, d = 0.1 and 1 ms).
+NEST 3.10, d = 0.1 and 1 ms). ACCurrent: see its docstring.
+
+current_values(simulation, index, first_step, n_steps): a source's current per step as the
+engine computes it (what PyNN's source.record() reports).
 
 Models that take a current: NeuronModel.takes_current (iaf_psc_alpha, psc_exp, iaf_cond_exp,
 iaf_cond_alpha); others are refused by name.
@@ -103,6 +106,52 @@ class NoiseCurrent:
         spec.noise_mean_pA, spec.noise_std_pA = float(self.mean_pA), float(self.std_pA)
 
 
+@dataclass
+class ACCurrent:
+    """A sinusoidal current (pA) on neurons of population `target` (NEST's ac_generator, PyNN's
+    ACSource): in the integration of every step from t to t + h with start_ms <= t < stop_ms
+    (None: to the end of the run), offset_pA + amplitude_pA sin(2 pi frequency_hz t / 1000 +
+    phase_deg pi / 180), 0 outside. The sine is NEST's recursion: (A cos phi, A sin phi) turned
+    through 2 pi f h / 1000 once a step from t = 0, so the current is a function of the step
+    alone (the same on any ranks, threads and placement; tests/test_currents.py).
+
+    NEST's ac_generator with start S, stop E and phase phi, connected with delay d, is
+    ACCurrent(start_ms=S + d, stop_ms=E + d, phase_deg=phi - 360 f d / 1000): its current reaches
+    the neuron d later, its phase counted from the time it is sent."""
+    target: str
+    amplitude_pA: float
+    frequency_hz: float
+    phase_deg: float = 0.0
+    offset_pA: float = 0.0
+    start_ms: float = 0.0
+    stop_ms: float | None = None
+    neurons: Sequence[int] | None = None
+
+    def validate(self, pop) -> None:
+        where = f"AC current on '{self.target}'"
+        _check_target(where, pop, self.neurons)
+        for key in ("amplitude_pA", "frequency_hz", "phase_deg", "offset_pA", "start_ms"):
+            v = getattr(self, key)
+            if isinstance(v, bool) or not isinstance(v, numbers.Real) or not math.isfinite(v):
+                raise ConfigError(f"{where}: '{key}' must be a finite number, got {v!r}")
+        if self.frequency_hz < 0 or self.start_ms < 0:
+            raise ConfigError(f"{where}: 'frequency_hz' ({self.frequency_hz!r}) and 'start_ms' ({self.start_ms!r}) "
+                              f"must be >= 0")
+        if self.stop_ms is not None and not (isinstance(self.stop_ms, numbers.Real) and
+                                             not isinstance(self.stop_ms, bool) and self.stop_ms > self.start_ms):
+            raise ConfigError(f"{where}: 'stop_ms' ({self.stop_ms!r}) must be after start_ms ({self.start_ms!r})")
+
+    def engine_spec(self, pop, resolution_ms, spec) -> None:
+        where = f"AC current on '{self.target}'"
+        spec.targets = _global_ids(pop, self.neurons).tolist()
+        (start,) = _on_grid(where, "start_ms", [self.start_ms], resolution_ms, bound=True)
+        stop = _on_grid(where, "stop_ms", [self.stop_ms], resolution_ms, bound=True)[0] \
+            if self.stop_ms is not None else MAX_TIME_STEPS
+        spec.sine, spec.start_step, spec.stop_step = True, int(start), int(stop)
+        spec.sine_amplitude_pA, spec.sine_offset_pA = float(self.amplitude_pA), float(self.offset_pA)
+        spec.sine_frequency_hz, spec.sine_phase_deg = float(self.frequency_hz), float(self.phase_deg)
+
+
 def DCCurrent(target: str, amplitude_pA: float, start_ms: float = 0.0, stop_ms: float | None = None,
               neurons: Sequence[int] | None = None) -> StepCurrent:
     """A constant current from start_ms until stop_ms (None: the end of the run)."""
@@ -115,7 +164,7 @@ def DCCurrent(target: str, amplitude_pA: float, start_ms: float = 0.0, stop_ms: 
     return StepCurrent(target, times, amps, neurons)
 
 
-CURRENT_SOURCES = (StepCurrent, NoiseCurrent)
+CURRENT_SOURCES = (StepCurrent, NoiseCurrent, ACCurrent)
 
 
 def _check_target(where: str, pop, neurons) -> None:
@@ -164,3 +213,17 @@ def _numbers(where: str, key: str, values) -> np.ndarray:
     if not np.all(np.isfinite(out)):
         raise ConfigError(f"{where}: '{key}' must be finite numbers, got {out.tolist()[:8]}")
     return out
+
+
+def current_values(source, index: int, pop, resolution_ms: float, seed: int, first_step: int,
+                   n_steps: int) -> np.ndarray:
+    """The current (pA) source `index` (its place among the network's current sources) puts into
+    each of steps first_step .. first_step + n_steps - 1, as the engine computes it: one
+    target's (the same for all) or, for a noise current, the average over its targets (NEST's
+    noise_generator records that)."""
+    from .. import _engine
+    spec = _engine.CurrentSourceSpec()
+    source.engine_spec(pop, resolution_ms, spec)
+    targets = list(spec.targets) if isinstance(source, NoiseCurrent) else list(spec.targets)[:1]
+    return np.asarray(_engine.current_source_values(spec, int(index), targets, int(seed), float(resolution_ms),
+                                                    int(first_step), int(n_steps)), dtype=np.float64)

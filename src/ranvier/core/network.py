@@ -632,7 +632,8 @@ class Network:
         return d
 
     def inject(self, source):
-        """A current source (rv.StepCurrent, rv.DCCurrent, rv.NoiseCurrent) on a population's neurons."""
+        """A current source (rv.StepCurrent, rv.DCCurrent, rv.NoiseCurrent, rv.ACCurrent) on a population's
+        neurons."""
         self._check_current(source)
         self.currents.append(source)
         return source
@@ -664,7 +665,7 @@ class Network:
     def _check_current(self, source) -> None:
         from .devices import CURRENT_SOURCES
         if not isinstance(source, CURRENT_SOURCES):
-            raise ConfigError(f"inject needs a ranvier StepCurrent, DCCurrent or NoiseCurrent, got "
+            raise ConfigError(f"inject needs a ranvier StepCurrent, DCCurrent, NoiseCurrent or ACCurrent, got "
                               f"{type(source).__name__}")
         source.validate(self.population(source.target))
 

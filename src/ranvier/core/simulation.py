@@ -467,6 +467,20 @@ class Simulation:
         self._engine.set_current_source(index, spec)
         self.network.currents[index] = source
 
+    def current_values(self, index: int, first_step: int, n_steps: int) -> np.ndarray:
+        """The current (pA) the network's current source number `index` (in the order of
+        Network.inject) puts into steps first_step .. first_step + n_steps - 1, as the engine
+        computes it from the source as it is now (after set_current: the new schedule): one
+        target's, or for a noise current the average over its targets. Computed here from the
+        source alone, on any rank (no gather)."""
+        from .devices import current_values
+        if not 0 <= index < len(self.network.currents):
+            raise ConfigError(f"current_values: the network has {len(self.network.currents)} current sources, "
+                              f"no number {index}")
+        source = self.network.currents[index]
+        return current_values(source, index, self.network.population(source.target), self.resolution_ms,
+                              self.seed, first_step, n_steps)
+
     def close(self) -> None:
         """Ends the recording: with stream_to, writes spikes.h5 and timers.h5 from the streamed chunks
         (rank 0). A write that failed (a full disk) leaves `recording.error` set and no files. Also

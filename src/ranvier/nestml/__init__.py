@@ -128,6 +128,7 @@ def _model_class(g, engine_name: str):
         initial_states = ("reset",)
         takes_current = g.takes_current
         nest_model = None
+        pynn_weight_scale = 1000.0     # PyNN's nA (uS) to NEST's pA (nS), as pyNN.nest scales native models
 
         @classmethod
         def read_values(cls, pop, where):

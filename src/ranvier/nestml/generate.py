@@ -34,6 +34,7 @@ class StateVariable:
     name: str             # NESTML's (after the transformation: kernels' variables too)
     unit: str
     column: str           # "V", "c" or "extra[i]"
+    initial: str = ""     # its initial value: a number (NEST's units) or a parameter's name; "" else
 
 
 @dataclass
@@ -284,6 +285,7 @@ def generate(path: str | Path) -> GeneratedModel:
     parameters, param_code = _parameters(path, model, scope, P)
     internals_code, internal_fields = _internals(path, model, P)
     init_code = _initial_values(path, state_syms, P)
+    _note_initial(state, state_syms, P)
     step = _step_statements(path, model, P, analytic, convolutions, update_exprs, ns.get("spike_updates", {}) or {},
                             spike_ports)
     inline_code = _inline_code(path, model, ctx, P)      # after the statements: they name the inlines used
@@ -406,6 +408,23 @@ def _initial_values(path, state_syms, P):
         code = P(decl.get_expression()) if decl.has_expression() else "0.0"
         init_code.append(f"    double v_{_ident(n)} = {code};")
     return init_code
+
+
+def _note_initial(state, state_syms, P) -> None:
+    """StateVariable.initial of each state variable, where its initial value is a number or the
+    name of a parameter (V_m mV = E_L): what PyNN's cell type gives as its initial value."""
+    decls = dict(state_syms)
+    for s in state:
+        decl = decls.get(s.name)
+        if decl is None or not decl.has_expression():
+            s.initial = "0" if decl is not None else ""
+            continue
+        expr = decl.get_expression()
+        number = _literal_value(P(expr))
+        if number is not None:
+            s.initial = repr(number)
+        elif expr.is_variable() and expr.get_variable().get_complete_name() == str(expr).strip():
+            s.initial = str(expr).strip()
 
 
 def _step_statements(path, model, P, analytic, convolutions, update_exprs, spike_updates, spike_ports) -> dict:

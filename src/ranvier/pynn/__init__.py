@@ -19,7 +19,8 @@ from pyNN.space import Space                                         # noqa: F40
 from pyNN import common
 from pyNN.recording import get_io
 
-from . import simulator
+from . import nestml, simulator                                      # noqa: F401  (sim.nestml, as pyNN.nest's)
+from .native_rng import NativeRNG                                    # noqa: F401
 from .populations import Assembly, Population, PopulationView       # noqa: F401
 from .projections import Projection                                  # noqa: F401
 from .standardmodels import *                                        # noqa: F401,F403

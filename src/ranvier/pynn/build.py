@@ -74,6 +74,9 @@ def describe(state) -> dict:
         model = p.celltype.ranvier_model
         params = ranvier_params(state, p)
         membrane = NEURON_MODELS[model].has_potential
+        if getattr(p.celltype, "nestml_model", None) is not None:
+            _check_nestml_initial(p)
+            membrane = False
         initial = p._initial.get("v") if membrane else None
         if initial is None and membrane:
             initial = np.full(p.size, float(p.celltype.default_initial_values["v"]))
@@ -85,7 +88,7 @@ def describe(state) -> dict:
     projs = []
     for j, pr in enumerate(state.projections):
         if pr.native is not None:
-            projs.append({"native": dict(pr.native), "plastic": None,
+            projs.append({"pynn": j, "native": dict(pr.native), "plastic": None,
                           "pre": state.populations.index(pr.pre), "post": state.populations.index(pr.post),
                           "receptor": pr.receptor_type})
             continue
@@ -93,42 +96,99 @@ def describe(state) -> dict:
         post = np.array([c.postsynaptic_index for c in pr.connections], dtype=np.int64)
         w = np.array([c.weight for c in pr.connections], dtype=float)
         d = np.array([c.delay for c in pr.connections], dtype=float)
-        plastic = None
-        if type(pr.synapse_type).__name__ == "STDPMechanism":
-            def one(name):
-                values = np.array([getattr(c, name) for c in pr.connections], dtype=float)
-                if values.size and np.any(values != values[0]):
-                    raise NotImplementedError(f"pyNN.ranvier: STDP parameter {name} differs between the connections "
-                                              f"of one projection; Ranvier's are the projection's")
-                return float(values[0]) if values.size else 0.0
-            plastic = {"tau_plus_ms": one("tau_plus_ms"), "lambda_": one("lambda_"), "alpha": one("alpha"),
-                       "w_max": one("w_max"), "tau_minus_ms": one("tau_minus_ms"),
-                       "mu": getattr(pr.synapse_type.weight_dependence, "mu", None) or (one("mu_plus"), one("mu_minus"))}
-        elif type(pr.synapse_type).__name__ == "TsodyksMarkramSynapse":
-            plastic = _tsodyks(state, pops, pr, post)
-        projs.append({"plastic": plastic, "pre": state.populations.index(pr.pre.grandparent if hasattr(pr.pre, "grandparent") else pr.pre),
-                      "post": state.populations.index(pr.post.grandparent if hasattr(pr.post, "grandparent")
-                                                      else pr.post),
-                      "pre_index": _parent_index(pr.pre, pre), "post_index": _parent_index(pr.post, post),
-                      "weight": w, "delay": d, "receptor": pr.receptor_type})
+        pre_pop, pre_index = _roots(state, pr.pre, pre)
+        post_pop, post_index = _roots(state, pr.post, post)
+        pairs = sorted(set(zip(pre_pop.tolist(), post_pop.tolist())))
+        plastic = _plastic(state, pops, pr, post_pop, post_index, len(pairs))
+        # one description per (pre, post) population pair: an Assembly spans several
+        for a, b in pairs:
+            at = np.flatnonzero((pre_pop == a) & (post_pop == b))
+            projs.append({"pynn": j, "plastic": plastic, "pre": a, "post": b,
+                          "pre_index": pre_index[at], "post_index": post_index[at],
+                          "weight": w[at], "delay": d[at], "receptor": pr.receptor_type})
     return {"populations": pops, "projections": projs}
 
 
-def _tsodyks(state, pops, pr, post) -> dict:
+def _check_nestml_initial(p) -> None:
+    """A NESTML model starts from its state block's initial values (V_m = E_L): PyNN's initial
+    values (initialize(), or the cell type's defaults) must be those, or the run would not be the
+    script's; refused otherwise, naming the variable and the value to give."""
+    model = p.celltype.nestml_model
+    native = _native_values(p)
+    for s in model.generated.state:
+        given = p._initial.get(s.name)
+        if given is None:
+            continue
+        given = np.asarray(given, dtype=float)
+        if s.initial in native:
+            starts = np.broadcast_to(np.asarray(native[s.initial], dtype=float), given.shape)
+        else:
+            try:
+                starts = np.full(given.shape, float(s.initial))
+            except ValueError:
+                continue                               # an expression: the model's own value
+        differ = np.flatnonzero(~np.isnan(given) & (given != starts))
+        if differ.size:
+            k = int(differ[0])
+            raise NotImplementedError(
+                f"pyNN.ranvier: NESTML model {model.name} starts {s.name} from its state block's initial value "
+                f"({s.initial} = {starts[k]:g} for cell {k}), not from PyNN's {given[k]:g}; initialize({s.name}=...) "
+                f"to that value (pyNN.ranvier cannot start it elsewhere yet)")
+
+
+def _plastic(state, pops, pr, post_pop, post_index, pairs: int) -> dict | None:
+    """A projection's plasticity for the engine: None for static synapses; the STDP parameters
+    (one set per projection) or the Tsodyks-Markram ones per connection."""
+    kind = type(pr.synapse_type).__name__
+    if kind == "StaticSynapse" or not pairs:          # no connection: nothing to build
+        return None
+    if pairs > 1:
+        raise NotImplementedError(f"pyNN.ranvier: a {kind} projection between Assemblies of several "
+                                       f"populations; connect their populations one by one")
+    if kind == "TsodyksMarkramSynapse":
+        return _tsodyks(state, pops, pr, state.populations[post_pop[0]], post_index)
+
+    def one(name):
+        values = np.array([getattr(c, name) for c in pr.connections], dtype=float)
+        if values.size and np.any(values != values[0]):
+            raise NotImplementedError(f"pyNN.ranvier: STDP parameter {name} differs between the connections "
+                                      f"of one projection; Ranvier's are the projection's")
+        return float(values[0]) if values.size else 0.0
+    return {"tau_plus_ms": one("tau_plus_ms"), "lambda_": one("lambda_"), "alpha": one("alpha"),
+            "w_max": one("w_max"), "tau_minus_ms": one("tau_minus_ms"),
+            "mu": getattr(pr.synapse_type.weight_dependence, "mu", None) or (one("mu_plus"), one("mu_minus"))}
+
+
+def _roots(state, obj, index):
+    """Indices within a Population, PopulationView or Assembly -> (the index in state.populations
+    of each one's root population, its index there)."""
+    index = np.asarray(index, dtype=np.int64)
+    if hasattr(obj, "populations"):                      # an Assembly: its parts one after the other
+        pop = np.zeros(index.size, np.int64)
+        within = np.zeros(index.size, np.int64)
+        offsets = np.cumsum([0] + [p.size for p in obj.populations])
+        part = np.searchsorted(offsets, index, side="right") - 1
+        for k, p in enumerate(obj.populations):
+            at = part == k
+            pop[at], within[at] = _roots(state, p, index[at] - offsets[k])
+        return pop, within
+    root = obj.grandparent if hasattr(obj, "grandparent") else obj
+    return np.full(index.size, state.populations.index(root), np.int64), _parent_index(obj, index)
+
+
+def _tsodyks(state, pops, pr, root, post_index) -> dict:
     """A TsodyksMarkramSynapse projection's parameters per connection: U, tau_rec_ms, tau_fac_ms,
     and tau_psc_ms, the target cell's tau_syn_E or tau_syn_I by receptor type (pyNN.nest's)."""
-    from pyNN import errors
-    root = pr.post.grandparent if hasattr(pr.post, "grandparent") else pr.post
     which = {"excitatory": "tau_syn_E", "inhibitory": "tau_syn_I"}[pr.receptor_type]
     name = root.celltype.translations.get(which, {}).get("translated_name")
     if name is None:
-        raise errors.NotAvailableError(f"pyNN.ranvier: TsodyksMarkramSynapse takes tau_psc from the target's "
-                                       f"{which}; {type(root.celltype).__name__} has none")
+        raise NotImplementedError(f"pyNN.ranvier: TsodyksMarkramSynapse takes tau_psc from the target's "
+                                  f"{which}; {type(root.celltype).__name__} has none")
     tau = pops[state.populations.index(root)]["params"][name]
     tau = np.broadcast_to(np.asarray(tau, dtype=float), (root.size,))
     out = {name: np.array([getattr(c, name) for c in pr.connections], dtype=float)
            for name in ("U", "tau_rec_ms", "tau_fac_ms")}
-    out["tau_psc_ms"] = tau[_parent_index(pr.post, post)]
+    out["tau_psc_ms"] = tau[post_index]
     out["kind"] = "tsodyks"
     return out
 
@@ -176,14 +236,14 @@ def build_network(state):
         net.add_population(rv.Population(name, p["size"], params=p["params"], model=p["model"], **kw))
     state.plastic = []                         # (PyNN projection index, Ranvier projection index)
     state.native_index = {}                    # PyNN projection index -> Ranvier projection index
-    for j, pr in enumerate(desc["projections"]):
+    for pr in desc["projections"]:
         # nA -> pA, uS -> nS; IF_curr_delta (lifca): 1000 w mV, as pyNN.nest gives iaf_psc_delta
         scale = NEURON_MODELS[desc["populations"][pr["post"]]["model"]].pynn_weight_scale
         if "native" in pr:
             q = pr["native"]
             w = abs(q["weight"]) * scale * (-1.0 if pr["receptor"] == "inhibitory" else 1.0)
             extra = {"autapses": True} if q.get("autapses") else {}
-            state.native_index[j] = len(net.projections)
+            state.native_index[pr["pynn"]] = len(net.projections)
             net.connect(rv.Projection(source=names[pr["pre"]], target=names[pr["post"]], weight=w,
                                       delay_ms=max(round(q["delay"] / state.dt), 1) * state.dt,
                                       **{q["rule"]: q["value"]}, **extra))
@@ -209,7 +269,7 @@ def build_network(state):
                               mu_plus=q["mu"][0], mu_minus=q["mu"][1], w_max=sign * q["w_max"] * scale)
             target = net.population(names[pr["post"]])
             target.tau_minus_ms = q["tau_minus_ms"]
-            state.plastic.append((j, len(net.projections)))
+            state.plastic.append((pr["pynn"], len(net.projections)))
         net.connect(rv.Projection(source=names[pr["pre"]], target=names[pr["post"]], sources=pr["pre_index"].tolist(),
                                   targets=pr["post_index"].tolist(), weight=w.tolist(), delay_ms=delay.tolist(),
                                   synapse=synapse))

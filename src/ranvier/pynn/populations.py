@@ -60,8 +60,8 @@ class Population(common.Population):
         state = simulator.state
         state.check_not_built("creating a population")
         if not isinstance(self.celltype, StandardCellType) or not hasattr(self.celltype, "ranvier_model"):
-            raise errors.NotAvailableError(f"pyNN.ranvier: cell type {type(self.celltype).__name__} is not available; "
-                                           f"available: {list_standard_models()}")
+            raise errors.NoModelAvailableError(f"pyNN.ranvier: cell type {type(self.celltype).__name__} is not available; "
+                                               f"available: {list_standard_models()}")
         first = state.id_counter
         self.all_cells = np.array([simulator.ID(i) for i in range(first, first + self.size)], dtype=simulator.ID)
         # Rank 0 holds the description that is built (every rank builds it); to PyNN's gathers the

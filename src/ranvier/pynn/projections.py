@@ -20,13 +20,18 @@ def native_rule(connector, synapse_type, pre, post) -> dict | None:
     """The Ranvier rule that draws what a PyNN connector would, from Ranvier's keyed generator
     (the same network for any ranks and threads, built in parallel), where there is one: fixed
     probability, fixed number pre or post with replacement and self-connections, fixed total
-    number with replacement, between whole populations, with one weight and one delay.
-    Otherwise None: PyNN's connector draws the connections."""
+    number with replacement, between whole populations, with one weight and one delay, the
+    connector given no RNG or a NativeRNG. Otherwise None: PyNN's connector draws the
+    connections (with the script's NumpyRNG, the connections pyNN.nest draws)."""
     from pyNN import connectors
+    from pyNN.random import NativeRNG
 
     from .populations import Population
     if not (isinstance(pre, Population) and isinstance(post, Population)):
         return None
+    rng = getattr(connector, "rng", None)
+    if rng is not None and not isinstance(rng, NativeRNG) and not _default_rng(rng):
+        return None                   # the script's own RNG: PyNN draws with it, as pyNN.nest does
     if type(synapse_type).__name__ != "StaticSynapse":
         return None
     params = synapse_type.native_parameters
@@ -53,6 +58,14 @@ def native_rule(connector, synapse_type, pre, post) -> dict | None:
     else:
         return None
     return {**rule, **values}
+
+
+def _default_rng(rng) -> bool:
+    """Whether `rng` is the one PyNN's connectors make when none is given (pyNN.connectors:
+    NumpyRNG(seed=151985012)), not yet drawn from."""
+    from pyNN.random import NumpyRNG
+    return type(rng) is NumpyRNG and rng.seed == 151985012 and \
+        rng.rng.get_state()[2] == NumpyRNG(seed=151985012).rng.get_state()[2]
 
 
 def _connect_with_columns_1d(connector, projection) -> None:
@@ -84,11 +97,11 @@ class Projection(common.Projection):
         common.Projection.__init__(self, presynaptic_population, postsynaptic_population, connector, synapse_type,
                                    source, receptor_type, space, label)
         if self.receptor_type not in ("excitatory", "inhibitory"):
-            raise errors.NotAvailableError(f"pyNN.ranvier: receptor type {self.receptor_type!r}; "
-                                           f"'excitatory' or 'inhibitory'")
+            raise NotImplementedError(f"pyNN.ranvier: receptor type {self.receptor_type!r}; "
+                                      f"'excitatory' or 'inhibitory'")
         if type(self.synapse_type).__name__ not in SYNAPSE_TYPES:
-            raise errors.NotAvailableError(f"pyNN.ranvier: synapse type {type(self.synapse_type).__name__} is not "
-                                           f"available yet; {', '.join(SYNAPSE_TYPES)}")
+            raise errors.NoModelAvailableError(f"pyNN.ranvier: synapse type {type(self.synapse_type).__name__} is not "
+                                               f"available yet; {', '.join(SYNAPSE_TYPES)}")
         self.connections = []
         self._native_columns = None
         self.native = native_rule(connector, self.synapse_type, presynaptic_population, postsynaptic_population)

@@ -56,7 +56,7 @@ class Recorder(recording.Recorder):
         key = celltype.variable_map[variable.name]
         trace = np.asarray(result.state[key])[rows]                     # [neuron, step]
         initial = np.array([state.initial_value(i, variable.name) for i in ids])
-        if key == "V":                                                  # the engine holds V - E_L
+        if key == "V" and not getattr(celltype, "absolute_v", False):   # the engine holds V - E_L
             rest = np.array([state.parameter_of(i, "E_L_mV") for i in ids])
             trace = trace + rest[:, None]
         trace = trace * celltype.scale_factors[variable.name]

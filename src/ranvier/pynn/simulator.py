@@ -62,7 +62,10 @@ class State(common.control.BaseState):
         sim = self._simulation()
         steps = int(round(tstop / self.dt)) - sim.steps_done
         if steps > 0:
+            first = sim.steps_done
             self.result = sim.run(steps * self.dt)
+            for source in self.recorded_currents:          # source.record(): the steps just run
+                source._record_run(sim, first, sim.steps_done - first)
         self.t = sim.steps_done * self.dt
         self.running = True
         self._read_plastic_weights()
@@ -123,9 +126,9 @@ class State(common.control.BaseState):
             src_pop, tgt_pop = self.network.population(net_pr.source), self.network.population(net_pr.target)
             scale = NEURON_MODELS[tgt_pop.model].pynn_weight_scale
             ours = np.lexsort((np.rint(got.delay_ms / self.dt), got.target, got.source))
-            from .build import _parent_index
-            pre = _parent_index(pr.pre, np.array([c.presynaptic_index for c in pr.connections])) + src_pop.first_id
-            post = _parent_index(pr.post, np.array([c.postsynaptic_index for c in pr.connections])) + tgt_pop.first_id
+            from .build import _roots
+            pre = _roots(self, pr.pre, np.array([c.presynaptic_index for c in pr.connections]))[1] + src_pop.first_id
+            post = _roots(self, pr.post, np.array([c.postsynaptic_index for c in pr.connections]))[1] + tgt_pop.first_id
             delay = np.rint(np.maximum(np.rint(np.array([c.delay for c in pr.connections]) / self.dt), 1))
             theirs = np.lexsort((np.arange(pre.size), delay, post, pre))
             if ours.size != theirs.size:
@@ -138,6 +141,7 @@ class State(common.control.BaseState):
         self.populations = []
         self.projections = []
         self.currents = []            # (rv current source factory, cells)
+        self.recorded_currents = []   # the current sources whose current is recorded (source.record())
         self.id_counter = 0
         self.segment_counter = -1
         self.write_on_end = []
@@ -153,6 +157,8 @@ class State(common.control.BaseState):
         self.result = None
         self.network = None
         self.given_times = {}         # SpikeSourceArray cells: gid -> grid step -> the time given
+        for source in getattr(self, "recorded_currents", []):     # recorded again from t = 0
+            source.__dict__["_trace"] = {"first_step": 0, "values": [], "next": 0.0}
 
     # -- building --------------------------------------------------------------------------------
     def running_simulation(self):

@@ -337,6 +337,52 @@ class _CurrentSource:
     def _native(self) -> dict:
         return dict(self._store)
 
+    # -- recording the injected current (PyNN's source.record() and source.get_data()) -----------
+    def record(self):
+        """Records the current this source injects, from the next step run on: at every step,
+        the current the engine puts into the step that starts then (Simulation.current_values:
+        the same for every target, or for a noisy source the average over its targets)."""
+        if self not in state.recorded_currents:
+            state.recorded_currents.append(self)
+            sim = state.running_simulation()
+            first = sim.steps_done if sim is not None else 0
+            self.__dict__["_trace"] = {"first_step": first, "values": [], "next": 0.0}
+            if sim is not None:                   # after a run: the trace starts with the step now
+                self._record_run(sim, first, 0)
+
+    def _record_run(self, sim, first_step: int, n_steps: int) -> None:
+        """The values of steps first_step .. first_step + n_steps - 1 appended, and the one of the
+        step after them kept as the trace's last point."""
+        import numpy as np
+        entries = state.current_index.get(id(self), [])
+        if not entries:
+            return
+        from ranvier.core.devices import NoiseCurrent
+        total, weight = np.zeros(n_steps + 1), 0
+        for index, _, neurons in entries:
+            values = sim.current_values(index, first_step, n_steps + 1)
+            if not isinstance(sim.network.currents[index], NoiseCurrent):
+                total, weight = values, 1
+                break
+            total, weight = total + values * len(neurons), weight + len(neurons)
+        values = total / weight
+        self._trace["values"].append(values[:-1])
+        self._trace["next"] = float(values[-1])
+
+    def _get_data(self):
+        """(times in ms, currents in nA): one point a step from when record() was called, the
+        last at the current time (the current of the step that starts then)."""
+        import numpy as np
+        trace = self.__dict__.get("_trace")
+        if trace is None:
+            raise ValueError(f"{type(self).__name__}: get_data() needs record() before the run")
+        if state.running and not getattr(state, "current_index", {}).get(id(self)):
+            raise ValueError(f"{type(self).__name__}: get_data() needs the source injected into cells "
+                             f"(inject_into) before the run")
+        values = np.concatenate(trace["values"] + [np.array([trace["next"]])])
+        times = (trace["first_step"] + np.arange(values.size)) * state.dt
+        return times, values / 1000.0
+
 
 class DCSource(_CurrentSource, electrodes.DCSource):
     __doc__ = electrodes.DCSource.__doc__
@@ -348,6 +394,23 @@ class DCSource(_CurrentSource, electrodes.DCSource):
         start, stop = state.on_grid(p["start"]), state.on_grid(p["stop"])
         return [rv.DCCurrent(target, float(p["amplitude"]), start_ms=start, stop_ms=stop if stop < 1e11 else None,
                              neurons=neurons)]
+
+
+class ACSource(_CurrentSource, electrodes.ACSource):
+    """PyNN's ACSource on rv.ACCurrent (NEST's ac_generator): offset + amplitude
+    sin(2 pi frequency (t - start) / 1000 + phase) in the step that starts at t, start <= t <
+    stop; the phase holds at the start, as PyNN asks of every backend (pyNN.nest shifts
+    ac_generator's phase by the start likewise)."""
+    translations = build_translations(('amplitude', 'amplitude', 1000.0), ('start', 'start'), ('stop', 'stop'),
+                                      ('frequency', 'frequency'), ('offset', 'offset', 1000.0), ('phase', 'phase'))
+
+    def ranvier_sources(self, target, neurons):
+        import ranvier as rv
+        p = self._native()
+        start, stop, freq = state.on_grid(p["start"]), state.on_grid(p["stop"]), float(p["frequency"])
+        return [rv.ACCurrent(target, float(p["amplitude"]), freq, phase_deg=float(p["phase"]) - 360.0 * freq * start
+                             / 1000.0, offset_pA=float(p["offset"]), start_ms=start,
+                             stop_ms=stop if stop < 1e11 else None, neurons=neurons)]
 
 
 class StepCurrentSource(_CurrentSource, electrodes.StepCurrentSource):

@@ -1,0 +1,97 @@
+"""pyNN.ranvier.nestml.nestml_cell_type, as PyNN 0.13's pyNN.nest.nestml offers it (docs/pynn.md):
+a PyNN script with a NESTML neuron gives the membrane trace and spikes of pyNN.nest with NEST's
+built-in model of the same dynamics (NESTML's iaf_psc_exp_neuron against NEST 3.10's
+iaf_psc_exp through pyNN.nest's native_cell_type; skipped without nest); the model given as
+source text runs as the file does; PyNN initial values the model would not start from are
+refused, naming the variable."""
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+from conftest import subprocess_env
+
+pytest.importorskip("pyNN")
+pytest.importorskip("pynestml", reason="nestml (pip install 'nestml==9.0.0') is not installed")
+MODEL = f"{sys.prefix}/models/neurons/iaf_psc_exp_neuron.nestml"
+
+SCRIPT = textwrap.dedent("""
+    import sys, numpy as np
+    import pyNN.{backend} as sim
+    sim.setup(timestep=0.1, min_delay=0.1)
+    if "{backend}" == "ranvier":
+        description = {description}
+        celltype = sim.nestml.nestml_cell_type("iaf_psc_exp_nestml", description)
+        cells = sim.Population(2, celltype(I_e=400.0, tau_syn_exc=2.0, tau_syn_inh=5.0, refr_T=2.0))
+    else:
+        celltype = sim.native_cell_type("iaf_psc_exp")
+        cells = sim.Population(2, celltype(I_e=400.0, tau_syn_ex=2.0, tau_syn_in=5.0, t_ref=2.0))
+    src = sim.Population(2, sim.SpikeSourceArray(spike_times=[[10.0, 50.0, 51.3, 90.0], [30.0, 70.0, 91.0]]))
+    sim.Projection(src[0:1], cells, sim.AllToAllConnector(), sim.StaticSynapse(weight=0.4, delay=1.0),
+                   receptor_type="excitatory")
+    sim.Projection(src[1:2], cells, sim.AllToAllConnector(), sim.StaticSynapse(weight=-0.3, delay=1.5),
+                   receptor_type="inhibitory")
+    cells.record(["V_m", "spikes"])
+    sim.run(150.0)
+    seg = cells.get_data().segments[0]
+    np.save(sys.argv[1], seg.filter(name="V_m")[0].magnitude)
+    np.save(sys.argv[2], np.array([len(t) for t in seg.spiketrains] + [x for t in seg.spiketrains for x in t.magnitude]))
+    sim.end()
+""")
+
+
+def run(tmp_path, backend, description=repr(MODEL)):
+    script = tmp_path / f"script_{backend}.py"
+    script.write_text(SCRIPT.format(backend=backend, description=description))
+    v, spikes = tmp_path / f"v_{backend}.npy", tmp_path / f"s_{backend}.npy"
+    done = subprocess.run([sys.executable, str(script), str(v), str(spikes)], cwd=tmp_path, env=subprocess_env(),
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return np.load(v), np.load(spikes)
+
+
+def test_a_nestml_cell_type_gives_pyNN_nests_trace_with_nests_built_in_model(tmp_path):
+    pytest.importorskip("nest")
+    v, spikes = run(tmp_path, "ranvier")
+    v_nest, spikes_nest = run(tmp_path, "nest")
+    assert v.shape == v_nest.shape == (1501, 2)
+    largest = float(np.max(np.abs(v - v_nest)))
+    print(f"pyNN.ranvier NESTML iaf_psc_exp_neuron vs pyNN.nest iaf_psc_exp: largest |V difference| {largest:.2e} mV")
+    assert largest < 1e-9
+    assert spikes[0] + spikes[1] > 2 and np.array_equal(spikes, spikes_nest)
+
+
+def test_the_model_given_as_source_text_runs_as_the_file(tmp_path):
+    from pathlib import Path
+    v_file, s_file = run(tmp_path, "ranvier")
+    v_text, s_text = run(tmp_path, "ranvier", description=repr(Path(MODEL).read_text()))
+    assert np.array_equal(v_file, v_text) and np.array_equal(s_file, s_text)
+
+
+def test_initial_values_the_model_does_not_start_from_are_refused():
+    import pyNN.ranvier as sim
+    sim.setup(timestep=0.1)
+    try:
+        celltype = sim.nestml.nestml_cell_type("iaf_psc_exp_nestml", MODEL)
+        assert celltype.default_initial_values["V_m"] == celltype.default_parameters["E_L"] == -70.0
+        assert "V_m" in celltype.recordable and celltype.units["V_m"] == "mV"
+        cells = sim.Population(2, celltype(E_L=-65.0))
+        cells.initialize(V_m=-65.0)                          # where the model starts: accepted
+        sim.run(1.0)
+        sim.reset()
+        cells.initialize(V_m=-60.0)
+        with pytest.raises(NotImplementedError, match=r"starts V_m from its state block's initial value \(E_L = -65"):
+            sim.run(1.0)
+    finally:
+        sim.end()
+
+
+def test_text_that_is_no_model_is_refused():
+    import pyNN.ranvier as sim
+    from ranvier.errors import ConfigError
+    with pytest.raises(ConfigError, match="neither a .nestml file nor NESTML source"):
+        sim.nestml.nestml_cell_type("x", "no/such/file.nestml")
