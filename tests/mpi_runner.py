@@ -185,13 +185,21 @@ def alpha_network(neurons: int, probability: float):
 
 def devices_network(neurons: int, probability: float):
     """alpha_network driven by the stimulation devices: a step current, a DC current and an AC
-    current on overlapping subsets, a noise current, and inhomogeneous Poisson sources."""
+    current on overlapping subsets, a noise current, inhomogeneous Poisson, gamma and dead-time
+    Poisson sources."""
     import ranvier as rv
     net = alpha_network(neurons, probability)
     n_e = net.population("E").size
     net.add_population(rv.Population("P", 200, params={"rate_times_ms": [20.0, 80.0, 150.0],
                                                        "rates_hz": [30.0, 120.0, 10.0]}, model="inhomogeneous_poisson"))
     net.connect(rv.Projection(source="P", target="E", indegree=20, weight=60.0, delay_ms=1.0))
+    # Gamma and dead-time Poisson sources, orders and dead times per neuron, in windows.
+    net.add_population(rv.Population("G", 150, params={"rate_hz": 40.0, "gamma_shape": np.arange(150) % 4 + 1.0,
+                                                       "start_ms": 10.0, "stop_ms": 180.0}, model="gamma_source"))
+    net.add_population(rv.Population("R", 150, params={"rate_hz": 60.0, "dead_time_ms": np.linspace(0.0, 8.0, 150),
+                                                       "start_ms": 25.0, "stop_ms": 1e9}, model="ppd_source"))
+    net.connect(rv.Projection(source="G", target="E", indegree=15, weight=60.0, delay_ms=1.0))
+    net.connect(rv.Projection(source="R", target="I", indegree=15, weight=60.0, delay_ms=1.5))
     net.inject(rv.StepCurrent("E", [10.0, 60.0, 120.0], [150.0, -50.0, 250.0], neurons=list(range(0, n_e, 3))))
     net.inject(rv.DCCurrent("E", 120.0, start_ms=30.0, stop_ms=170.0, neurons=list(range(n_e // 2, n_e))))
     net.inject(rv.NoiseCurrent("I", mean_pA=50.0, std_pA=200.0, dt_ms=0.5, start_ms=5.0))

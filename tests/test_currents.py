@@ -223,8 +223,9 @@ def test_an_interval_off_the_grid_is_refused():
                                                              (3, 2, "round-robin", "p2p"),
                                                              (2, 2, "random", "allgather")])
 def test_devices_give_the_same_spikes_for_any_decomposition(workloads, ranks, threads, placement, exchange):
-    """Step, DC, AC and noise currents and inhomogeneous Poisson sources on iaf_psc_alpha neurons: the
-    same spikes on any ranks x threads x placement x exchange (tests/mpi_runner.py: devices_network)."""
+    """Step, DC, AC and noise currents and inhomogeneous Poisson, gamma and dead-time Poisson
+    sources on iaf_psc_alpha neurons: the same spikes on any ranks x threads x placement x exchange
+    (tests/mpi_runner.py: devices_network)."""
     kw = dict(model="devices", neurons=1000, probability=0.05, ms=200.0)
     ref = workloads(1, threads=1, exchange="allgather", placement="round-robin", **kw)
     run = workloads(ranks, threads=threads, exchange=exchange, placement=placement, **kw)

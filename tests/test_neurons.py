@@ -38,6 +38,12 @@ VALID = {
                             g_L_nS=25.0, Delta_T_mV=2.0, tau_w_ms=100.0, a_nS=2.0, b_pA=50.0, E_ex_mV=0.0,
                             E_in_mV=-80.0, tau_syn_ex_ms=0.5, tau_syn_in_ms=2.0, tau_arp_ms=2.0, I_e_pA=0.0,
                             gsl_error_tol=1e-6, V0_mean_mV=-58.0, V0_sd_mV=5.0, w0_pA=10.0),
+    "gamma_source": dict(rate_hz=8.0, gamma_shape=3.0, start_ms=0.0, stop_ms=1000.0),
+    "ppd_source": dict(rate_hz=8.0, dead_time_ms=2.0, start_ms=0.0, stop_ms=1000.0),
+    "hh_cond_exp_traub": dict(g_Na_nS=20000.0, g_K_nS=6000.0, g_L_nS=10.0, C_m_pF=200.0, E_Na_mV=50.0,
+                              E_K_mV=-90.0, E_L_mV=-60.0, V_T_mV=-63.0, E_ex_mV=0.0, E_in_mV=-80.0,
+                              tau_syn_ex_ms=5.0, tau_syn_in_ms=10.0, tau_arp_ms=2.0, I_e_pA=0.0, Act_m0=0.0,
+                              Inact_h0=1.0, Act_n0=0.0, V0_mean_mV=-65.0, V0_sd_mV=0.0),
 }
 UNITS = {"", "ms", "mV", "mV/ms", "pA", "pF", "nS", "Hz"}
 

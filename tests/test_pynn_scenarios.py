@@ -23,9 +23,6 @@ SDIST = pynn_scenarios.sdist_dir()
 
 # (file, scenario) -> what it needs that pyNN.ranvier does not have yet
 NOT_YET: dict[tuple[str, str], str] = {
-    ("test_cell_types", "test_HH_cond_exp"): "HH_cond_exp (Hodgkin-Huxley): not a Ranvier model",
-    ("test_cell_types", "test_SpikeSourceGamma"): "SpikeSourceGamma: not a Ranvier source yet",
-    ("test_cell_types", "test_SpikeSourcePoissonRefractory"): "SpikeSourcePoissonRefractory: not a Ranvier source yet",
     ("test_cell_types", "test_composed_neuron_model_homogeneous_receptors"): "PointNeuron (composed cell types): "
                                                                               "not in pyNN.ranvier",
     ("test_recording", "test_record_vm_and_gsyn_from_assembly"): "a run that ends inside a communication interval "

@@ -4,6 +4,7 @@ Rank 0's description is the one built, on every rank (PyNN's unseeded RNGs diffe
 from __future__ import annotations
 
 import numpy as np
+from pyNN import errors
 
 from ranvier.core.neurons import NEURON_MODELS, SpikeTrain
 
@@ -48,6 +49,17 @@ def ranvier_params(state, p) -> dict:
                                                int(p.first_id))}
     # Native potentials are absolute, as PyNN's (IF_curr_delta's lifca takes its relative to rest).
     params = NEURON_MODELS[p.celltype.ranvier_model].from_absolute(native)
+    # State variables the model takes as parameters (HH_cond_exp's gates): PyNN's initial values.
+    for variable, name in getattr(p.celltype, "initial_parameters", {}).items():
+        values = p._initial.get(variable)
+        default = float(p.celltype.default_initial_values[variable])
+        values = np.full(p.size, default) if values is None else np.where(np.isnan(values), default, values)
+        if np.any(values != values[0]):
+            raise errors.InvalidParameterValueError(
+                f"{type(p.celltype).__name__}: initial '{variable}' must be the same for every cell of a population "
+                f"(Ranvier's {p.celltype.ranvier_model} takes one '{name}'); got {values.min():g} to "
+                f"{values.max():g}: initialize each population with one value")
+        params[name] = float(values[0])
     if "tau_arp_ms" in params:           # refractory periods to the nearest step (NEST's rounding)
         params["tau_arp_ms"] = np.round(np.asarray(params["tau_arp_ms"], dtype=float) / state.dt) * state.dt
         if params["tau_arp_ms"].ndim == 0:

@@ -4,15 +4,17 @@ Native parameter names are Ranvier's, so a population's native parameters are th
 population's: IF_curr_alpha -> iaf_psc_alpha, IF_curr_exp -> psc_exp (separate excitatory and
 inhibitory time constants), IF_cond_exp -> iaf_cond_exp, IF_cond_alpha ->
 iaf_cond_alpha, EIF_cond_exp_isfa_ista -> aeif_cond_exp, EIF_cond_alpha_isfa_ista ->
-aeif_cond_alpha, SpikeSourceArray -> spike_train, SpikeSourcePoisson -> poisson_source.
-PyNN's units (nF, nA, uS) become Ranvier's (pF, pA, nS) in the translations.
+aeif_cond_alpha, HH_cond_exp -> hh_cond_exp_traub, SpikeSourceArray -> spike_train,
+SpikeSourcePoisson -> poisson_source, SpikeSourceGamma -> gamma_source,
+SpikeSourcePoissonRefractory -> ppd_source. PyNN's units (nF, nA, uS) become Ranvier's (pF, pA,
+nS) in the translations.
 """
 from __future__ import annotations
 
 from pyNN.standardmodels import build_translations, cells, electrodes, synapses
 
-from ranvier.core.neurons import AeifCondAlpha, AeifCondExp, IafCondAlpha, IafCondExp, IafPscAlpha, Lifca, \
-    PoissonSource, PscExp, SpikeTrain
+from ranvier.core.neurons import (AeifCondAlpha, AeifCondExp, GammaSource, HhCondExpTraub, IafCondAlpha, IafCondExp,
+                                  IafPscAlpha, Lifca, PoissonSource, PpdSource, PscExp, SpikeTrain)
 
 from .simulator import state
 
@@ -92,6 +94,30 @@ class IF_cond_exp(cells.IF_cond_exp):
     scale_factors = {'v': 1.0, 'gsyn_exc': 0.001, 'gsyn_inh': 0.001}          # nS -> uS
 
 
+class HH_cond_exp(cells.HH_cond_exp):
+    __doc__ = cells.HH_cond_exp.__doc__
+    ranvier_model = HhCondExpTraub.name
+    translations = build_translations(                      # pyNN.nest's (hh_cond_exp_traub)
+        ('gbar_Na', 'g_Na_nS', 1000.0),                      # uS -> nS
+        ('gbar_K', 'g_K_nS', 1000.0),
+        ('g_leak', 'g_L_nS', 1000.0),
+        ('cm', 'C_m_pF', 1000.0),                            # nF -> pF
+        ('v_offset', 'V_T_mV'),
+        ('e_rev_Na', 'E_Na_mV'),
+        ('e_rev_K', 'E_K_mV'),
+        ('e_rev_leak', 'E_L_mV'),
+        ('e_rev_E', 'E_ex_mV'),
+        ('e_rev_I', 'E_in_mV'),
+        ('tau_syn_E', 'tau_syn_ex_ms'),
+        ('tau_syn_I', 'tau_syn_in_ms'),
+        ('i_offset', 'I_e_pA', 1000.0),                      # nA -> pA
+    )
+    variable_map = {'v': 'V', 'gsyn_exc': 'c', 'gsyn_inh': 'c_in'}
+    scale_factors = {'v': 1.0, 'gsyn_exc': 0.001, 'gsyn_inh': 0.001}          # nS -> uS
+    # PyNN's initial values of the gates (default m 0, h 1, n 0, as pyNN.nest sets them on NEST's
+    # Act_m, Inact_h, Act_n): the model's initial gates, one value for the population.
+    initial_parameters = {'m': 'Act_m0', 'h': 'Inact_h0', 'n': 'Act_n0'}
+
 class IF_cond_alpha(cells.IF_cond_alpha):
     __doc__ = cells.IF_cond_alpha.__doc__
     ranvier_model = IafCondAlpha.name
@@ -144,6 +170,30 @@ class SpikeSourcePoisson(cells.SpikeSourcePoisson):
     ranvier_model = PoissonSource.name
     translations = build_translations(
         ('rate', 'rate_hz'),
+        ('start', 'start_ms'),
+        ('duration', 'stop_ms', "start + duration", "stop_ms - start_ms"),
+    )
+
+
+class SpikeSourceGamma(cells.SpikeSourceGamma):
+    # pyNN.nest's translation (gamma_sup_generator): order alpha, mean rate beta / alpha.
+    __doc__ = cells.SpikeSourceGamma.__doc__
+    ranvier_model = GammaSource.name
+    translations = build_translations(
+        ('alpha', 'gamma_shape'),
+        ('beta', 'rate_hz', "beta / alpha", "gamma_shape * rate_hz"),
+        ('start', 'start_ms'),
+        ('duration', 'stop_ms', "start + duration", "stop_ms - start_ms"),
+    )
+
+
+class SpikeSourcePoissonRefractory(cells.SpikeSourcePoissonRefractory):
+    # pyNN.nest's translation (ppd_sup_generator): tau_refrac is the dead time.
+    __doc__ = cells.SpikeSourcePoissonRefractory.__doc__
+    ranvier_model = PpdSource.name
+    translations = build_translations(
+        ('rate', 'rate_hz'),
+        ('tau_refrac', 'dead_time_ms'),
         ('start', 'start_ms'),
         ('duration', 'stop_ms', "start + duration", "stop_ms - start_ms"),
     )

@@ -54,6 +54,28 @@ def _per_neuron_array(where: str, key: str, value, size: int):
     return a
 
 
+def source_values(where: str, model: str, params: dict, keys, size: int) -> dict:
+    """The spike sources' parameters (gamma_source, ppd_source): each a float array of `size`
+    (one number repeated); a distribution refused."""
+    out = {}
+    for k in keys:
+        if isinstance(params[k], Distribution):
+            raise ConfigError(f"{where}: '{k}' can vary per neuron in model '{model}' as an array of one value per "
+                              f"neuron, not as a distribution")
+        try:
+            out[k] = np.broadcast_to(np.asarray(params[k], dtype=np.float64), (size,))
+        except (TypeError, ValueError):
+            raise ConfigError(f"{where}: '{k}' must be a number or one number per neuron, got {params[k]!r:.60}") \
+                from None
+    return out
+
+
+def first_bad(bad: np.ndarray) -> str:
+    """Which neuron a check found first (`bad`, one flag per neuron), for messages."""
+    i = int(np.argmax(bad))
+    return f"neuron {i}" if bad.size > 1 else "the population"
+
+
 def check_positive(where: str, key: str, value, allow_zero: bool = False) -> None:
     """positive() for one number; for an array every value, for a distribution every value it can draw."""
     need = "zero or positive" if allow_zero else "positive"
