@@ -8,8 +8,8 @@ import numpy as np
 
 from ...errors import ConfigError
 from ..random import Distribution
-from .base import NeuronModel, Parameter, check_below, check_number, check_positive, check_refractory_fits, \
-    check_whole_steps, is_per_neuron
+from .base import (NeuronModel, Parameter, check_below, check_number, check_one_initial_potential, check_positive,
+                   check_refractory_fits, check_whole_steps)
 
 # NEST's bound on (V_peak - V_th) / Delta_T: exp() of it, with a margin of 1e20, stays finite.
 MAX_EXP_ARGUMENT = math.log(np.finfo(np.float64).max / 1e20)
@@ -93,10 +93,7 @@ class AeifCondExp(NeuronModel):
             raise ConfigError(f"{where}: ('V_peak_mV' - 'V_th_mV') / 'Delta_T_mV' is {float(argument[i]):.6g}"
                               f"{'' if pop.size == 1 else f' for neuron {i}'}, where exp() overflows at a spike "
                               f"(NEST's bound: {MAX_EXP_ARGUMENT:.6g}); raise 'Delta_T_mV' or lower 'V_peak_mV'")
-        given = set(q) - pop.defaulted
-        if is_per_neuron(pop.initial) and given & {"V0_mean_mV", "V0_sd_mV"}:
-            raise ConfigError(f"{where}: 'initial' sets the initial potential per neuron, and so do "
-                              f"{sorted(given & {'V0_mean_mV', 'V0_sd_mV'})}; give one of the two")
+        check_one_initial_potential(where, pop, q)
 
     @classmethod
     def check_resolution(cls, pop, resolution_ms):

@@ -105,6 +105,15 @@ def check_number(where: str, key: str, value) -> None:
         finite_number(where, key, value)
 
 
+def check_one_initial_potential(where: str, pop, params: dict) -> None:
+    """Refuses a per-neuron `initial` given together with V0_mean_mV or V0_sd_mV: both would set
+    the initial potential."""
+    both = sorted((set(params) - pop.defaulted) & {"V0_mean_mV", "V0_sd_mV"})
+    if is_per_neuron(pop.initial) and both:
+        raise ConfigError(f"{where}: 'initial' sets the initial potential per neuron, and so do {both}; "
+                          f"give one of the two")
+
+
 def check_below(where: str, low_key: str, high_key: str, params: dict, size: int, strict: bool = True) -> None:
     """params[low_key] < params[high_key] for every neuron (for every draw of a distribution);
     <= where not `strict`."""

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import math
 
-from ...errors import ConfigError
-from .base import NeuronModel, Parameter, check_number, check_positive, check_refractory_fits, check_whole_steps, \
-    is_per_neuron
+from .base import (NeuronModel, Parameter, check_number, check_one_initial_potential, check_positive,
+                   check_refractory_fits, check_whole_steps)
 
 
 def _nest_initial_gates(v: float = -60.0) -> tuple[float, float, float]:
@@ -75,10 +74,7 @@ class HhCondExpTraub(NeuronModel):
             check_positive(where, key, q[key], allow_zero=True)
         for key in ("E_Na_mV", "E_K_mV", "E_L_mV", "V_T_mV", "E_ex_mV", "E_in_mV", "I_e_pA", "V0_mean_mV"):
             check_number(where, key, q[key])
-        given = set(q) - pop.defaulted
-        if is_per_neuron(pop.initial) and given & {"V0_mean_mV", "V0_sd_mV"}:
-            raise ConfigError(f"{where}: 'initial' sets the initial potential per neuron, and so do "
-                              f"{sorted(given & {'V0_mean_mV', 'V0_sd_mV'})}; give one of the two")
+        check_one_initial_potential(where, pop, q)
 
     @classmethod
     def check_resolution(cls, pop, resolution_ms):

@@ -2,9 +2,8 @@
 (cpp/neurons/psc_exp.cpp)."""
 from __future__ import annotations
 
-from ...errors import ConfigError
-from .base import NeuronModel, Parameter, check_below, check_number, check_positive, check_refractory_fits, \
-    check_whole_steps, is_per_neuron
+from .base import (NeuronModel, Parameter, check_below, check_number, check_one_initial_potential, check_positive,
+                   check_refractory_fits, check_whole_steps)
 
 
 class PscExp(NeuronModel):
@@ -77,10 +76,7 @@ class PscExp(NeuronModel):
         for key in ("E_L_mV", "V_th_mV", "V_reset_mV", "I_e_pA", "V0_mean_mV"):
             check_number(where, key, q[key])
         check_below(where, "V_reset_mV", "V_th_mV", q, pop.size)
-        given = set(q) - pop.defaulted
-        if is_per_neuron(pop.initial) and given & {"V0_mean_mV", "V0_sd_mV"}:
-            raise ConfigError(f"{where}: 'initial' sets the initial potential per neuron, and so do "
-                              f"{sorted(given & {'V0_mean_mV', 'V0_sd_mV'})}; give one of the two")
+        check_one_initial_potential(where, pop, q)
 
     @classmethod
     def check_resolution(cls, pop, resolution_ms):
