@@ -40,6 +40,8 @@ VALID = {
                             gsl_error_tol=1e-6, V0_mean_mV=-58.0, V0_sd_mV=5.0, w0_pA=10.0),
     "gamma_source": dict(rate_hz=8.0, gamma_shape=3.0, start_ms=0.0, stop_ms=1000.0),
     "ppd_source": dict(rate_hz=8.0, dead_time_ms=2.0, start_ms=0.0, stop_ms=1000.0),
+    "izhikevich": dict(a=0.02, b=0.2, c_mV=-65.0, d_mV_per_ms=8.0, I_e_pA=5.0, V_th_mV=30.0, V_min_mV=-100.0,
+                       consistent_integration=1.0, V0_mV=-65.0, U0_mV_per_ms=-13.0),
     "hh_cond_exp_traub": dict(g_Na_nS=20000.0, g_K_nS=6000.0, g_L_nS=10.0, C_m_pF=200.0, E_Na_mV=50.0,
                               E_K_mV=-90.0, E_L_mV=-60.0, V_T_mV=-63.0, E_ex_mV=0.0, E_in_mV=-80.0,
                               tau_syn_ex_ms=5.0, tau_syn_in_ms=10.0, tau_arp_ms=2.0, I_e_pA=0.0, Act_m0=0.0,

@@ -49,11 +49,16 @@ def ranvier_params(state, p) -> dict:
                                                int(p.first_id))}
     # Native potentials are absolute, as PyNN's (IF_curr_delta's lifca takes its relative to rest).
     params = NEURON_MODELS[p.celltype.ranvier_model].from_absolute(native)
-    # State variables the model takes as parameters (HH_cond_exp's gates): PyNN's initial values.
+    # State variables the model takes as parameters (HH_cond_exp's gates, Izhikevich's u): PyNN's
+    # initial values, per cell where the model's parameter varies per neuron.
+    model = NEURON_MODELS[p.celltype.ranvier_model]
     for variable, name in getattr(p.celltype, "initial_parameters", {}).items():
         values = p._initial.get(variable)
         default = float(p.celltype.default_initial_values[variable])
         values = np.full(p.size, default) if values is None else np.where(np.isnan(values), default, values)
+        if np.any(values != values[0]) and model.parameters[name].per_neuron:
+            params[name] = np.asarray(values, dtype=float)
+            continue
         if np.any(values != values[0]):
             raise errors.InvalidParameterValueError(
                 f"{type(p.celltype).__name__}: initial '{variable}' must be the same for every cell of a population "
@@ -78,13 +83,15 @@ def _initial_w(pop, params: dict) -> None:
 
 
 def _check_initial_state(pop) -> None:
-    """Refuses an initial value of a variable other than v and w (gsyn_exc, gsyn_inh) that
-    differs from the cell type's default: the engine starts those at 0, PyNN's defaults."""
+    """Refuses an initial value of a variable other than v, w and the cell type's
+    initial_parameters (gsyn_exc, gsyn_inh) that differs from the cell type's default: the engine
+    starts those at 0, PyNN's defaults."""
     from pyNN import errors
     model = NEURON_MODELS[pop.celltype.ranvier_model]
     for variable, values in pop._initial.items():
         default = pop.celltype.default_initial_values.get(variable)
-        if variable == "v" or default is None or (variable == "w" and "w0_pA" in model.parameters):
+        if variable == "v" or default is None or (variable == "w" and "w0_pA" in model.parameters) or \
+                variable in getattr(pop.celltype, "initial_parameters", {}):
             continue
         given = np.asarray(values, dtype=float)
         bad = ~np.isnan(given) & (given != float(default))

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from pyNN.standardmodels import build_translations, cells, electrodes, synapses
 
+from ranvier.core.neurons import Izhikevich as IzhikevichModel
 from ranvier.core.neurons import (AeifCondAlpha, AeifCondExp, GammaSource, HhCondExpTraub, IafCondAlpha, IafCondExp,
                                   IafPscAlpha, Lifca, PoissonSource, PpdSource, PscExp, SpikeTrain)
 
@@ -117,6 +118,22 @@ class HH_cond_exp(cells.HH_cond_exp):
     # PyNN's initial values of the gates (default m 0, h 1, n 0, as pyNN.nest sets them on NEST's
     # Act_m, Inact_h, Act_n): the model's initial gates, one value for the population.
     initial_parameters = {'m': 'Act_m0', 'h': 'Inact_h0', 'n': 'Act_n0'}
+
+class Izhikevich(cells.Izhikevich):
+    __doc__ = cells.Izhikevich.__doc__
+    ranvier_model = IzhikevichModel.name
+    translations = build_translations(                      # pyNN.nest's (izhikevich)
+        ('a', 'a'),
+        ('b', 'b'),
+        ('c', 'c_mV'),
+        ('d', 'd_mV_per_ms'),
+        ('i_offset', 'I_e_pA', 1000.0),                      # nA -> NEST's I_e
+    )
+    variable_map = {'v': 'V', 'u': 'c'}
+    scale_factors = {'v': 1.0, 'u': 1.0}
+    absolute_v = True                  # the engine holds V itself (the model has no resting potential)
+    initial_parameters = {'u': 'U0_mV_per_ms'}   # PyNN's initial u, per cell
+
 
 class IF_cond_alpha(cells.IF_cond_alpha):
     __doc__ = cells.IF_cond_alpha.__doc__
