@@ -19,7 +19,7 @@ import pytest
 
 import ranvier as rv
 from ranvier.core.neurons import NEURON_MODELS
-from test_pynn_cells import DELAY_MS, H, trains
+from test_pynn_cells import DELAY_MS, H, nest_one_cell, pynn_one_cell, trains
 
 MODELS = ("aeif_cond_exp", "aeif_cond_alpha")
 INPUTS = (5.0, 60.0, -2.5)          # nS: a small and a large excitatory train (steps repeat), inhibitory
@@ -204,40 +204,15 @@ def test_pynn_eif_cond_exp_is_nests_aeif_cond_exp():
     cell_params = dict(cm=0.2, tau_m=10.0, v_rest=-65.0, v_thresh=-52.0, v_reset=-60.0, v_spike=-20.0,
                        tau_refrac=1.0, i_offset=0.5, tau_syn_E=0.5, tau_syn_I=3.0, e_rev_E=0.0, e_rev_I=-80.0,
                        a=2.0, b=0.05, delta_T=1.5, tau_w=80.0)
-    sim.setup(timestep=0.1, min_delay=1.0)
-    cell = sim.Population(1, sim.EIF_cond_exp_isfa_ista(**cell_params))
-    cell.initialize(v=-63.0, w=0.02)
-    ex = sim.Population(1, sim.SpikeSourceArray(spike_times=times_ex))
-    inh = sim.Population(1, sim.SpikeSourceArray(spike_times=times_in))
-    sim.Projection(ex, cell, sim.AllToAllConnector(), sim.StaticSynapse(weight=0.02, delay=1.0),
-                   receptor_type="excitatory")
-    sim.Projection(inh, cell, sim.AllToAllConnector(), sim.StaticSynapse(weight=0.01, delay=1.0),
-                   receptor_type="inhibitory")
-    cell.record(["spikes", "v", "w"])
-    sim.run(100.0)
-    seg = cell.get_data().segments[0]
-    signals = {s.name: np.asarray(s).ravel() for s in seg.analogsignals}
-    ours = np.asarray(seg.spiketrains[0].magnitude)
-    sim.end()
-    nest.ResetKernel()
-    nest.set_verbosity("M_ERROR")
-    nest.resolution = 0.1
-    n = nest.Create("aeif_cond_exp", params={
+    ours, signals = pynn_one_cell(sim.EIF_cond_exp_isfa_ista(**cell_params), {"v": -63.0, "w": 0.02},
+                                  [(times_ex, 0.02, "excitatory"), (times_in, 0.01, "inhibitory")], ["v", "w"])
+    theirs, events, k = nest_one_cell(nest, "aeif_cond_exp", {
         "C_m": 200.0, "g_L": 20.0, "E_L": -65.0, "V_th": -52.0, "V_reset": -60.0, "V_peak": -20.0, "t_ref": 1.0,
         "I_e": 500.0, "tau_syn_ex": 0.5, "tau_syn_in": 3.0, "E_ex": 0.0, "E_in": -80.0, "a": 2.0, "b": 50.0,
-        "Delta_T": 1.5, "tau_w": 80.0, "V_m": -63.0, "w": 20.0})
-    for times, w in ((times_ex, 20.0), (times_in, -10.0)):
-        g = nest.Create("spike_generator", params={"spike_times": times})
-        nest.Connect(g, n, syn_spec={"weight": w, "delay": 1.0})
-    m = nest.Create("multimeter", params={"record_from": ["V_m", "w"], "interval": 0.1})
-    nest.Connect(m, n)
-    r = nest.Create("spike_recorder")
-    nest.Connect(n, r)
-    nest.Simulate(100.0)
-    k = np.rint(m.events["times"] / 0.1).astype(int)            # PyNN's signal: t = 0, then every step
-    assert ours.size > 2 and np.allclose(ours, r.events["times"], atol=1e-9)
-    largest = np.max(np.abs(signals["v"][k] - m.events["V_m"]))
+        "Delta_T": 1.5, "tau_w": 80.0, "V_m": -63.0, "w": 20.0}, [(times_ex, 20.0), (times_in, -10.0)], ["V_m", "w"])
+    assert ours.size > 2 and np.allclose(ours, theirs, atol=1e-9)
+    largest = np.max(np.abs(signals["v"][k] - events["V_m"]))
     print(f"EIF_cond_exp_isfa_ista (pyNN.ranvier) vs NEST aeif_cond_exp: largest |V difference| {largest:.3g} mV")
     assert largest < 1e-9
-    assert np.max(np.abs(signals["w"][k] - m.events["w"] / 1000.0)) < 1e-12
+    assert np.max(np.abs(signals["w"][k] - events["w"] / 1000.0)) < 1e-12
     assert signals["w"][0] == 0.02

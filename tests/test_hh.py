@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 import ranvier as rv
-from test_pynn_cells import H, compare, nest_run, simulate, trains
+from test_pynn_cells import compare, nest_one_cell, nest_run, pynn_one_cell, simulate, trains
 
 HH = {"I_e_pA": 200.0, "V0_mean_mV": -65.0}
 
@@ -101,42 +101,17 @@ def test_pynn_hh_cond_exp_is_nests_hh_cond_exp_traub():
     times_ex, times_in = [5.0, 6.0, 20.0, 30.5, 31.0, 52.0, 70.0], [40.0, 41.0, 75.0]
     cell_params = dict(gbar_Na=20.0, gbar_K=6.0, g_leak=0.01, cm=0.2, v_offset=-63.0, e_rev_Na=50.0, e_rev_K=-90.0,
                        e_rev_leak=-65.0, e_rev_E=0.0, e_rev_I=-80.0, tau_syn_E=0.2, tau_syn_I=2.0, i_offset=0.1)
-    sim.setup(timestep=0.1, min_delay=1.0)
-    cell = sim.Population(1, sim.HH_cond_exp(**cell_params))
-    cell.initialize(v=-64.0)
-    ex = sim.Population(1, sim.SpikeSourceArray(spike_times=times_ex))
-    inh = sim.Population(1, sim.SpikeSourceArray(spike_times=times_in))
-    sim.Projection(ex, cell, sim.AllToAllConnector(), sim.StaticSynapse(weight=0.05, delay=1.0),
-                   receptor_type="excitatory")
-    sim.Projection(inh, cell, sim.AllToAllConnector(), sim.StaticSynapse(weight=0.02, delay=1.0),
-                   receptor_type="inhibitory")
-    cell.record(["spikes", "v", "gsyn_exc"])
-    sim.run(100.0)
-    seg = cell.get_data().segments[0]
-    signals = {s.name: np.asarray(s).ravel() for s in seg.analogsignals}
-    ours = np.asarray(seg.spiketrains[0].magnitude)
-    sim.end()
-    nest.ResetKernel()
-    nest.set_verbosity("M_ERROR")
-    nest.resolution = 0.1
-    n = nest.Create("hh_cond_exp_traub", params={
+    ours, signals = pynn_one_cell(sim.HH_cond_exp(**cell_params), {"v": -64.0},
+                                  [(times_ex, 0.05, "excitatory"), (times_in, 0.02, "inhibitory")], ["v", "gsyn_exc"])
+    theirs, events, k = nest_one_cell(nest, "hh_cond_exp_traub", {
         "g_Na": 20000.0, "g_K": 6000.0, "g_L": 10.0, "C_m": 200.0, "V_T": -63.0, "E_Na": 50.0, "E_K": -90.0,
         "E_L": -65.0, "E_ex": 0.0, "E_in": -80.0, "tau_syn_ex": 0.2, "tau_syn_in": 2.0, "I_e": 100.0,
-        "V_m": -64.0, "Act_m": 0.0, "Inact_h": 1.0, "Act_n": 0.0})
-    for times, w in ((times_ex, 50.0), (times_in, -20.0)):
-        g = nest.Create("spike_generator", params={"spike_times": times})
-        nest.Connect(g, n, syn_spec={"weight": w, "delay": 1.0})
-    m = nest.Create("multimeter", params={"record_from": ["V_m", "g_ex"], "interval": 0.1})
-    nest.Connect(m, n)
-    r = nest.Create("spike_recorder")
-    nest.Connect(n, r)
-    nest.Simulate(100.0)
-    k = np.rint(m.events["times"] / 0.1).astype(int)            # PyNN's signal: t = 0, then every step
-    assert ours.size > 2 and np.allclose(ours, r.events["times"], atol=1e-9)
-    largest = np.max(np.abs(signals["v"][k] - m.events["V_m"]))
+        "V_m": -64.0, "Act_m": 0.0, "Inact_h": 1.0, "Act_n": 0.0}, [(times_ex, 50.0), (times_in, -20.0)], ["V_m", "g_ex"])
+    assert ours.size > 2 and np.allclose(ours, theirs, atol=1e-9)
+    largest = np.max(np.abs(signals["v"][k] - events["V_m"]))
     print(f"HH_cond_exp (pyNN.ranvier) vs NEST hh_cond_exp_traub: largest |V difference| {largest:.3g} mV")
     assert largest < 1e-6
-    assert np.max(np.abs(signals["gsyn_exc"][k] - m.events["g_ex"] / 1000.0)) < 1e-9
+    assert np.max(np.abs(signals["gsyn_exc"][k] - events["g_ex"] / 1000.0)) < 1e-9
     assert signals["v"][0] == -64.0
 
 

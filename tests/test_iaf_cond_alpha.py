@@ -19,7 +19,8 @@ import numpy as np
 import pytest
 
 import ranvier as rv
-from test_pynn_cells import COND_EXP, COND_INPUTS, DELAY_MS, H, compare, nest_run, simulate, trains
+from test_pynn_cells import (COND_EXP, COND_INPUTS, DELAY_MS, H, compare, nest_one_cell, nest_run, pynn_one_cell,
+                             runge_kutta_reference, simulate, trains)
 
 COND_ALPHA = dict(COND_EXP)          # NEST's defaults but I_e (280 pA: the neuron fires)
 
@@ -102,27 +103,7 @@ def cond_alpha_reference(params, inputs, ms, substeps=200):
                                      - y[4] * (v - p["E_in_mV"])) / p["C_m_pF"]
         return np.array([dv, -y[1] / tau_ex, y[1] - y[2] / tau_ex, -y[3] / tau_in, y[3] - y[4] / tau_in])
 
-    y = np.array([p["V0_mean_mV"], 0.0, 0.0, 0.0, 0.0])
-    r, R = 0, round(p["tau_arp_ms"] / H)
-    dt = H / substeps
-    V, spikes = np.empty(steps), []
-    for s in range(steps):
-        for _ in range(substeps):
-            k1 = rhs(y, r > 0)
-            k2 = rhs(y + dt / 2 * k1, r > 0)
-            k3 = rhs(y + dt / 2 * k2, r > 0)
-            k4 = rhs(y + dt * k3, r > 0)
-            y = y + dt / 6 * (k1 + 2 * k2 + 2 * k3 + k4)
-        y[1] += jump_ex[s]
-        y[3] += jump_in[s]
-        if r:
-            r -= 1
-            y[0] = p["V_reset_mV"]
-        elif y[0] >= p["V_th_mV"]:
-            r, y[0] = R, p["V_reset_mV"]
-            spikes.append(s + 1)
-        V[s] = y[0]
-    return V, np.array(spikes, dtype=np.int64)
+    return runge_kutta_reference(rhs, [p["V0_mean_mV"], 0.0, 0.0, 0.0, 0.0], p, {1: jump_ex, 3: jump_in}, substeps)
 
 
 def test_iaf_cond_alpha_against_reference_integration():
@@ -204,41 +185,17 @@ def test_pynn_if_cond_alpha_is_nests_iaf_cond_alpha():
     times_ex, times_in = [10.0, 12.0, 20.0, 30.5, 31.0, 52.0, 70.0], [40.0, 41.0, 75.0]
     cell_params = dict(cm=0.25, tau_m=15.0, v_rest=-65.0, v_thresh=-52.0, v_reset=-63.0, tau_refrac=2.0,
                        i_offset=0.2, tau_syn_E=0.5, tau_syn_I=3.0, e_rev_E=0.0, e_rev_I=-80.0)
-    sim.setup(timestep=0.1, min_delay=1.0)
-    cell = sim.Population(1, sim.IF_cond_alpha(**cell_params))
-    cell.initialize(v=-65.0)
-    ex = sim.Population(1, sim.SpikeSourceArray(spike_times=times_ex))
-    inh = sim.Population(1, sim.SpikeSourceArray(spike_times=times_in))
-    sim.Projection(ex, cell, sim.AllToAllConnector(), sim.StaticSynapse(weight=0.02, delay=1.0),
-                   receptor_type="excitatory")
-    sim.Projection(inh, cell, sim.AllToAllConnector(), sim.StaticSynapse(weight=0.01, delay=1.0),
-                   receptor_type="inhibitory")
-    cell.record(["spikes", "v", "gsyn_exc"])
-    sim.run(100.0)
-    seg = cell.get_data().segments[0]
-    signals = {s.name: np.asarray(s).ravel() for s in seg.analogsignals}
-    ours = np.asarray(seg.spiketrains[0].magnitude)
-    sim.end()
-    nest.ResetKernel()
-    nest.set_verbosity("M_ERROR")
-    nest.resolution = 0.1
-    n = nest.Create("iaf_cond_alpha", params={
+    ours, signals = pynn_one_cell(sim.IF_cond_alpha(**cell_params), {"v": -65.0},
+                                  [(times_ex, 0.02, "excitatory"), (times_in, 0.01, "inhibitory")], ["v", "gsyn_exc"])
+    theirs, events, k = nest_one_cell(nest, "iaf_cond_alpha", {
         "C_m": 250.0, "g_L": 250.0 / 15.0, "E_L": -65.0, "V_th": -52.0, "V_reset": -63.0, "t_ref": 2.0,
-        "I_e": 200.0, "tau_syn_ex": 0.5, "tau_syn_in": 3.0, "E_ex": 0.0, "E_in": -80.0, "V_m": -65.0})
-    for times, w in ((times_ex, 20.0), (times_in, -10.0)):
-        g = nest.Create("spike_generator", params={"spike_times": times})
-        nest.Connect(g, n, syn_spec={"weight": w, "delay": 1.0})
-    m = nest.Create("multimeter", params={"record_from": ["V_m", "g_ex"], "interval": 0.1})
-    nest.Connect(m, n)
-    r = nest.Create("spike_recorder")
-    nest.Connect(n, r)
-    nest.Simulate(100.0)
-    k = np.rint(m.events["times"] / 0.1).astype(int)            # PyNN's signal: t = 0, then every step
-    assert ours.size > 2 and np.allclose(ours, r.events["times"], atol=1e-9)
-    largest = np.max(np.abs(signals["v"][k] - m.events["V_m"]))
+        "I_e": 200.0, "tau_syn_ex": 0.5, "tau_syn_in": 3.0, "E_ex": 0.0, "E_in": -80.0, "V_m": -65.0},
+        [(times_ex, 20.0), (times_in, -10.0)], ["V_m", "g_ex"])
+    assert ours.size > 2 and np.allclose(ours, theirs, atol=1e-9)
+    largest = np.max(np.abs(signals["v"][k] - events["V_m"]))
     print(f"IF_cond_alpha (pyNN.ranvier) vs NEST iaf_cond_alpha: largest |V difference| {largest:.3g} mV")
     assert largest < 1e-6
-    assert np.max(np.abs(signals["gsyn_exc"][k] - m.events["g_ex"] / 1000.0)) < 1e-9
+    assert np.max(np.abs(signals["gsyn_exc"][k] - events["g_ex"] / 1000.0)) < 1e-9
 
 
 def test_neo_signals_are_pynns_conductances():

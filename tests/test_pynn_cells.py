@@ -18,8 +18,6 @@ Column k of a trace is V after step k + 1, at (k + 1) h. Checks:
 Weights are exactly representable in fixed point (fraction_bits), so both simulators see the
 same input.
 """
-import math
-
 import numpy as np
 import pytest
 
@@ -91,6 +89,46 @@ def compare(label, V, ours, k, V_nest, theirs, ms):
     assert ours.size > 3                              # threshold, reset and refractoriness are covered
     assert np.array_equal(np.sort(ours), np.sort(theirs[theirs <= round(ms / H)]))
     return largest, at
+
+
+def pynn_one_cell(celltype, initial, inputs, record, ms=100.0):
+    """One PyNN cell through pyNN.ranvier (dt 0.1 ms, min_delay and delays 1 ms) fed by spike
+    sources: inputs = [(spike times ms, weight in PyNN's units >= 0, receptor_type)]. Returns
+    (spike times ms, {signal name: values at t = 0 and after every step})."""
+    import pyNN.ranvier as sim
+    sim.setup(timestep=H, min_delay=DELAY_MS)
+    cell = sim.Population(1, celltype)
+    cell.initialize(**initial)
+    for times, w, receptor in inputs:
+        source = sim.Population(1, sim.SpikeSourceArray(spike_times=times))
+        sim.Projection(source, cell, sim.AllToAllConnector(), sim.StaticSynapse(weight=w, delay=DELAY_MS),
+                       receptor_type=receptor)
+    cell.record(["spikes", *record])
+    sim.run(ms)
+    seg = cell.get_data().segments[0]
+    signals = {s.name: np.asarray(s).ravel() for s in seg.analogsignals}
+    spikes = np.asarray(seg.spiketrains[0].magnitude)
+    sim.end()
+    return spikes, signals
+
+
+def nest_one_cell(nest, model, params, inputs, record_from, ms=100.0):
+    """The same cell in NEST run directly: inputs = [(spike times ms, NEST weight)]. Returns
+    (spike times ms, the multimeter's events, k: the index of each sample in PyNN's signals)."""
+    nest.ResetKernel()
+    nest.set_verbosity("M_ERROR")
+    nest.resolution = H
+    n = nest.Create(model, params=params)
+    for times, w in inputs:
+        g = nest.Create("spike_generator", params={"spike_times": times})
+        nest.Connect(g, n, syn_spec={"weight": w, "delay": DELAY_MS})
+    m = nest.Create("multimeter", params={"record_from": record_from, "interval": H})
+    nest.Connect(m, n)
+    r = nest.Create("spike_recorder")
+    nest.Connect(n, r)
+    nest.Simulate(ms)
+    k = np.rint(m.events["times"] / H).astype(int)            # PyNN's signal: t = 0, then every step
+    return np.asarray(r.events["times"]), m.events, k
 
 
 # -- psc_exp -----------------------------------------------------------------------------------------
@@ -198,7 +236,15 @@ def cond_exp_reference(params, inputs, ms, substeps=200):
                                      - y[2] * (v - p["E_in_mV"])) / p["C_m_pF"]
         return np.array([dv, -y[1] / p["tau_syn_ex_ms"], -y[2] / p["tau_syn_in_ms"]])
 
-    y = np.array([p["V0_mean_mV"], 0.0, 0.0])
+    return runge_kutta_reference(rhs, [p["V0_mean_mV"], 0.0, 0.0], p, {1: g_in_ex, 2: g_in_in}, substeps)
+
+
+def runge_kutta_reference(rhs, y0, p, jumps, substeps):
+    """Integrates rhs(y, refractory) (y[0] = V) with the classical Runge-Kutta method, `substeps`
+    per step; after each step jumps[i][s] is added to y[i], then the threshold, reset and
+    refractoriness of p act. Returns V after each step and the spike steps (as Result.spike_steps)."""
+    y = np.array(y0, dtype=np.float64)
+    steps = len(next(iter(jumps.values())))
     r, R = 0, round(p["tau_arp_ms"] / H)
     dt = H / substeps
     V, spikes = np.empty(steps), []
@@ -209,8 +255,8 @@ def cond_exp_reference(params, inputs, ms, substeps=200):
             k3 = rhs(y + dt / 2 * k2, r > 0)
             k4 = rhs(y + dt * k3, r > 0)
             y = y + dt / 6 * (k1 + 2 * k2 + 2 * k3 + k4)
-        y[1] += g_in_ex[s]
-        y[2] += g_in_in[s]
+        for i, jump in jumps.items():
+            y[i] += jump[s]
         if r:
             r -= 1
             y[0] = p["V_reset_mV"]
