@@ -12,53 +12,30 @@
 #include <cmath>
 #include <stdexcept>
 #include <string>
-#include <vector>
 
-#include "neurons/neuron_model.hpp"
+#include "neurons/renewal_source.hpp"
 
 namespace ranvier::gamma_source {
 namespace {
 
 const char* const kPerNeuron[] = {"rate_hz", "gamma_shape", "start_ms", "stop_ms", nullptr};
 
-// One source's constants: its transition probability per step, its order, its window in steps
-// (a bound beyond the engine's step counts, 2^62, held at the last step it counts).
+// One source's constants: its transition probability per step and its order.
 struct Source {
   double q;
   int32_t k;
-  int64_t start, stop;
-};
-
-Source source_of(const NeuronParameters& v, uint64_t gid, double h) {
-  const double latest = 0x1p62 * h;
-  const double k = v("gamma_shape", gid);
-  return {v("rate_hz", gid) * k * 1e-3 * h, int32_t(k), steps_of(std::min(v("start_ms", gid), latest), h),
-          steps_of(std::min(v("stop_ms", gid), latest), h)};
-}
-
-class Update final : public PopulationUpdate {
- public:
-  Update(const PopulationSpec& spec, const ModelContext& ctx, const NeuronColumns& s) : key_(ctx.key) {
-    const NeuronParameters v(spec, ctx.key);
-    for (uint64_t k = 0; k < s.n; ++k) table_.push_back(source_of(v, s.gid[k], ctx.h));
+  Window window;
+  static Source of(const NeuronParameters& v, uint64_t gid, double h) {
+    const double k = v("gamma_shape", gid);
+    return {v("rate_hz", gid) * k * 1e-3 * h, int32_t(k), Window::of(v, gid, h)};
   }
-  void step(const StepInput& in, const NeuronColumns& s, uint8_t* fired) const override {
-    const uint32_t low = uint32_t(in.step), high = uint32_t(uint64_t(in.step) >> 32);
-    for (uint64_t k = 0; k < s.n; ++k) {
-      const Source& g = table_[k];
-      fired[k] = 0;
-      if (in.step < g.start || in.step >= g.stop || g.q <= 0.0) continue;
-      const Counter r = philox4x32_10(make_counter(s.gid[k], Purpose::firing, 1, low, high), key_);
-      if (!(to_uniform(r[0]) < g.q)) continue;
-      if (--s.refractory[k] > 0) continue;         // a phase left, not the last
-      fired[k] = 1;
-      s.refractory[k] = g.k;
-    }
+  template <class Uniform>
+  bool fires(int32_t& phases_left, const Uniform& uniform) const {
+    if (q <= 0.0 || !(uniform() < q)) return false;
+    if (--phases_left > 0) return false;         // a phase left, not the last
+    phases_left = k;
+    return true;
   }
-
- private:
-  std::vector<Source> table_;
-  Key key_;
 };
 
 void check(const PopulationSpec& spec, double h) {
@@ -77,8 +54,7 @@ void check(const PopulationSpec& spec, double h) {
     throw std::invalid_argument(where + "rate_hz * gamma_shape = " + std::to_string(rate * k) +
                                 " Hz exceeds one transition per step of " + std::to_string(h) +
                                 " ms; lower the rate or the resolution");
-  if (parameter(spec, "stop_ms") < parameter(spec, "start_ms"))
-    throw std::invalid_argument(where + "stop_ms must not be below start_ms");
+  check_window(spec, where);
 }
 
 void initialize(const PopulationSpec&, const Key&, double, const NeuronColumns& s) {
@@ -87,7 +63,7 @@ void initialize(const PopulationSpec&, const Key&, double, const NeuronColumns& 
 
 std::unique_ptr<PopulationUpdate> make_update(const PopulationSpec& spec, const ModelContext& ctx,
                                               const NeuronColumns& s) {
-  return std::make_unique<Update>(spec, ctx, s);
+  return std::make_unique<RenewalUpdate<Source>>(spec, ctx, s);
 }
 
 }  // namespace

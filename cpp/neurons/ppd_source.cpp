@@ -12,9 +12,8 @@
 #include <cmath>
 #include <stdexcept>
 #include <string>
-#include <vector>
 
-#include "neurons/neuron_model.hpp"
+#include "neurons/renewal_source.hpp"
 
 namespace ranvier::ppd_source {
 namespace {
@@ -25,49 +24,25 @@ const char* const kPerNeuron[] = {"rate_hz", "dead_time_ms", "start_ms", "stop_m
 // whole number of steps (0.3 / 0.1 = 2.9999999999999996 is 3 steps).
 int32_t dead_steps(double dead_time_ms, double h) { return int32_t(std::floor(dead_time_ms / h + 1e-9)); }
 
-// One source's constants: its firing probability per live step, its dead time in steps, its
-// window in steps (a bound beyond the engine's step counts, 2^62, held at the last step it counts).
+// One source's constants: its firing probability per live step, its dead time in steps.
 struct Source {
   double p;
   int32_t dead;
-  int64_t start, stop;
-};
-
-Source source_of(const NeuronParameters& v, uint64_t gid, double h) {
-  const double latest = 0x1p62 * h;
-  const double rate = v("rate_hz", gid), d = v("dead_time_ms", gid);
-  return {rate > 0 ? h / (1000.0 / rate - d) : 0.0, dead_steps(d, h),
-          steps_of(std::min(v("start_ms", gid), latest), h), steps_of(std::min(v("stop_ms", gid), latest), h)};
-}
-
-class Update final : public PopulationUpdate {
- public:
-  Update(const PopulationSpec& spec, const ModelContext& ctx, const NeuronColumns& s) : key_(ctx.key) {
-    const NeuronParameters v(spec, ctx.key);
-    for (uint64_t k = 0; k < s.n; ++k) table_.push_back(source_of(v, s.gid[k], ctx.h));
+  Window window;
+  static Source of(const NeuronParameters& v, uint64_t gid, double h) {
+    const double rate = v("rate_hz", gid), d = v("dead_time_ms", gid);
+    return {rate > 0 ? h / (1000.0 / rate - d) : 0.0, dead_steps(d, h), Window::of(v, gid, h)};
   }
-  void step(const StepInput& in, const NeuronColumns& s, uint8_t* fired) const override {
-    const uint32_t low = uint32_t(in.step), high = uint32_t(uint64_t(in.step) >> 32);
-    for (uint64_t k = 0; k < s.n; ++k) {
-      const Source& g = table_[k];
-      fired[k] = 0;
-      if (in.step < g.start || in.step >= g.stop) continue;
-      if (s.refractory[k] > 0) {                    // dead
-        --s.refractory[k];
-        continue;
-      }
-      if (g.p <= 0.0) continue;
-      const Counter r = philox4x32_10(make_counter(s.gid[k], Purpose::firing, 1, low, high), key_);
-      if (to_uniform(r[0]) < g.p) {
-        fired[k] = 1;
-        s.refractory[k] = g.dead;
-      }
+  template <class Uniform>
+  bool fires(int32_t& dead_left, const Uniform& uniform) const {
+    if (dead_left > 0) {                         // dead
+      --dead_left;
+      return false;
     }
+    if (p <= 0.0 || !(uniform() < p)) return false;
+    dead_left = dead;
+    return true;
   }
-
- private:
-  std::vector<Source> table_;
-  Key key_;
 };
 
 void check(const PopulationSpec& spec, double h) {
@@ -86,8 +61,7 @@ void check(const PopulationSpec& spec, double h) {
     throw std::invalid_argument(where + "1000 / rate_hz - dead_time_ms = " + std::to_string(1000.0 / rate - d) +
                                 " ms must be at least one step (" + std::to_string(h) +
                                 " ms): lower the rate or the dead time");
-  if (parameter(spec, "stop_ms") < parameter(spec, "start_ms"))
-    throw std::invalid_argument(where + "stop_ms must not be below start_ms");
+  check_window(spec, where);
 }
 
 void initialize(const PopulationSpec&, const Key&, double, const NeuronColumns& s) {
@@ -96,7 +70,7 @@ void initialize(const PopulationSpec&, const Key&, double, const NeuronColumns& 
 
 std::unique_ptr<PopulationUpdate> make_update(const PopulationSpec& spec, const ModelContext& ctx,
                                               const NeuronColumns& s) {
-  return std::make_unique<Update>(spec, ctx, s);
+  return std::make_unique<RenewalUpdate<Source>>(spec, ctx, s);
 }
 
 }  // namespace
