@@ -7,7 +7,12 @@
   9.0.0 installs), generated, compiled and run, against NEST 3.10's built-in iaf_psc_exp and
   iaf_psc_alpha (skipped without nest) driven by the same step current and the same excitatory
   and inhibitory spike trains: V within 1e-9 mV at every step, the same spike steps. The weights
-  are exact in the engine's fixed point (as in tests/test_iaf_psc_alpha.py).
+  are exact in the engine's fixed point (as in tests/test_iaf_psc_alpha.py). mat2_psc_exp_neuron
+  against mat2_psc_exp likewise up to its first spike (the same first spike step), where NESTML's
+  model holds V_m and the threshold while refractory and NEST's does not.
+- The non-linear models (RKF45) against NEST's built-ins: iaf_cond_exp, iaf_cond_alpha,
+  hh_psc_alpha, hh_cond_exp_traub over the whole run; iaf_cond_exp_sfa_rr, izhikevich,
+  aeif_cond_exp and aeif_cond_alpha up to the first spike, with what parts them (NUMERIC).
 - The same spikes on 1 and 2 threads and on 1 and 2 ranks (mpiexec), with several exchanges and
   placements; and after a checkpoint and resume.
 - A construct outside the supported scope is refused in one line naming it and its line; so
@@ -138,24 +143,33 @@ def test_the_engine_loads_a_model_compiled_apart_and_refuses_another_interface(t
 # ---------------------------------------------------------------------------------------------
 # NESTML's models against NEST's built-ins
 
-NEST_OF = {"iaf_psc_exp_neuron": "iaf_psc_exp", "iaf_psc_alpha_neuron": "iaf_psc_alpha"}
 PARAMS = {"C_m": 250.0, "tau_m": 10.0, "tau_syn_exc": 2.0, "tau_syn_inh": 5.0, "refr_T": 2.0, "E_L": -70.0,
           "V_reset": -70.0, "V_th": -55.0, "I_e": 100.0}
 NEST_PARAMS = {"C_m": 250.0, "tau_m": 10.0, "tau_syn_ex": 2.0, "tau_syn_in": 5.0, "t_ref": 2.0, "E_L": -70.0,
                "V_reset": -70.0, "V_th": -55.0, "I_e": 100.0, "V_m": -70.0}
+# mat2_psc_exp: no reset, no fixed threshold (omega, alpha_1/2, tau_1/2 at both models' defaults, the same)
+MAT2 = ({k: v for k, v in PARAMS.items() if k not in ("V_reset", "V_th")},
+        {k: v for k, v in NEST_PARAMS.items() if k not in ("V_reset", "V_th")})
+# NESTML model: (NEST's built-in, the NESTML model's parameters, NEST's, compared up to the first
+# spike only). NESTML's mat2_psc_exp_neuron holds V_m and the adaptive threshold during the
+# refractory period (its update integrates refr_t alone), where NEST's mat2_psc_exp, a model without
+# reset, goes on integrating V_m and decaying the threshold: identical up to the first spike, then apart.
+NEST_OF = {"iaf_psc_exp_neuron": ("iaf_psc_exp", PARAMS, NEST_PARAMS, False),
+           "iaf_psc_alpha_neuron": ("iaf_psc_alpha", PARAMS, NEST_PARAMS, False),
+           "mat2_psc_exp_neuron": ("mat2_psc_exp", *MAT2, True)}
 
 
 def nestml_model(name):
     return rv.nestml.neuron_model(_models_dir() / f"{name}.nestml")
 
 
-def simulate(model, threads=1):
+def simulate(model, threads=1, params=PARAMS):
     net = rv.Network(name="nestml")
     net.add_population(rv.Population("ex", 1, {"rate_hz": 600.0, "start_ms": 0.0, "stop_ms": T_MS},
                                      model="poisson_source"))
     net.add_population(rv.Population("in", 1, {"rate_hz": 300.0, "start_ms": 0.0, "stop_ms": T_MS},
                                      model="poisson_source"))
-    net.add_population(rv.Population("n", 1, PARAMS, model=model))
+    net.add_population(rv.Population("n", 1, params, model=model))
     net.connect(rv.Projection(source="ex", target="n", probability=1.0, weight=W_EX, delay_ms=DELAY_MS))
     net.connect(rv.Projection(source="in", target="n", probability=1.0, weight=W_IN, delay_ms=DELAY_MS))
     net.inject(rv.StepCurrent("n", [t + DELAY_MS for t in TIMES], AMPS))
@@ -167,14 +181,15 @@ def simulate(model, threads=1):
 @pytest.mark.parametrize("name", sorted(NEST_OF))
 def test_nestml_model_matches_nests_built_in(name):
     nest = pytest.importorskip("nest")
+    nest_name, params, nest_params, up_to_first_spike = NEST_OF[name]
     model = nestml_model(name)
-    res = simulate(model)
+    res = simulate(model, params=params)
     V = np.asarray(res.state["V"][0], dtype=np.float64)          # V_m as the model has it: absolute
     ids, steps = np.asarray(res.spike_ids), np.asarray(res.spike_steps)
     nest.ResetKernel()
     nest.set_verbosity("M_ERROR")
     nest.resolution = H
-    neuron = nest.Create(NEST_OF[name], params=NEST_PARAMS)
+    neuron = nest.Create(nest_name, params=nest_params)
     for i, w in ((0, W_EX), (1, W_IN)):
         times = steps[ids == i] * H
         assert times.size > 20
@@ -191,13 +206,22 @@ def test_nestml_model_matches_nests_built_in(name):
     k = np.rint(np.asarray(ev["times"]) / H).astype(int) - 1    # V after step k + 1
     keep = k < V.size
     assert keep.sum() >= V.size - 1
-    diff = np.abs(np.asarray(ev["V_m"])[keep] - V[k[keep]])
-    print(f"{name}: largest |V - NEST {NEST_OF[name]}| = {diff.max():.3g} mV over {keep.sum()} steps")
+    nest_steps = np.sort(np.rint(np.asarray(recorder.get("events")["times"]) / H).astype(int))
+    nest_steps = nest_steps[nest_steps <= round(T_MS / H)]
+    ours = np.sort(steps[ids == 2])
+    v_nest = np.asarray(ev["V_m"])
+    if up_to_first_spike:
+        assert ours.size >= 2 and ours[0] == nest_steps[0]
+        # then NESTML's V_m stays where it was for the refractory steps; NEST's moves on
+        held = (k >= ours[0]) & (k < ours[0] + round(params["refr_T"] / H))
+        assert np.ptp(V[k[held]]) == 0.0 and np.ptp(v_nest[held]) > 0.1
+        keep &= k < ours[0]
+    diff = np.abs(v_nest[keep] - V[k[keep]])
+    print(f"{name}: largest |V - NEST {nest_name}| = {diff.max():.3g} mV over {keep.sum()} steps")
     assert diff.max() < TOL, f"largest difference {diff.max():.3g} mV at t = {(k[keep][diff.argmax()] + 1) * H} ms"
-    nest_steps = np.rint(np.asarray(recorder.get("events")["times"]) / H).astype(int)
-    ours = steps[ids == 2]
-    assert ours.size >= 5                            # threshold, reset and refractoriness are exercised
-    assert np.array_equal(np.sort(ours), np.sort(nest_steps[nest_steps <= round(T_MS / H)]))
+    if not up_to_first_spike:
+        assert ours.size >= 5                        # threshold, reset and refractoriness are exercised
+        assert np.array_equal(ours, nest_steps)
 
 
 # Non-linear models: ODE-toolbox's numeric part integrated by RKF45 as NESTML's NEST target does.
@@ -211,17 +235,48 @@ NUMERIC = {
     "iaf_cond_alpha_neuron": ("iaf_cond_alpha", 1e-3, 1e-4, 0),
     "hh_psc_alpha_neuron": ("hh_psc_alpha", 1e-3, 1e-3, 0),
     "hh_cond_exp_traub_neuron": ("hh_cond_exp_traub", 1e-3, 1e-4, 0),
+    # Compared up to the first spike (UP_TO_FIRST_SPIKE), where the models part by design (measured):
+    # - iaf_cond_exp_sfa_rr: 4e-9 mV before the first spike, the same first spike step. NESTML's model
+    #   holds V_m at V_reset one step longer than NEST's (NEST's V leaves V_reset t_ref/h = 5 steps
+    #   after the spike step, NESTML's a step later, its refr_t timer reaching 0 then), and while
+    #   refractory integrates refr_t alone, holding g_sfa and g_rr (docs/nestml.md), where NEST's
+    #   decays them (g_rr 3214 -> 2494 nS over those 0.5 ms): then up to 13 mV and 5 steps apart.
+    # - izhikevich: NEST's built-in integrates by forward Euler at the resolution (its
+    #   consistent_integration), NESTML's ODE goes to RKF45 at NESTML's tolerance (NEST's has none):
+    #   on the upstroke to V_th the Euler V lags by up to 20.8 mV and reaches 30 mV 2 steps later.
+    # - aeif_cond_exp, aeif_cond_alpha: both fire at V_peak (NESTML 9.0.0's aeif_cond_* too; its
+    #   aeif_psc_* fire at V_th). NEST's detects V >= V_peak inside the step and integrates the rest
+    #   of it from the reset (w with V_reset); NESTML's integrates the whole step with
+    #   min(V_m, V_peak) and resets after it: 1.3e-4 (exp) and 5e-6 (alpha) mV before the first
+    #   spike, the same spike steps, then w apart by what the step's remainder gives (up to 3.9 and
+    #   24.8 mV on later upstrokes, the spike steps within one step).
+    "iaf_cond_exp_sfa_rr_neuron": ("iaf_cond_exp_sfa_rr", 1e-3, 1e-7, 0),
+    "izhikevich_neuron": ("izhikevich", None, 25.0, 2),
+    "aeif_cond_exp_neuron": ("aeif_cond_exp", 1e-6, 1e-3, 0),
+    "aeif_cond_alpha_neuron": ("aeif_cond_alpha", 1e-6, 1e-4, 0),
 }
+UP_TO_FIRST_SPIKE = {"iaf_cond_exp_sfa_rr_neuron", "izhikevich_neuron", "aeif_cond_exp_neuron",
+                     "aeif_cond_alpha_neuron"}
+# of those, the ones whose spikes over the whole run stay within this many steps of NEST's
+WHOLE_RUN_STEPS = {"aeif_cond_exp_neuron": 1, "aeif_cond_alpha_neuron": 1}
+# how each is driven: (step current amplitudes (pA), weight, the NESTML model's parameters, NEST's)
+DRIVE = {"hh_psc_alpha_neuron": ([300.0, 100.0, 500.0], 100.0, {}, {}),
+         "iaf_cond_exp_sfa_rr_neuron": ([500.0, 200.0, 800.0], 2.0, {}, {}),
+         "izhikevich_neuron": ([5.0, 2.0, 10.0], 2.0, {}, {}),       # pA as mV/ms, weight mV
+         "aeif_cond_exp_neuron": ([700.0, 300.0, 1000.0], 2.0, {"refr_T": 2.0}, {"t_ref": 2.0}),
+         "aeif_cond_alpha_neuron": ([700.0, 300.0, 1000.0], 2.0, {"refr_T": 2.0}, {"t_ref": 2.0})}
+DRIVE_DEFAULT = ([300.0, 100.0, 500.0], 2.0, {}, {})
 
 
-def simulate_numeric(model, amps, weight, tolerance):
+def simulate_numeric(model, amps, weight, tolerance, params):
     net = rv.Network(name="nestml-numeric")
     net.add_population(rv.Population("ex", 1, {"rate_hz": 600.0, "start_ms": 0.0, "stop_ms": T_MS},
                                      model="poisson_source"))
     net.add_population(rv.Population("in", 1, {"rate_hz": 300.0, "start_ms": 0.0, "stop_ms": T_MS},
                                      model="poisson_source"))
-    net.add_population(rv.Population("n", 1, {"gsl_abs_error_tol": tolerance, "gsl_rel_error_tol": 0.0},
-                                     model=model))
+    if tolerance is not None:                    # NEST's built-in's; None: it has none, NESTML's kept
+        params = {**params, "gsl_abs_error_tol": tolerance, "gsl_rel_error_tol": 0.0}
+    net.add_population(rv.Population("n", 1, params, model=model))
     net.connect(rv.Projection(source="ex", target="n", probability=1.0, weight=weight, delay_ms=DELAY_MS))
     net.connect(rv.Projection(source="in", target="n", probability=1.0, weight=-weight, delay_ms=DELAY_MS))
     net.inject(rv.StepCurrent("n", [t + DELAY_MS for t in TIMES], amps))
@@ -234,19 +289,24 @@ def test_a_non_linear_model_matches_nests_built_in_within_its_tolerance(name):
     """NESTML's non-linear models, their numeric ODEs integrated by RKF45 with GSL's error control
     (the tolerances set to the NEST built-in's), against NEST 3.10's built-in model of the same
     equations, driven by the same step current and spike trains: V at every step within the
-    bound, and the spike steps within the stated number of steps."""
+    bound, and the spike steps within the stated number of steps. Where the models part by design
+    at a spike (UP_TO_FIRST_SPIKE; why in NUMERIC's comment), V before the first spike and the
+    first spike step. Largest |V difference| measured: iaf_cond_exp 4.2e-5, iaf_cond_alpha
+    2.2e-5, hh_psc_alpha 1.6e-4, hh_cond_exp_traub 8.3e-6 mV (whole run); before the first spike
+    iaf_cond_exp_sfa_rr 4.1e-9, aeif_cond_exp 1.3e-4, aeif_cond_alpha 5.5e-6 mV (the same first
+    spike step), izhikevich 20.8 mV and 2 steps (NEST's forward Euler against RKF45)."""
     nest = pytest.importorskip("nest")
     nest_name, tolerance, bound, steps_apart = NUMERIC[name]
-    amps, weight = ([300.0, 100.0, 500.0], 100.0) if name == "hh_psc_alpha_neuron" else ([300.0, 100.0, 500.0], 2.0)
+    amps, weight, params, nest_params = DRIVE.get(name, DRIVE_DEFAULT)
     model = nestml_model(name)
     assert model.parameters["gsl_abs_error_tol"].default == 1e-6       # NESTML's, stated and settable
-    res = simulate_numeric(model, amps, weight, tolerance)
+    res = simulate_numeric(model, amps, weight, tolerance, params)
     V = np.asarray(res.state["V"][0], dtype=np.float64)
     ids, steps = np.asarray(res.spike_ids), np.asarray(res.spike_steps)
     nest.ResetKernel()
     nest.set_verbosity("M_ERROR")
     nest.resolution = H
-    neuron = nest.Create(nest_name)
+    neuron = nest.Create(nest_name, params=nest_params)
     for i, w in ((0, weight), (1, -weight)):
         gen = nest.Create("spike_generator", params={"spike_times": [round(t, 10) for t in steps[ids == i] * H]})
         nest.Connect(gen, neuron, syn_spec={"weight": w, "delay": DELAY_MS})
@@ -264,12 +324,25 @@ def test_a_non_linear_model_matches_nests_built_in_within_its_tolerance(name):
     ours = np.sort(steps[ids == 2])
     theirs = np.rint(np.asarray(recorder.get("events")["times"]) / H).astype(int)
     theirs = np.sort(theirs[theirs <= round(T_MS / H)])
-    assert ours.size >= 4 and ours.size == theirs.size
-    largest = float(np.nanmax(np.abs(V - v_nest)))
-    print(f"{name} vs NEST {nest_name} (abs tolerance {tolerance:g}): largest |V difference| {largest:.3g} mV; "
-          f"{ours.size} spikes, steps apart at most {int(np.max(np.abs(ours - theirs)))}")
+    assert ours.size >= 4 and theirs.size >= 4
+    if name in UP_TO_FIRST_SPIKE:             # the models part at the first spike: V before it
+        assert abs(int(ours[0]) - int(theirs[0])) <= steps_apart
+        largest = float(np.nanmax(np.abs(V - v_nest)[:min(ours[0], theirs[0]) - 1]))
+        apart = int(abs(int(ours[0]) - int(theirs[0])))
+        print(f"{name} vs NEST {nest_name} (abs tolerance {tolerance}): largest |V difference| before the "
+              f"first spike {largest:.3g} mV, first spikes {apart} steps apart; then {ours.size} and "
+              f"{theirs.size} spikes, whole-run largest |V difference| {np.nanmax(np.abs(V - v_nest)):.3g} mV")
+        if name in WHOLE_RUN_STEPS:
+            assert ours.size == theirs.size and np.max(np.abs(ours - theirs)) <= WHOLE_RUN_STEPS[name]
+            print(f"  whole-run spike steps apart at most {int(np.max(np.abs(ours - theirs)))}")
+    else:
+        assert ours.size == theirs.size
+        largest = float(np.nanmax(np.abs(V - v_nest)))
+        apart = int(np.max(np.abs(ours - theirs)))
+        print(f"{name} vs NEST {nest_name} (abs tolerance {tolerance}): largest |V difference| {largest:.3g} mV; "
+              f"{ours.size} spikes, steps apart at most {apart}")
     assert largest < bound
-    assert np.max(np.abs(ours - theirs)) <= steps_apart
+    assert apart <= steps_apart
 
 
 @needs_nestml
