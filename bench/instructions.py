@@ -8,7 +8,7 @@ line (RANVIER_PHASE in engine.hpp), so its inclusive count is the phase's cost:
     schedule  per synaptic event scheduled (received spikes filed under their arrival cycle)
     update    per neuron-step (drive excluded)
     drive     per external (Poisson) event
-    run       all of run_cycles per synaptic event (recurrent + external)
+    run       all of run_steps per synaptic event (recurrent + external)
     build     per synapse
 
 Usage:
@@ -41,7 +41,7 @@ WORKLOADS = {
     # to be those of full scale, few enough synapses for callgrind.
     "microcircuit": ["--model", "microcircuit", "--set", "scale=0.1", "--set", "k_scale=0.1", "--duration-ms", "100"],
 }
-PHASES = ("deliver", "schedule", "update", "drive", "collocate", "run_cycles", "build")
+PHASES = ("deliver", "schedule", "update", "drive", "collocate", "run_steps", "build")
 LINE = re.compile(r"^\s*([\d,]+)\s+\([^)]*\)\s+\S*?ranvier::Engine::(\w+)\(")
 
 
@@ -87,7 +87,7 @@ def measure(name: str, args: list[str], workdir: Path) -> dict:
             "update per neuron-step": per("update", s["neurons"] * steps),
             "drive per external event": per("drive", external),
             "drive per neuron-step": per("drive", s["neurons"] * steps),
-            "run_cycles per synaptic event": per("run_cycles", recurrent + external),
+            "run per synaptic event": per("run_steps", recurrent + external),
             "build per synapse": per("build", s["synapses"]),
         },
     }

@@ -426,7 +426,7 @@ def tsodyks_network(neurons: int, synapses: int):
 def run_config(model="dpsnn", neurons=2048, synapses=1125, ms=300.0, threads=1, exchange="allgather",
                placement="round-robin", seed=1, probability=0.02, record=None, comm=None, overlap=False,
                ranks_per_node=0, delay_ratio=10, global_interval=None, areas=MAM_TEST["n_areas"], d_min_ms=0.1,
-               save_at_ms=None, checkpoint=None, resume=None):
+               save_at_ms=None, checkpoint=None, resume=None, splits=None):
     """Build and run one configuration; return a dict of plain arrays on rank 0, None elsewhere.
     artificial-cells: `neurons` cells with `synapses` targets each. ranks_per_node > 0 groups
     consecutive ranks into nodes for the hierarchical exchange (RANVIER_RANKS_PER_NODE).
@@ -517,6 +517,10 @@ def run_config(model="dpsnn", neurons=2048, synapses=1125, ms=300.0, threads=1, 
         res = sim.run(ms - save_at_ms)
     elif resume is not None:
         res = sim.run(ms - sim.steps_done * sim.resolution_ms)
+    elif splits:                        # run() calls of these durations first (ms, commas), then the rest
+        for part_ms in (float(x) for x in str(splits).split(",")):
+            sim.run(part_ms)
+        res = sim.run(round(ms / sim.resolution_ms - sim.steps_done) * sim.resolution_ms)
     else:
         res = sim.run(ms)
     t_run = time.perf_counter() - t1
@@ -600,6 +604,7 @@ def main(argv=None):
     ap.add_argument("--save-at-ms", type=float, default=None, help="run this long, save to --checkpoint, run on")
     ap.add_argument("--checkpoint", default=None, help="the checkpoint folder --save-at-ms writes")
     ap.add_argument("--resume", default=None, help="a checkpoint folder to resume from (then run on to --ms)")
+    ap.add_argument("--splits", default=None, help="durations (ms, commas) of run() calls before the one to --ms")
     ap.add_argument("--out", required=True)
     a = ap.parse_args(argv)
     exchanges = a.exchange.split(",")
@@ -614,7 +619,8 @@ def main(argv=None):
                                      probability=a.probability, record=a.record, overlap=overlap,
                                      ranks_per_node=a.ranks_per_node, delay_ratio=a.delay_ratio,
                                      global_interval=a.global_interval, areas=a.areas, d_min_ms=a.d_min_ms,
-                                     save_at_ms=a.save_at_ms, checkpoint=a.checkpoint, resume=a.resume)
+                                     save_at_ms=a.save_at_ms, checkpoint=a.checkpoint, resume=a.resume,
+                                     splits=a.splits)
                     if out is None:
                         continue
                     name = exchange.replace("/", "+")

@@ -20,7 +20,7 @@ from conftest import ROOT, assert_bad_input, needs_mpiexec, read_csv, subprocess
 import ranvier as rv
 from ranvier import cli, models
 from ranvier.bench import restore_cpus
-from ranvier.core.simulation import EXCHANGES, DurationRounded
+from ranvier.core.simulation import EXCHANGES
 
 # dpsnn small enough to build and run in about a second; its communication interval is 1 ms.
 DPSNN_TINY = ["--neurons", "1024", "--set", "synapses_per_neuron=100", "--threads", "1", "--energy", "none"]
@@ -276,52 +276,40 @@ def test_bench_exchange_refuses_overlap_on_an_odd_minimum_delay(tmp_path, capsys
                      "--overlap both", out, capsys)
 
 
-# -- 3. durations between two communication intervals ---------------------------------------------
+# -- 3. durations that end inside a communication interval ----------------------------------------
+# (the engine's side, splits at any step on any decomposition: tests/test_partial_intervals.py)
 def tiny_dpsnn():
     return rv.models.dpsnn(neurons=1024, synapses_per_neuron=100)
 
 
-def run_quietly(sim, duration_ms):
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", DurationRounded)
-        return sim.run(duration_ms)
-
-
-def test_a_duration_between_cycles_runs_to_the_end_of_the_last_one():
+def test_a_duration_inside_a_cycle_stops_exactly_there():
     sim = rv.Simulation(tiny_dpsnn(), threads=1)
     assert sim.cycle_ms == 1.0
-    with pytest.warns(DurationRounded, match=r"t = 16 ms"):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")                   # nothing to warn about
         res = sim.run(15.5)
-    assert res.duration_ms == 16.0 and res.requested_duration_ms == 15.5
-    exact = rv.Simulation(tiny_dpsnn(), threads=1).run(16.0)
-    assert res.spike_ids.size > 100
-    assert np.array_equal(res.spike_ids, exact.spike_ids) and np.array_equal(res.spike_steps, exact.spike_steps)
-    # the spikes after 15.5 ms are kept, and the duration recorded says they are inside it
-    times = res.spikes[1]
-    assert np.any(times > 15.5) and times.max() <= res.duration_ms
+    assert res.duration_ms == 15.5
+    longer = rv.Simulation(tiny_dpsnn(), threads=1).run(16.0)
+    inside = longer.spike_steps <= 155
+    assert res.spike_ids.size > 100 and np.any(~inside)
+    assert np.array_equal(res.spike_ids, longer.spike_ids[inside])
+    assert np.array_equal(res.spike_steps, longer.spike_steps[inside])
+    assert res.spikes[1].max() <= 15.5
     summary = res.summary()
-    assert summary["duration_ms"] == 16.0 and summary["requested_duration_ms"] == 15.5
-    assert summary["rates_window_ms"] == [0.0, 16.0]
+    assert summary["duration_ms"] == 15.5 and "requested_duration_ms" not in summary
+    assert summary["rates_window_ms"] == [0.0, 15.5]
 
 
-def test_consecutive_runs_round_once_not_every_time():
-    """run(1.5) three times simulates to 5 ms (4.5 asked for), not 6, and gives the spikes of run(5)."""
+def test_consecutive_runs_inside_cycles_add_up_exactly():
+    """run(1.5) three times simulates 4.5 ms and gives the spikes of run(4.5), then of run(5)."""
     reference = rv.Simulation(tiny_dpsnn(), threads=1).run(5.0)
     sim = rv.Simulation(tiny_dpsnn(), threads=1)
-    stops = []
-    for _ in range(3):
-        res = run_quietly(sim, 1.5)
-        stops.append(res.duration_ms)
-    assert stops == [2.0, 3.0, 5.0]
-    assert res.requested_duration_ms == 4.5
+    stops = [sim.run(1.5).duration_ms for _ in range(3)]
+    assert stops == [1.5, 3.0, 4.5]
+    res = sim.run(0.5)
+    assert res.duration_ms == 5.0
     assert np.array_equal(res.spike_ids, reference.spike_ids)
     assert np.array_equal(res.spike_steps, reference.spike_steps)
-    # a run that ends inside time already simulated runs no cycle and says nothing
-    with warnings.catch_warnings():
-        warnings.simplefilter("error", DurationRounded)
-        res = sim.run(0.5)
-    assert res.duration_ms == 5.0 and res.requested_duration_ms == 5.0
-    assert np.array_equal(res.spike_ids, reference.spike_ids)
 
 
 def test_a_duration_off_the_step_grid_is_still_refused():
@@ -330,31 +318,17 @@ def test_a_duration_off_the_step_grid_is_still_refused():
         sim.run(15.55)
 
 
-@needs_mpiexec
-@pytest.mark.filterwarnings("ignore::ranvier.core.simulation.DurationRounded")
-def test_a_rounded_duration_is_decomposition_invariant(workloads):
-    kw = dict(model="dpsnn", neurons=1024, synapses=100, ms=15.5)
-    reference = workloads(1, **kw)
-    for ranks, threads, exchange, placement in ((2, 1, "alltoallv", "block"), (1, 2, "allgather", "round-robin"),
-                                                (3, 1, "p2p", "round-robin"), (2, 2, "neighbor", "random")):
-        run = workloads(ranks, threads=threads, exchange=exchange, placement=placement, **kw)
-        assert np.array_equal(run["ids"], reference["ids"]), (ranks, threads, exchange, placement)
-        assert np.array_equal(run["steps"], reference["steps"]), (ranks, threads, exchange, placement)
-    assert reference["steps"].max() > 155                      # spikes of the completed last cycle
-
-
-def test_cli_duration_between_cycles_is_one_note_and_the_summary_says_what_ran(tmp_path):
+def test_cli_duration_inside_a_cycle_runs_that_long(tmp_path):
     out = tmp_path / "out"
     done = ranvier("run", "dpsnn", *DPSNN_TINY, "--duration-ms", "15.5", "--out", out)
     assert done.returncode == 0, done.stderr
-    notes = [line for line in done.stderr.splitlines() if line.startswith("ranvier: note:")]
-    assert len(notes) == 1 and "t = 16 ms" in notes[0], done.stderr
-    assert "asked for 15.5 ms" in done.stdout
+    assert not [line for line in done.stderr.splitlines() if line.startswith("ranvier: note:")], done.stderr
+    assert "0.0155 s at 0.1 ms steps" in done.stdout, done.stdout
     summary = json.loads((out / "summary.json").read_text())
-    assert summary["duration_ms"] == 16.0 and summary["requested_duration_ms"] == 15.5
+    assert summary["duration_ms"] == 15.5
     with h5py.File(out / "spikes.h5", "r") as f:
         last = max(g["timestamps"][()].max(initial=0.0) for g in f["spikes"].values())
-    assert 15.5 < last <= 16.0
+    assert 14.0 < last <= 15.5
     quiet = ranvier("run", "dpsnn", *DPSNN_TINY, "--duration-ms", "15.5", "--quiet")
     assert quiet.returncode == 0 and quiet.stderr == "" and quiet.stdout == ""
     refused = ranvier("run", "dpsnn", *DPSNN_TINY, "--duration-ms", "15.55")

@@ -49,16 +49,12 @@ def test_projection_without_a_model_names_its_own_field():
         rv.Simulation(net, threads=1)
 
 
-def test_duration_not_a_multiple_of_the_cycle():
-    """Off the step grid: refused. Between two cycles: runs to the end of the last one, and says so."""
-    from ranvier.core.simulation import DurationRounded
-
+def test_duration_off_the_step_grid_is_refused():
+    """Off the step grid: refused. Inside a cycle: runs exactly that long."""
     sim = rv.Simulation(rv.models.dpsnn(neurons=200, synapses_per_neuron=20), threads=1)
     with pytest.raises(rv.ConfigError, match="not a multiple of the resolution"):
         sim.run(1.05)
-    with pytest.warns(DurationRounded, match="inside a communication interval of 1 ms"):
-        res = sim.run(1.5)
-    assert res.duration_ms == 2.0 and res.requested_duration_ms == 1.5
+    assert sim.run(1.5).duration_ms == 1.5
 
 
 def test_memory_estimate_refuses_before_building():

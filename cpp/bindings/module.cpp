@@ -57,7 +57,7 @@ NB_MODULE(_engine, m) {
 
   nb::list phases, counters, placements;
   for (const char* p : kPhaseNames) phases.append(p);
-  for (const auto& [name, value] : counter_table(Counters{}, 0)) counters.append(name);
+  for (const auto& [name, value] : counter_table(Counters{}, 0, 0)) counters.append(name);
   placements.append("round-robin");
   placements.append("block");
   placements.append("segments");
@@ -327,11 +327,13 @@ NB_MODULE(_engine, m) {
       }, "config"_a)
       .def("build", &Engine::build, nb::call_guard<nb::gil_scoped_release>())
       .def("run_cycles", &Engine::run_cycles, "cycles"_a, nb::call_guard<nb::gil_scoped_release>())
+      .def("run_steps", &Engine::run_steps, "steps"_a, nb::call_guard<nb::gil_scoped_release>())
       .def("set_population", &Engine::set_population, "index"_a, "spec"_a)
       .def("set_current_source", &Engine::set_current_source, "index"_a, "spec"_a)
       .def_prop_ro("rank", &Engine::rank)
       .def_prop_ro("ranks", &Engine::ranks)
       .def_prop_ro("cycles_done", &Engine::cycles_done)
+      .def_prop_ro("steps_done", &Engine::steps_done)
       .def("synapse_count", &Engine::synapse_count)
       .def("synapse_bytes", &Engine::synapse_bytes)
       .def("synapse_entry_bytes", &Engine::synapse_entry_bytes)
@@ -358,15 +360,15 @@ NB_MODULE(_engine, m) {
         return to_numpy_2d(std::move(flat), loads.size(), size_t(2));
       }, "Per cycle since the last call: this rank's spikes emitted and received spikes with a synapse here, "
          "cumulative since the start, [cycle, 2]; forgotten by the engine.")
-      .def("set_pace", &Engine::set_pace, "on"_a, "origin"_a, "origin_cycle"_a,
-           "Hold every later cycle's end to origin + (cycles since origin_cycle) x its simulated length (on).")
+      .def("set_pace", &Engine::set_pace, "on"_a, "origin"_a, "origin_step"_a,
+           "Hold every later cycle's end to origin + (steps since origin_step) x their simulated length (on).")
       .def_prop_ro("pace_wait_seconds", &Engine::pace_wait_seconds)
       .def("partner_ranks", &Engine::partner_ranks,
            "The other ranks holding synapses of this rank's neurons (world ranks, ascending).")
       .def("counters", [](const Engine& e) {
         const Counters c = e.counters();
         nb::dict d;
-        for (const auto& [name, value] : counter_table(c, e.events_pending())) d[name] = value;
+        for (const auto& [name, value] : counter_table(c, e.events_pending(), e.spikes_unsent())) d[name] = value;
         return d;
       })
       .def("connections", [](const Engine& e) {

@@ -88,6 +88,8 @@ uint64_t Engine::network_digest() const {
 }
 
 StateTables Engine::checkpoint_state() const {
+  // Inside a cycle, spikes of its first steps are neither exchanged nor queued: not a state to keep.
+  if (offset_) throw std::logic_error("a checkpoint is taken at the end of a cycle, not inside one");
   StateTables out;
   save_neurons(out);
   save_pending(out);
@@ -296,6 +298,8 @@ void Engine::restore_state(const StateTables& s, int64_t boundary_step) {
   if (column(s, "engine.drive_steps").at(0) != rows)
     throw std::invalid_argument("the checkpoint's drive window differs from this run's");
   cycle_ = boundary_step / L;
+  offset_ = 0;
+  partial_timer_ = {};
   restore_neurons(s);
   restore_pending(s, boundary_step);
   restore_plastic(s);

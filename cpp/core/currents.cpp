@@ -201,7 +201,7 @@ void Engine::set_current_source(uint32_t index, const CurrentSourceSpec& spec) {
   if (spec.steps.size() != spec.amplitudes_pA.size())
     throw std::invalid_argument("set_current_source: steps and amplitudes differ in length");
   cfg_.current_sources[index] = spec;
-  const int64_t now = cycle_ * cfg_.steps_per_cycle;          // the next step to integrate
+  const int64_t now = steps_done();          // the next step to integrate
   for (auto& ts : threads_) {
     InjectedCurrents& ic = ts.currents;
     if (ic.current.empty()) continue;
@@ -247,7 +247,7 @@ void Engine::set_population(uint32_t index, const PopulationSpec& spec) {
                                 "(psc_exp: one time constant or two); build a new simulation");
   old = spec;                                   // updates hold a reference to it, or copy it below
   const ModelContext context{cfg_.resolution_ms, key_from_seed(cfg_.seed), simd_level_named(cfg_.simd)};
-  const int64_t now = cycle_ * cfg_.steps_per_cycle;
+  const int64_t now = steps_done();
   for (auto& ts : threads_)
     for (size_t ri = 0; ri < ts.neurons.ranges.size(); ++ri) {
       const PopulationRange& range = ts.neurons.ranges[ri];

@@ -196,17 +196,17 @@ void Engine::build_target_table() {
 // Update: exact integration of every neuron over the cycle's steps, step by step; the loop over
 // a population's neurons is vectorised (measured faster here than keeping a block of neurons in
 // registers across the steps). Spikes are collected from a byte mask after each step.
-RANVIER_PHASE void Engine::update(ThreadState& ts, int64_t cycle) {
+RANVIER_PHASE void Engine::update(ThreadState& ts, int64_t cycle, int64_t begin, int64_t end) {
   const uint64_t n = ts.neurons.size(), stride = ts.input_stride;
   const int64_t L = cfg_.steps_per_cycle;
   const double scale = std::ldexp(1.0, -cfg_.fraction_bits);
   uint8_t* fired = ts.fired.data();
-  ts.spikes_out.clear();
+  if (begin == 0) ts.spikes_out.clear();   // a cycle begun by an earlier call keeps its spikes
   // The ranges' columns, once per cycle rather than once per step (the columns do not move
   // within a cycle).
   ts.columns.resize(ts.neurons.ranges.size());
   for (size_t ri = 0; ri < ts.neurons.ranges.size(); ++ri) ts.columns[ri] = columns_of(ts.neurons, ts.neurons.ranges[ri]);
-  for (int64_t o = 0; o < L; ++o) {
+  for (int64_t o = begin; o < end; ++o) {
     int32_t* in = ts.input.data() + input_row(cycle, o) * stride;
     // Each population range advances by its model's kernel, chosen at build: one call per range.
     InjectedCurrents& ic = ts.currents;
@@ -243,15 +243,23 @@ RANVIER_PHASE void Engine::update(ThreadState& ts, int64_t cycle) {
 }
 
 void Engine::run_cycles(int64_t cycles) {
-  if (threads_.empty()) throw std::logic_error("build() must be called before run_cycles()");
-  if (cycle_ + cycles >= (int64_t(1) << 32)) throw std::invalid_argument("runs are limited to 2^32 cycles");
+  if (offset_) throw std::logic_error("run_cycles() inside a cycle: use run_steps()");
+  run_steps(cycles * cfg_.steps_per_cycle);
+}
+
+void Engine::run_steps(int64_t steps) {
+  if (threads_.empty()) throw std::logic_error("build() must be called before running");
   const int T = cfg_.threads;
   const int64_t L = cfg_.steps_per_cycle;
+  const int64_t start = steps_done(), stop = start + steps;
+  if (steps < 0 || stop / L >= (int64_t(1) << 32)) throw std::invalid_argument("runs are limited to 2^32 cycles");
+  // The cycles this call completes: [cycle_, done_after); the last of them ends the call's exchanges.
+  const int64_t done_after = stop / L, cycles = done_after - cycle_;
   // The state is sampled at the steps that are whole multiples of the interval (V at those times).
   const int64_t every = cfg_.record_state_interval;
   trace_base_ = trace_V_.size();
-  trace_first_sample_ = cycle_ * L / every;
-  trace_V_.resize(trace_base_ + size_t((cycle_ + cycles) * L / every - trace_first_sample_) * traced_ids_.size());
+  trace_first_sample_ = start / every;
+  trace_V_.resize(trace_base_ + size_t(stop / every - trace_first_sample_) * traced_ids_.size());
   trace_c_.resize(trace_V_.size());
   trace_c_in_.resize(trace_V_.size());
   if (trace_w_used_) trace_w_.resize(trace_V_.size());
@@ -264,14 +272,17 @@ void Engine::run_cycles(int64_t cycles) {
     cycle_ends_.reserve(std::max(2 * cycle_ends_.capacity(), cycle_ends_.size() + size_t(cycles)));
   if (cycle_loads_.capacity() < cycle_loads_.size() + size_t(cycles))
     cycle_loads_.reserve(std::max(2 * cycle_loads_.capacity(), cycle_loads_.size() + size_t(cycles)));
-  const double cycle_seconds = double(L) * cfg_.resolution_ms * 1e-3;
-  const int64_t first = cycle_;
-  run_first_cycle_ = first;
+  const double step_seconds = cfg_.resolution_ms * 1e-3;
   // One cycle: deliver (segments due now) -> drive and update (each thread its own neurons) ->
   // collocate and exchange (the master thread alone talks to the communicator) -> schedule (each
   // thread files the received spikes' segments under their arrival cycle and step). Barriers
   // make every phase time the slowest thread's, and make `received_` complete before any thread
   // schedules from it; it is not written again until the next cycle's exchange.
+  //
+  // A call that starts or ends inside a cycle runs part of it: deliver and drive where the cycle
+  // begins, collocate, exchange and schedule where it ends. A spike of the part already run
+  // cannot be due before the cycle ends (its delay is at least one cycle), so splitting a cycle
+  // changes nothing but when its work is done: the spikes are the same.
   //
   // Overlapped schedule (cfg_.overlap): the exchange of cycle c starts after its collocate and
   // finishes after the update of cycle c + 1, so it moves while c + 1 is computed. Correct
@@ -287,25 +298,39 @@ void Engine::run_cycles(int64_t cycles) {
   {
     ThreadState& ts = threads_[omp_get_thread_num()];
     double t0 = 0, t1 = 0, t2 = 0, t3 = 0, t5 = 0, communicate = 0, synchronize = 0;
-    for (int64_t cycle = first; cycle < first + cycles; ++cycle) {
+    for (int64_t at = start; at < stop;) {
+      const int64_t cycle = at / L, begin = at - cycle * L, end = std::min(L, begin + (stop - at));
+      at = cycle * L + end;
 #pragma omp master
       t0 = omp_get_wtime();
-      deliver(ts, cycle);
+      if (begin == 0) {
+        deliver(ts, cycle);
 #pragma omp master
-      pathway_->progress();
+        pathway_->progress();
+      }
 #pragma omp barrier
 #pragma omp master
       t1 = omp_get_wtime();
-      drive(ts, cycle);
-      update(ts, cycle);
+      if (begin == 0) drive(ts, cycle);
+      update(ts, cycle, begin, end);
 #pragma omp barrier
+      if (end < L) {  // the call ends inside this cycle: its exchange waits for the next call
+#pragma omp master
+        {
+          partial_timer_[kDeliver] += t1 - t0;
+          partial_timer_[kUpdate] += omp_get_wtime() - t1;
+          offset_ = end;
+          if (pace_) hold_until(pace_origin_ + double(steps_done() - pace_origin_step_) * step_seconds, pace_wait_);
+        }
+        break;
+      }
 #pragma omp master
       {
         t2 = omp_get_wtime();
         collocate(cycle);
         t3 = omp_get_wtime();
         communicate = synchronize = 0;
-        pathway_->exchange(cycle, cycle + 1 == first + cycles, synchronize, communicate);
+        pathway_->exchange(cycle, cycle + 1 == done_after, synchronize, communicate);
         t5 = omp_get_wtime();
       }
 #pragma omp barrier
@@ -314,12 +339,15 @@ void Engine::run_cycles(int64_t cycles) {
 #pragma omp master
       {
         const double t6 = omp_get_wtime();
-        timers_.push_back({(t1 - t0) + (t6 - t5), t2 - t1, t3 - t2, communicate, synchronize});
+        timers_.push_back({(t1 - t0) + (t6 - t5) + partial_timer_[kDeliver], t2 - t1 + partial_timer_[kUpdate],
+                           t3 - t2, communicate, synchronize});
+        partial_timer_ = {};
         cycle_ends_.push_back(t6);
         cycle_loads_.push_back({rank_counters_.spikes_emitted, pathway_->counters().spikes_delivered});
         cycle_ = cycle + 1;
+        offset_ = 0;
         pathway_->forget_received();
-        if (pace_) hold_until(pace_origin_ + double(cycle_ - pace_origin_cycle_) * cycle_seconds, pace_wait_);
+        if (pace_) hold_until(pace_origin_ + double(steps_done() - pace_origin_step_) * step_seconds, pace_wait_);
       }
     }
     if (pathway_->in_flight()) {  // only with overlap; every thread sees it after the barrier above
@@ -348,6 +376,13 @@ RANVIER_PHASE void Engine::collocate(int64_t cycle) {
     rank_counters_.spikes_emitted += ts.spikes_out.size();
   }
   pathway_->collocate(cycle, thread_spikes_);
+}
+
+uint64_t Engine::spikes_unsent() const {
+  uint64_t n = 0;
+  if (offset_)
+    for (const auto& ts : threads_) n += ts.spikes_out.size();
+  return n;
 }
 
 uint64_t Engine::synapse_count() const {

@@ -45,8 +45,9 @@ struct Counters {
 };
 
 // The one table of counters: the names Python sees (_engine.COUNTERS, Result.counters) and their
-// values; events_pending is the engine's, not a Counters field.
-inline std::vector<std::pair<const char*, uint64_t>> counter_table(const Counters& c, uint64_t events_pending) {
+// values; events_pending and spikes_unsent describe the present (the engine's, not Counters fields).
+inline std::vector<std::pair<const char*, uint64_t>> counter_table(const Counters& c, uint64_t events_pending,
+                                                                   uint64_t spikes_unsent) {
   return {{"spikes_emitted", c.spikes_emitted},
           {"spikes_sent", c.exchange.spikes_sent},
           {"spikes_received", c.exchange.spikes_received},
@@ -56,6 +57,7 @@ inline std::vector<std::pair<const char*, uint64_t>> counter_table(const Counter
           {"events_scheduled", c.events_scheduled},
           {"events_expected", c.events_expected},
           {"events_pending", events_pending},
+          {"spikes_unsent", spikes_unsent},
           {"bytes_sent", c.exchange.bytes_sent},
           {"messages_sent", c.exchange.messages_sent},
           {"overflow_rounds", c.exchange.overflow_rounds},
@@ -192,8 +194,12 @@ class Engine {
   Engine(EngineConfig cfg, std::unique_ptr<Communicator> comm);
   ~Engine();
   void build();
+  // Advances by `steps` steps. A call may end inside a cycle (the communication interval): its
+  // steps are integrated, and the cycle's exchange waits for the call that completes it, as
+  // NEST's partial slices do. run_cycles(n) is run_steps(n x steps_per_cycle) from a boundary.
+  void run_steps(int64_t steps);
   void run_cycles(int64_t cycles);
-  // Between run_cycles calls: a population's new parameters (the same model, size and layout; its
+  // Between run calls: a population's new parameters (the same model, size and layout; its
   // neurons keep their state), and a current source's new schedule (its changes before the next
   // step collapse to the amplitude in force then). Both in currents.cpp.
   void set_population(uint32_t index, const PopulationSpec& spec);
@@ -201,7 +207,8 @@ class Engine {
 
   int rank() const { return comm_->rank(); }
   int ranks() const { return comm_->size(); }
-  int64_t cycles_done() const { return cycle_; }
+  int64_t cycles_done() const { return cycle_; }     // complete cycles
+  int64_t steps_done() const { return cycle_ * cfg_.steps_per_cycle + offset_; }
   uint64_t synapse_count() const;
   uint64_t synapse_bytes() const;
   std::vector<int> synapse_entry_bytes() const;  // per thread: 4 (packed) or 8 (wide)
@@ -209,19 +216,21 @@ class Engine {
   // The other ranks that hold synapses of this rank's neurons: the partners a targeted exchange needs.
   std::vector<uint32_t> partner_ranks() const;
   uint64_t events_pending() const;
+  // Spikes of the cycle a call ended inside: recorded, emitted when a later call completes it.
+  uint64_t spikes_unsent() const;
   // The spikes recorded and the cycle timers since the last call, handed over and forgotten here,
   // so a long run holds at most one chunk of either (the caller streams or keeps them).
   void take_spikes(std::vector<uint64_t>& gid, std::vector<int64_t>& step);
   std::vector<std::array<double, kPhases>> take_cycle_timers();
   // Wall-clock deadlines (src/ranvier/deadlines.py): the time each cycle's work ended (wall_time's
   // clock), since the last call. With pacing on, every cycle ends no earlier than
-  // origin + (cycles since origin_cycle) x the cycle's simulated length: the run never goes
+  // origin + (steps since origin_step) x the step's simulated length: the run never goes
   // faster than biology. The time spent holding back is kept out of the phases (pace_wait_seconds).
   std::vector<double> take_cycle_ends();
   // Load per cycle (src/ranvier/imbalance.py): this rank's spikes emitted and received spikes
   // with a synapse here, counted since the start (cumulative: the caller takes differences).
   std::vector<std::array<uint64_t, 2>> take_cycle_loads();
-  void set_pace(bool on, double origin, int64_t origin_cycle);
+  void set_pace(bool on, double origin, int64_t origin_step);
   double pace_wait_seconds() const { return pace_wait_; }
   static double wall_time();
   void connections(std::vector<uint64_t>& src, std::vector<uint64_t>& tgt, std::vector<double>& w,
@@ -254,7 +263,7 @@ class Engine {
   // Phases (one call per thread and cycle).
   void deliver(ThreadState& ts, int64_t cycle);                                   // delivery.cpp
   void drive(ThreadState& ts, int64_t cycle);                                     // drive.cpp
-  void update(ThreadState& ts, int64_t cycle);
+  void update(ThreadState& ts, int64_t cycle, int64_t begin, int64_t end);  // steps [begin, end) of the cycle
   void collocate(int64_t cycle);
   void schedule(ThreadState& ts, const std::vector<SpikeRecord>& records, int64_t base_cycle);  // delivery.cpp
   uint64_t fixed_weight_drive(ThreadState& ts, const PopulationRange& range, uint32_t di, const PoissonTable& table,
@@ -297,15 +306,16 @@ class Engine {
   std::vector<std::array<uint64_t, 2>> cycle_loads_;
   bool pace_ = false;
   double pace_origin_ = 0, pace_wait_ = 0;
-  int64_t pace_origin_cycle_ = 0;
+  int64_t pace_origin_step_ = 0;
   std::vector<uint64_t> traced_ids_;
   std::vector<double> trace_V_, trace_c_, trace_c_in_;  // [step][row], grown per run; c_in: NaN where none
   std::vector<double> trace_w_;            // likewise, only where a traced neuron's model has a w (trace_w_used_)
   bool trace_w_used_ = false;
   size_t trace_base_ = 0;
   int64_t trace_first_sample_ = 0;         // samples (multiples of the interval) before the run call
-  int64_t run_first_cycle_ = 0;
-  int64_t cycle_ = 0;
+  int64_t cycle_ = 0;                      // complete cycles
+  int64_t offset_ = 0;                     // steps of cycle_ done (a call that ended inside it)
+  std::array<double, kPhases> partial_timer_{};  // their phases' seconds, added when it completes
   int64_t queue_cycles_ = 1;
   Counters rank_counters_;                 // rank-level counts (master thread)
 };

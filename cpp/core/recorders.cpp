@@ -78,10 +78,10 @@ std::vector<std::array<uint64_t, 2>> Engine::take_cycle_loads() {
   return taken;
 }
 
-void Engine::set_pace(bool on, double origin, int64_t origin_cycle) {
+void Engine::set_pace(bool on, double origin, int64_t origin_step) {
   pace_ = on;
   pace_origin_ = origin;
-  pace_origin_cycle_ = origin_cycle;
+  pace_origin_step_ = origin_step;
 }
 
 double Engine::wall_time() { return omp_get_wtime(); }

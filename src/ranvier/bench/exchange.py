@@ -133,7 +133,7 @@ def plan_exchange(workload: str, strategies: list[str] | None = None, overlap: s
             raise ConfigError(f"--overlap {overlap}: {e}" if "'overlap'" in str(e) else str(e)) from None
     strategies, left_out = fitting_strategies(strategies, explicit, network, cfg.model, overlap)
     return {"cfg": cfg, "network": network, "threads": threads, "strategies": strategies, "left_out": left_out,
-            "simulated": _simulated_ms(cfg, network, overlap)}
+            "simulated": _simulated_ms(cfg)}
 
 
 def exchange_bench(workload: str, ranks: list[int], strategies: list[str] | None = None, overlap: str = "off",
@@ -220,20 +220,9 @@ def fitting_strategies(strategies: list[str], explicit: bool, network, model: st
     return rest, [f"{TWO_TIER} left out: {why}"]
 
 
-def _simulated_ms(cfg, network, overlap: str) -> str:
-    """The simulated time per run: the duration asked for, or where a run rounds it up to whole
-    communication intervals (Simulation.run), what it simulates."""
-    duration = float(cfg.simulation["duration_ms"])
-    resolution = float(cfg.simulation["resolution_ms"])
-    min_delay_steps = round(network.min_delay_ms() / resolution) if network.projections else 1
-    texts = []
-    for overlapped in OVERLAP_SETTINGS[overlap]:
-        cycle_steps = min_delay_steps // 2 if overlapped else min_delay_steps
-        ms = cfgmod.whole_cycles(duration, cycle_steps * resolution, resolution) * cycle_steps * resolution
-        texts.append(f"{ms:g}" if abs(ms - duration) <= 1e-9 * duration else
-                     f"{ms:g} (--duration-ms {duration:g} rounded up to whole {cycle_steps * resolution:g} ms "
-                     f"intervals{', overlap on' if overlapped else ''})")
-    return " / ".join(dict.fromkeys(texts))
+def _simulated_ms(cfg) -> str:
+    """The simulated time per run, as text."""
+    return f"{float(cfg.simulation['duration_ms']):g}"
 
 
 def summarize_exchange(runs: list[dict]) -> list[dict]:

@@ -7,6 +7,7 @@ energy), print the summary table and write the run archive (--out DIR).
 """
 from __future__ import annotations
 
+import math
 import sys
 import time
 from pathlib import Path
@@ -221,7 +222,7 @@ def command(args) -> int:
                 if comm.rank == 0:     # resumed into the run's own folder: its checkpoints go on beside it
                     checkpoint.carry_over(out.path / "checkpoints", _checkpoint_folder(out))
             if _remaining_ms(sim, cfg) <= 1e-9:
-                raise ConfigError(f"the checkpoint '{ck.path}' is at t = {sim.requested_steps * sim.resolution_ms:g} ms, "
+                raise ConfigError(f"the checkpoint '{ck.path}' is at t = {sim.steps_done * sim.resolution_ms:g} ms, "
                                   f"the end of the run's {cfg.simulation['duration_ms']:g} ms: nothing to resume; "
                                   f"give a longer --duration-ms to run on")
         if cfg.simulation.get("record_state") and args.out is None and rank == 0 and not args.quiet:
@@ -286,7 +287,7 @@ def _checkpoint_to_resume(args):
 
 def _remaining_ms(sim, cfg) -> float:
     """Simulated time still to run to the configured duration (a resumed run starts part-way)."""
-    return float(cfg.simulation["duration_ms"]) - sim.requested_steps * sim.resolution_ms
+    return float(cfg.simulation["duration_ms"]) - sim.steps_done * sim.resolution_ms
 
 
 def _claim_output(args, comm):
@@ -322,12 +323,10 @@ def _check_output_space(out, sim, duration_ms) -> None:
 def _simulate(args, cfg, network, sim, meter, fit, out, rank) -> int:
     from ..io.output import OutputError
     from ..runtime.progress import ProgressBar
-    import warnings
 
-    from ..core.simulation import DurationRounded
     talk = rank == 0 and not args.quiet
     bar = ProgressBar() if talk else None
-    start_ms = sim.requested_steps * sim.resolution_ms          # > 0 for a resumed run
+    start_ms = sim.steps_done * sim.resolution_ms          # > 0 for a resumed run
     duration_ms = _remaining_ms(sim, cfg)
     if talk:
         what = (f"resuming the checkpoint at t = {start_ms / 1000:g} s ({sim.resumed_from['checkpoint']}) to "
@@ -336,9 +335,6 @@ def _simulate(args, cfg, network, sim, meter, fit, out, rank) -> int:
         print(f"ranvier: built {cfg.model} ({network.size:,} neurons) in {sim.build_seconds:.2f} s on "
               f"{sim.size} rank(s) x {sim.threads} thread(s); " + what +(f" after a {args.baseline_s:g} s idle baseline" if args.baseline_s else ""),
               file=sys.stderr, flush=True)
-        note = sim.rounding_note(duration_ms)
-        if note:
-            print(f"ranvier: note: {note}", file=sys.stderr, flush=True)
         for note in (network.sonata.notes if network.sonata is not None else []):
             print(f"ranvier: note: {note}", file=sys.stderr, flush=True)
     # The energy session of Simulation.run(energy=...) (ranvier.runtime.energy.measure): the idle
@@ -346,11 +342,9 @@ def _simulate(args, cfg, network, sim, meter, fit, out, rank) -> int:
     plastic = bool(weights_io.edge_population_names(network))
     initial = weights_io.distributions(sim) if plastic else None       # collective, before the run
     try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", DurationRounded)     # said above, once, and not under --quiet
-            saver = _CheckpointSaver(args, cfg, network, sim, out, talk) if args.checkpoint_every else None
-            result = energy.measure(sim, energy.Measurement(meter, baseline_s=args.baseline_s),
-                                    lambda: _run(sim, duration_ms, bar, saver))
+        saver = _CheckpointSaver(args, cfg, network, sim, out, talk) if args.checkpoint_every else None
+        result = energy.measure(sim, energy.Measurement(meter, baseline_s=args.baseline_s),
+                                lambda: _run(sim, duration_ms, bar, saver))
     finally:
         if bar:
             bar.close()
@@ -411,24 +405,26 @@ def _checkpoint_folder(out) -> Path:
 
 
 def _run(sim, duration_ms, bar, saver):
-    """sim.run(duration_ms), stopping for a checkpoint at every whole multiple of the interval."""
+    """sim.run(duration_ms), stopping for a checkpoint at the end of the communication interval in
+    which each whole multiple of the checkpoint interval falls (checkpoints are taken there)."""
     if saver is None:
         return sim.run(duration_ms, progress=bar)
-    h = sim.resolution_ms
-    first_ms = sim.requested_steps * h
-    end_ms = first_ms + duration_ms
+    h, L = sim.resolution_ms, sim.steps_per_cycle
+    first = sim.steps_done
+    end = first + int(round(duration_ms / h))
+    every = saver.every_ms / h                      # in steps, maybe fractional
     t0 = time.perf_counter()
     result = None
-    while True:
-        now_ms = sim.requested_steps * h
-        if now_ms >= end_ms - 1e-9:
-            return result
-        stop_ms = min(end_ms, (int(now_ms / saver.every_ms + 1e-9) + 1) * saver.every_ms)
-        shown = (lambda done, total, wall, base=now_ms - first_ms:
+    while sim.steps_done < end:
+        now = sim.steps_done
+        due = math.ceil((math.floor(now / every + 1e-9) + 1) * every - 1e-6)   # the next multiple, in steps
+        stop = min(end, -(-due // L) * L)
+        shown = (lambda done, total, wall, base=(now - first) * h:
                  bar(base + done, duration_ms, time.perf_counter() - t0)) if bar else None
-        result = sim.run(round((stop_ms - now_ms) / h) * h, progress=shown)
-        if stop_ms < end_ms - 1e-9 or abs(stop_ms / saver.every_ms - round(stop_ms / saver.every_ms)) < 1e-9:
+        result = sim.run((stop - now) * h, progress=shown)
+        if stop < end or (stop % L == 0 and stop >= due):
             saver.save()
+    return result
 
 
 class _CheckpointSaver:
@@ -520,7 +516,7 @@ def format_summary(s: dict) -> str:
         ("exchange", f"{s['exchange']}, {'overlapped, ' if s.get('overlap') else ''}every "
                      f"{s['communication_interval_ms']:g} ms"),
         ("placement", s["placement"] + (f" ({len(s['areas'])} areas)" if s.get("areas") else "")),
-        ("simulated", f"{s['duration_ms'] / 1000:g} s at {s['resolution_ms']:g} ms steps" + _asked(s)),
+        ("simulated", f"{s['duration_ms'] / 1000:g} s at {s['resolution_ms']:g} ms steps"),
         ("build", f"{s['build_seconds']:.2f} s"),
         ("simulate", f"{sim_s:.2f} s"),
         ("real-time factor", f"{s['real_time_factor']:.3f} (wall s per simulated s)"),
@@ -572,14 +568,6 @@ def format_summary(s: dict) -> str:
                                           f"synapse store {s['synapse_store_bytes'] / s['synapses']:.1f}"))
     width = max(len(k) for k, _ in rows)
     return "\n".join(f"{k:<{width}}  {v}" for k, v in rows)
-
-
-def _asked(s: dict) -> str:
-    """The duration asked for, where the run simulated more (to the end of its last cycle)."""
-    asked = s.get("requested_duration_ms")
-    if asked is None or abs(asked - s["duration_ms"]) < 1e-9 * s["duration_ms"]:
-        return ""
-    return f" (asked for {asked:g} ms; the run ends with whole {s['communication_interval_ms']:g} ms intervals)"
 
 
 def _rates_text(rates: dict) -> str:

@@ -37,11 +37,6 @@ MEMORY_BYTES_PER_RECORDED_SPIKE = 48
 ASSUMED_RATE_HZ = 10.0         # for the memory check of recorded spikes, where a model sets no rate
 
 
-class DurationRounded(UserWarning):
-    """Simulation.run was asked for a duration that is not a whole number of cycles: it simulates
-    to the end of the last cycle (the message says to when)."""
-
-
 class _From:
     """A read-only attribute of Simulation kept by one of its parts (its options or its spec)."""
 
@@ -135,8 +130,7 @@ class Simulation:
         if opts.threads_note is not None:   # said once the network is built (a refusal says nothing else)
             print(f"ranvier: note: {opts.threads_note}", file=sys.stderr, flush=True)
         self.simulate_seconds = 0.0
-        self.steps_done = 0              # steps simulated: always whole cycles
-        self.requested_steps = 0         # steps asked for by run() calls, added up (at most steps_done)
+        self.steps_done = 0              # steps simulated: the run() calls' durations, added up
         self.deadline_log = deadlines.DeadlineLog(self.cycle_ms) if self.rank == 0 else None
         self.imbalance_log = imbalance.ImbalanceLog(self.size) if self.rank == 0 else None
         # rank 0: the whole network's spikes per bin of about updown.BIN_MS (up/down states)
@@ -266,15 +260,12 @@ class Simulation:
         Result then carries the report (Result.energy, and "energy" in its summary()); None: no
         measurement.
 
-        The engine advances by whole cycles (the communication interval, cycle_ms: the minimum
-        delay, or half of it with overlap). The simulation runs to the end of the cycle in which
-        the time asked for so far (the durations of every run() call, added up) ends: a duration
-        that is not a whole number of cycles completes its last cycle, and rank 0 warns once per
-        call (DurationRounded). Nothing is cut: Result.duration_ms is the time simulated,
-        Result.requested_duration_ms the time asked for, and spikes, rates and counters cover
-        everything simulated, [0, duration_ms). Runs continue one another exactly (a later call
-        starts where the last cycle ended, and the drift never exceeds one cycle), and the
-        spikes do not depend on ranks, threads, exchange or placement."""
+        The run stops at exactly the time asked for, also inside a communication interval
+        (cycle_ms: the minimum delay, or half of it with overlap): the spikes of that interval's
+        first steps are exchanged when a later run() completes it, as NEST does, and none can be
+        due before then. Runs continue one another exactly, and the spikes do not depend on how
+        the time is split into run() calls, nor on ranks, threads, exchange or placement.
+        Checkpoints are taken at the end of a communication interval."""
         if energy is not None:
             from ..runtime import energy as energy_meters
             return energy_meters.measure(self, energy, lambda: self.run(duration_ms, progress, chunk_ms))
@@ -282,12 +273,13 @@ class Simulation:
             raise ConfigError("this simulation was closed (its streamed files are final); make a new Simulation "
                               "to run further")
         steps = self._steps(duration_ms)
-        target = self._stop_step(steps)
-        cycles = (target - self.steps_done) // self.steps_per_cycle
+        target = self.steps_done + steps
+        L = self.steps_per_cycle
         cycle_ms = self.cycle_ms
         # Chunks of 100 ms simulated by default, doubled (up to 1 s) while one takes under 0.1 s
         # of wall time: a chunk's gathering and recording cost about 1 ms, 5 % of a 100 ms dpsnn
-        # chunk on two threads. The slowest rank's time decides, so every rank cuts alike.
+        # chunk on two threads. The slowest rank's time decides, so every rank cuts alike. Chunks
+        # end at cycle boundaries (the last one where the run ends).
         adaptive = chunk_ms is None and not self.pace
         if chunk_ms is None:
             chunk_ms = CHUNK_MS
@@ -298,14 +290,11 @@ class Simulation:
             longest = longest // self.global_interval * self.global_interval
         longest = max(chunk, longest)
         from ..io.config import MAX_CYCLES
-        if self._engine.cycles_done + cycles > MAX_CYCLES:
+        if -(-target // L) > MAX_CYCLES:
             raise ConfigError(f"duration_ms = {duration_ms:g} would take this simulation past {MAX_CYCLES} cycles "
                               f"({MAX_CYCLES * cycle_ms:.6g} ms at {cycle_ms:g} ms per cycle), the engine's limit; "
                               f"run shorter")
-        self._check_recording_memory(cycles, cycles * cycle_ms)
-        if self.rank == 0 and target != self.requested_steps + steps:
-            import warnings
-            warnings.warn(DurationRounded(self.rounding_note(duration_ms)), stacklevel=2)
+        self._check_recording_memory(-(-steps // L), steps * self.resolution_ms)
         if self.rank == 0 and self.recording is None:
             self.recording = self.new_recording()
         t0 = time.perf_counter()
@@ -315,30 +304,28 @@ class Simulation:
             self.comm.barrier()          # every rank starts its clock together: no rank waits for another's hold
         origin = _engine.wall_time()     # this run's deadlines count from here, on each rank
         self._run_clock = (origin, self._engine.cycles_done)
-        self._engine.set_pace(self.pace, origin, self._engine.cycles_done)
-        done = 0
-        L = self.steps_per_cycle
-        while done < cycles:
-            n = min(chunk, cycles - done)
+        self._engine.set_pace(self.pace, origin, self._engine.steps_done)
+        start = now = self.steps_done
+        while now < target:
+            stop = min(target, (now // L + chunk) * L)
             for sampler in self.weight_samplers:      # stop at the next sample's time
-                every = sampler.interval_steps // L
-                n = min(n, every - (self.steps_done // L + done) % every)
+                every = sampler.interval_steps
+                stop = min(stop, (now // every + 1) * every)
             started = time.perf_counter()
-            self._engine.run_cycles(n)
+            self._engine.run_steps(stop - now)
+            n = stop - now
+            now = self.steps_done = stop
             self._collect()
-            done += n
-            if adaptive and n == chunk and chunk < longest and \
+            if adaptive and n == chunk * L and chunk < longest and \
                     self.comm.allreduce_max(time.perf_counter() - started) < FAST_CHUNK_S:
                 chunk = min(2 * chunk, longest)
             for sampler in self.weight_samplers:
-                if sampler.due(self.steps_done + done * L):
-                    sampler.sample(self, self.steps_done + done * L)
+                if sampler.due(now):
+                    sampler.sample(self, now)
             if progress is not None and self.rank == 0:
-                progress(done * cycle_ms, cycles * cycle_ms, time.perf_counter() - t0)
+                progress((now - start) * self.resolution_ms, steps * self.resolution_ms, time.perf_counter() - t0)
         wall = time.perf_counter() - t0
         self.simulate_seconds += self.comm.allreduce_max(wall)
-        self.steps_done = target
-        self.requested_steps += steps
         return Result(self)
 
     def _steps(self, duration_ms) -> int:
@@ -358,30 +345,9 @@ class Simulation:
                               f"{self.resolution_ms} ms")
         return round(steps)
 
-    def _stop_step(self, steps: int) -> int:
-        """The step at which a run of `steps` more steps stops: the end of the cycle in which the
-        time asked for so far ends."""
-        asked = self.requested_steps + steps
-        return -(-asked // self.steps_per_cycle) * self.steps_per_cycle
-
     def stop_ms(self, duration_ms: float) -> float:
-        """The simulated time at which run(duration_ms) would stop (ms since the start): the time
-        asked for so far plus duration_ms, rounded up to whole cycles (see run)."""
-        return self._stop_step(self._steps(duration_ms)) * self.resolution_ms
-
-    def rounding_note(self, duration_ms: float) -> str | None:
-        """One line saying how run(duration_ms) rounds to whole cycles; None when it does not."""
-        steps = self._steps(duration_ms)
-        target = self._stop_step(steps)
-        if target == self.requested_steps + steps:
-            return None
-        what = "half the minimum delay, with overlap" if self.overlap else "the minimum delay"
-        asked = (self.requested_steps + steps) * self.resolution_ms
-        before = f" after {self.requested_steps * self.resolution_ms:g} ms" if self.requested_steps else ""
-        end = target * self.resolution_ms
-        return (f"duration_ms = {float(duration_ms):g}{before} ends at t = {asked:g} ms, inside a communication "
-                f"interval of {self.cycle_ms:g} ms ({what}): simulating to its end, t = {end:g} ms; spikes, "
-                f"rates and duration_ms cover all {end:g} ms")
+        """The simulated time at which run(duration_ms) would stop (ms since the start)."""
+        return (self.steps_done + self._steps(duration_ms)) * self.resolution_ms
 
     def _check_recording_memory(self, cycles: int, duration_ms: float) -> None:
         """Spikes and timers kept in memory (the default) grow with the run: refuse a run whose record
@@ -531,7 +497,7 @@ class Simulation:
         steps = np.concatenate([p[1] for p in parts]).astype(np.int64)
         order = recording.time_order(ids, steps)    # canonical order: by time, then id
         ids, steps = ids[order], steps[order]
-        end_step = self._engine.cycles_done * self.steps_per_cycle
+        end_step = self._engine.steps_done
         self._count_rates(steps, -(-end_step // self.rate_bin_steps))
         self.recording.add(ids, steps, np.stack([p[2] for p in parts]), end_step=end_step)
 
@@ -767,8 +733,7 @@ class Result:
         self.overlap = sim.overlap
         self.record_spikes, self.stream_to = sim.record_spikes, sim.stream_to
         self.resolution_ms = sim.resolution_ms
-        self.duration_ms = sim.steps_done * sim.resolution_ms              # simulated: whole cycles
-        self.requested_duration_ms = sim.requested_steps * sim.resolution_ms  # asked for (Simulation.run)
+        self.duration_ms = sim.steps_done * sim.resolution_ms              # simulated
         self.build_seconds, self.simulate_seconds = sim.build_seconds, sim.simulate_seconds
         self.real_time_factor = self.simulate_seconds / (self.duration_ms * 1e-3)
         self.network = sim.network
@@ -1099,8 +1064,12 @@ class Result:
             problems.append(f"spikes delivered {c['spikes_delivered']} > emitted {c['spikes_emitted']} x {ranks} "
                             f"rank(s)")
         # the recording counts every spike emitted, unless some part of the run did not record them
-        if self.record_spikes and before.get("every_spike_recorded", True) and c["spikes_emitted"] != self.spikes_total:
-            problems.append(f"spikes emitted {c['spikes_emitted']} != recorded {self.spikes_total}")
+        # (spikes of a communication interval the run ended inside are recorded, and emitted when
+        # a later run completes the interval)
+        emitted = c["spikes_emitted"] + c["spikes_unsent"]
+        if self.record_spikes and before.get("every_spike_recorded", True) and emitted != self.spikes_total:
+            problems.append(f"spikes emitted {c['spikes_emitted']} + unsent {c['spikes_unsent']} != recorded "
+                            f"{self.spikes_total}")
         if problems:
             raise RuntimeError("spike conservation violated: " + "; ".join(problems))
 
@@ -1115,8 +1084,7 @@ class Result:
             "model": self.network.name,
             "neurons": self.network.size,
             "synapses": self.synapses,
-            "duration_ms": self.duration_ms,              # simulated (whole cycles)
-            "requested_duration_ms": self.requested_duration_ms,
+            "duration_ms": self.duration_ms,              # simulated
             "resolution_ms": self.resolution_ms,
             "populations": self.populations(),          # global id = first_id + SONATA node_id
             "real_time_factor": self.real_time_factor,

@@ -70,7 +70,7 @@ NUMPY_GLOBALS = {(m, name) for m in ("numpy.core.multiarray", "numpy._core.multi
                  for name in ("_reconstruct", "scalar")} | {("numpy", "ndarray"), ("numpy", "dtype")}
 PREFIX = "step-"                    # checkpoints of a run: <folder>/step-<12 digits>
 # Counters that add up over a run; the others describe the present (events_pending).
-NOT_CUMULATIVE = ("events_pending",)
+NOT_CUMULATIVE = ("events_pending", "spikes_unsent")
 
 
 # -- writing ----------------------------------------------------------------------------------
@@ -134,6 +134,10 @@ def save(sim, path, *, keep_spikes: bool = True, extra_files: dict | None = None
     Returns the path on rank 0, None elsewhere."""
     from ..version import ranvier_version
 
+    if sim.steps_done % sim.steps_per_cycle:     # the same on every rank: refused before any collective
+        raise ConfigError(f"a checkpoint is taken at the end of a communication interval ({sim.cycle_ms:g} ms); "
+                          f"this simulation stands at t = {sim.steps_done * sim.resolution_ms:g} ms, inside one: "
+                          f"run to a multiple of {sim.cycle_ms:g} ms before saving")
     state = sim.engine_state()
     digest = sim.synapse_digest()
     parts = sim.comm.gather(state)
@@ -160,7 +164,6 @@ def save(sim, path, *, keep_spikes: bool = True, extra_files: dict | None = None
                         "description_sha256": network_digest(sim.network), "synapse_digest": str(digest)},
             "seed": sim.seed, "resolution_ms": sim.resolution_ms,
             "step": int(sim.steps_done), "time_ms": sim.steps_done * sim.resolution_ms,
-            "requested_steps": int(sim.requested_steps),
             "drive_steps": int(sim.drive_steps),
             "counters": totals,
             **_counted(sim),
@@ -629,7 +632,6 @@ def restore(sim, ck: Checkpoint) -> None:
     except ValueError as e:
         raise ConfigError(f"checkpoint '{ck.path}': {e}") from None
     sim.steps_done = step
-    sim.requested_steps = int(meta["requested_steps"])
     sim.counters_before = {k: v for k, v in meta["counters"].items() if k not in NOT_CUMULATIVE}
     # scheduled again on restore: the events that were pending at the checkpoint
     sim.counters_before["events_scheduled"] -= int(meta["counters"]["events_pending"])

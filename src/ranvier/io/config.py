@@ -37,7 +37,7 @@ from ..errors import ConfigError
 DEFAULT_MODEL = "dpsnn"
 TOP_LEVEL_KEYS = ("model", "parameters", "simulation")
 # Keyword arguments of Simulation(...), plus duration_ms (the argument of run).
-MAX_CYCLES = 2**32 - 1          # cycles one simulation can run (Engine::run_cycles)
+MAX_CYCLES = 2**32 - 1          # cycles one simulation can run (Engine::run_steps)
 SIMULATION_DEFAULTS = {
     "duration_ms": 10000.0,
     "threads": None,
@@ -238,17 +238,9 @@ def _number(name: str, value) -> float:
     return float(value)
 
 
-def whole_cycles(duration_ms: float, cycle_ms: float, resolution_ms: float) -> int:
-    """Cycles a run of duration_ms takes: whole cycles, the last one completed (rounded up), in
-    whole steps of resolution_ms."""
-    steps = round(duration_ms / resolution_ms)
-    steps_per_cycle = max(1, round(cycle_ms / resolution_ms))
-    return -(-steps // steps_per_cycle)
-
-
 def check_simulation(cfg: RunConfig, network) -> float:
     """What Simulation.run checks only after the build is checked here, before anything is built.
-    Returns the communication interval (ms), whose whole multiples the run advances by."""
+    Returns the communication interval (ms)."""
     s = cfg.simulation
     resolution = _number("resolution_ms", s["resolution_ms"])
     if resolution <= 0:
@@ -290,9 +282,9 @@ def check_simulation(cfg: RunConfig, network) -> float:
         nearest = " or ".join(f"{k * resolution:g}" for k in (math.floor(n), math.ceil(n)) if k > 0)
         raise ConfigError(f"[simulation] 'duration_ms' = {s['duration_ms']} is not a multiple of the resolution "
                           f"{resolution:g} ms; use for example {nearest}")
-    # The engine counts cycles in 32 bits (Engine::run_cycles): at most 2^32 - 1 per simulation.
-    # A duration that is not a whole number of cycles runs to the end of its last cycle.
-    if whole_cycles(duration, cycle_ms, resolution) > MAX_CYCLES:
+    # The engine counts cycles in 32 bits (Engine::run_steps): at most 2^32 - 1 per simulation,
+    # a cycle begun counting as one.
+    if -(-round(n) // cycle_steps) > MAX_CYCLES:
         raise _too_long(s["duration_ms"], duration, cycle_ms, interval)
     if not isinstance(s["barrier"], bool):
         raise ConfigError(f"[simulation] 'barrier' must be true or false, got {s['barrier']!r}")
