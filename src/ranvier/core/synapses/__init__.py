@@ -14,12 +14,13 @@ from __future__ import annotations
 
 from dataclasses import fields
 
+from .bernoulli import Bernoulli
 from .stdp import PAIRINGS, STDP
 from .stdp_power_law import STDPPowerLaw
 from .stdp_triplet import STDPTriplet
 from .tsodyks import TsodyksMarkram
 
-KINDS = (STDP, STDPPowerLaw, STDPTriplet, TsodyksMarkram)
+KINDS = (STDP, STDPPowerLaw, STDPTriplet, TsodyksMarkram, Bernoulli)
 
 # The NEST synapse model of each engine rule.
 NEST_MODELS = {rule: nest for kind in KINDS for rule, nest in kind.nest_models.items()}
@@ -45,5 +46,5 @@ def describe(synapse) -> str:
     return f"{type(synapse).__name__}({params}) = NEST {synapse.nest_model}"
 
 
-__all__ = ["KINDS", "NEST_MODELS", "PAIRINGS", "STDP", "STDPPowerLaw", "STDPTriplet", "TsodyksMarkram", "describe",
+__all__ = ["Bernoulli", "KINDS", "NEST_MODELS", "PAIRINGS", "STDP", "STDPPowerLaw", "STDPTriplet", "TsodyksMarkram", "describe",
            "plasticity_spec"]
