@@ -6,8 +6,10 @@ A kind is a dataclass of its parameters that provides
 - `engine_parameters()`: {name: value} as the engine's rule reads them (rule_parameter);
 - `validate(where)` and `check_weights(where, low, high)`: ConfigError naming the field.
 Optional: `state_names`, the names of the rule's per-synapse state doubles (Simulation.synapse_state),
-and `sign_from_weights = True` where the weights' sign is not a parameter: the engine then gets
-it as the parameter weight_sign (-1 or 1; the kind's check_weights keeps them of one sign).
+`sign_from_weights = True` where the weights' sign is not a parameter: the engine then gets
+it as the parameter weight_sign (-1 or 1; the kind's check_weights keeps them of one sign), and
+`weight_fixed = True` where a delivered efficacy is the weight itself, which never changes (the
+fixed-point scale then plans for the weights alone, as for static synapses: core/spec.py).
 A new kind is a file here and a line in KINDS.
 """
 from __future__ import annotations

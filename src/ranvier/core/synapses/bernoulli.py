@@ -25,6 +25,7 @@ class Bernoulli:
     nest_model = "bernoulli_synapse"
     nest_models = {rule: nest_model}
     sign_from_weights = True             # the engine takes the weights' sign as weight_sign
+    weight_fixed = True                  # delivers the weight itself: no bound beyond it (core/spec.py)
 
     def engine_parameters(self) -> dict:
         return {"p_transmit": self.p_transmit}
