@@ -28,7 +28,6 @@ NOT_YET: dict[tuple[str, str], str] = {
     ("test_recording", "test_record_vm_and_gsyn_from_assembly"): "a run that ends inside a communication interval "
                                                                   "(minimum delay 0.3 ms): Ranvier simulates to "
                                                                   "its end, 1003 samples where PyNN wants 1001",
-    ("test_synapse_types", "test_simple_stochastic_synapse"): "SimpleStochasticSynapse: not in Ranvier yet",
 }
 
 
