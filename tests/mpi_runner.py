@@ -31,7 +31,7 @@ import numpy as np
 
 MODELS = ("dpsnn-grid", "dpsnn", "burst", "burst-areas", "burst-chain", "artificial-cells", "mam-benchmark",
           "mam-benchmark-study", "microcircuit", "iaf_psc_alpha", "devices", "rules",
-          "heterogeneous", "plastic", "dpsnn-stdp", "pynn-cells", "multi-area", "tsodyks")
+          "heterogeneous", "plastic", "dpsnn-stdp", "pynn-cells", "multi-area", "tsodyks", "bernoulli")
 # The microcircuit test network: `neurons` sets the scale (of 77,169), and the in-degrees are scaled
 # alike; the thalamic sources fire early so that the Poisson-source cells are exercised too.
 MICROCIRCUIT_TEST = {"thalamus": True, "th_start_ms": 50.0, "th_duration_ms": 20.0}
@@ -423,6 +423,38 @@ def tsodyks_network(neurons: int, synapses: int):
     return net
 
 
+def bernoulli_network(neurons: int, synapses: int, p_transmit=(0.5, 0.3, 0.7, 0.4)):
+    """Stochastic synapses (rv.Bernoulli) on psc_exp populations: E->E with drawn delays (several
+    segments per source), E->I, inhibitory I->E (negative weights: split input), a fixed
+    out-degree projection from given spike trains onto E (its synapses planned by source), and
+    static I->I. p_transmit: the four Bernoulli projections' p, None for static synapses."""
+    import ranvier as rv
+    n_e = neurons * 4 // 5
+    k = synapses
+    cell = {"E_L_mV": -65.0, "V_th_mV": -50.0, "tau_syn_ex_ms": 2.0, "tau_syn_in_ms": 4.0,
+            "V0_mean_mV": -60.0, "V0_sd_mV": 5.0}
+
+    def synapse(i):
+        return None if p_transmit is None else rv.Bernoulli(p_transmit=p_transmit[i])
+    net = rv.Network(name="bernoulli")
+    net.add_population(rv.Population("E", n_e, dict(cell), model="psc_exp", area="a"))
+    net.add_population(rv.Population("I", neurons - n_e, dict(cell), model="psc_exp", excitatory=False, area="b"))
+    delays = dict(delay_offset_ms=1.0, delay_scale_ms=1.0, delay_cut_ms=3.0, delay_step_ms=0.1)
+    net.connect(rv.Projection(source="E", target="E", indegree=k, weight=60.0, weight_sd=10.0, **delays,
+                              synapse=synapse(0)))
+    net.connect(rv.Projection(source="E", target="I", indegree=k, weight=50.0, delay_ms=1.0, synapse=synapse(1)))
+    net.connect(rv.Projection(source="I", target="E", indegree=k // 2, weight=-120.0, delay_ms=1.5,
+                              synapse=synapse(2)))
+    net.connect(rv.Projection(source="I", target="I", indegree=k // 2, weight=-40.0, delay_ms=1.0))
+    rng = np.random.default_rng(7)
+    trains = [np.unique(np.round(rng.uniform(0.1, 199.9, 10), 1)).tolist() for _ in range(20)]
+    net.add_population(rv.Population("S", 20, {"spike_times_ms": trains}, model="spike_train", area="b"))
+    net.connect(rv.Projection(source="S", target="E", outdegree=30, weight=200.0, delay_ms=1.0, synapse=synapse(3)))
+    for tgt in ("E", "I"):
+        net.drive(rv.PoissonDrive(tgt, 100, 40.0, weight=160.0))
+    return net
+
+
 def run_config(model="dpsnn", neurons=2048, synapses=1125, ms=300.0, threads=1, exchange="allgather",
                placement="round-robin", seed=1, probability=0.02, record=None, comm=None, overlap=False,
                ranks_per_node=0, delay_ratio=10, global_interval=None, areas=MAM_TEST["n_areas"], d_min_ms=0.1,
@@ -479,6 +511,8 @@ def run_config(model="dpsnn", neurons=2048, synapses=1125, ms=300.0, threads=1, 
         net = plastic_network(neurons, synapses)
     elif model == "tsodyks":
         net = tsodyks_network(neurons, synapses)
+    elif model == "bernoulli":
+        net = bernoulli_network(neurons, synapses)
     elif model == "dpsnn-stdp":      # the plastic dpsnn, with a learning rate that moves weights in a short run
         net = rv.models.dpsnn(neurons=neurons, synapses_per_neuron=synapses, plasticity="stdp", stdp_lambda=0.1)
     elif model == "microcircuit":

@@ -25,7 +25,6 @@ SDIST = pynn_scenarios.sdist_dir()
 NOT_YET: dict[tuple[str, str], str] = {
     ("test_cell_types", "test_composed_neuron_model_homogeneous_receptors"): "PointNeuron (composed cell types): "
                                                                               "not in pyNN.ranvier",
-    ("test_synapse_types", "test_simple_stochastic_synapse"): "SimpleStochasticSynapse: not in Ranvier yet",
 }
 
 

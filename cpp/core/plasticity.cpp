@@ -14,7 +14,7 @@ void build_plastic_store(const EngineConfig& cfg, uint32_t j, const ThreadNeuron
   out.projection = j;
   const PlasticitySpec& spec = cfg.projections[j].plasticity;
   const SynapseRule& rule = synapse_rule(spec.rule);
-  out.rule = rule.make(spec, cfg.resolution_ms);
+  out.rule = rule.make(spec, RuleBuild{cfg.resolution_ms, cfg.seed, j});
   out.synapse_state = rule.synapse_state;
   out.row_head = std::move(grouped.row_head);
   out.seg_first = std::move(grouped.seg_first);
@@ -29,6 +29,17 @@ void build_plastic_store(const EngineConfig& cfg, uint32_t j, const ThreadNeuron
   }
   if (words > UINT32_MAX) throw std::runtime_error("more than 32 GiB of plastic synapses of one projection on one thread: use more threads or ranks");
   out.records.assign(8 * words, std::byte{0});   // traces start at 0, the rule's state too unless it says
+  // Each synapse's index onto its target (SynapseId): build_thread_synapses draws a target's
+  // synapses one after the other, so their weights' places in `drawn` are consecutive, in draw
+  // order; the index is the place less the first of its target's.
+  std::vector<uint32_t> first_drawn;
+  if (rule.initial_state) {
+    first_drawn.assign(neurons.size(), UINT32_MAX);
+    for (const Synapse& s : grouped.synapses) {
+      uint32_t& first = first_drawn[neurons.neuron_of_column(s.target)];
+      first = std::min(first, uint32_t(s.weight));
+    }
+  }
   for (uint32_t h = 0; h < segments; ++h) {
     std::byte* r = out.record(out.seg_record[h]);
     out.trace_of(r) = SegmentTrace();
@@ -40,7 +51,9 @@ void build_plastic_store(const EngineConfig& cfg, uint32_t j, const ThreadNeuron
       target[k] = uint32_t(n);
       out.column_offset = column - n;        // the same for every synapse: one target population
       weight[k] = drawn[uint32_t(grouped.synapses[i].weight)];
-      if (rule.initial_state) rule.initial_state(spec, out.state(h, k));
+      if (rule.initial_state)
+        rule.initial_state(spec, SynapseId{neurons.gid[n], uint32_t(grouped.synapses[i].weight) - first_drawn[n]},
+                           out.state(h, k));
     }
   }
   grouped = SynapseStore();

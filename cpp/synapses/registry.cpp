@@ -14,7 +14,8 @@
   X(stdp_nn_restricted)          \
   X(stdp_power_law)              \
   X(stdp_triplet)                \
-  X(tsodyks)
+  X(tsodyks)                     \
+  X(bernoulli)
 
 namespace ranvier {
 

@@ -31,6 +31,10 @@
 //   Shared at_spike(const PreSpike&) const;       // what every synapse of the segment shares at
 //       this spike (propagators over the interval since the previous one), computed once per
 //       segment and passed to update in place of PreSpike. Target-free rules only.
+//   bool transmits(const Shared&, const double* state) const;   // whether the synapse transmits
+//       this spike: where false, it is neither updated nor added to the input (it still counts
+//       among the synapses the spike reached: synaptic events). Target-free rules only.
+//       Default: every synapse does.
 // A synapse's state starts as SynapseRule::initial_state fills it (zeros without one).
 #pragma once
 #include <algorithm>
@@ -123,6 +127,10 @@ inline auto shared_at(const Rule& rule, const PreSpike& pre) {
   else return pre;
 }
 
+// Whether the rule defines transmits(shared, state).
+template <class Rule, class Shared>
+constexpr bool gated = requires(const Rule& rule, const Shared& shared, const double* s) { rule.transmits(shared, s); };
+
 // rule.update on the view, given the triplet trace of its spikes (the first at index `first` of
 // the target's) when the rule reads it; other rules see the view alone.
 template <class Rule, class View>
@@ -172,7 +180,11 @@ uint32_t deliver_target_free(const Rule& rule, PlasticStore& st, const PlasticEn
   const auto shared = shared_at(rule, pre);
   int32_t* input = row + st.column_offset;
   for (uint32_t i = 0; i < count; ++i) {
-    const double w = rule.update(weight[i], NoTargetSpike{}, shared, state + i * Rule::kState);
+    double* s = state + i * Rule::kState;
+    if constexpr (gated<Rule, decltype(shared)>) {
+      if (!rule.transmits(shared, s)) continue;
+    }
+    const double w = rule.update(weight[i], NoTargetSpike{}, shared, s);
     if constexpr (!fixed_weight<Rule>) weight[i] = w;
     input[neuron[i]] += to_fixed(w, scale);
   }

@@ -39,9 +39,9 @@ void check(const PlasticitySpec& spec, const std::string& where) {
 }
 
 // exp(-k h / tau_plus) as NEST's power law computes it: a product with the inverse.
-std::unique_ptr<PlasticDelivery> make(const PlasticitySpec& spec, double h) {
+std::unique_ptr<PlasticDelivery> make(const PlasticitySpec& spec, const RuleBuild& b) {
   const Parameters p(spec);
-  return compiled(Rule{p, StepDecay(h, p.tau_plus_ms, false)});
+  return compiled(Rule{p, StepDecay(b.h, p.tau_plus_ms, false)});
 }
 
 extern const SynapseRule rule;

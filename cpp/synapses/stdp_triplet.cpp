@@ -60,9 +60,9 @@ void check(const PlasticitySpec& spec, const std::string& where) {
   if (!(p.w_max != 0)) throw std::invalid_argument(where + "w_max must not be zero");
 }
 
-std::unique_ptr<PlasticDelivery> make(const PlasticitySpec& spec, double h) {
+std::unique_ptr<PlasticDelivery> make(const PlasticitySpec& spec, const RuleBuild& b) {
   const Parameters p(spec);
-  return compiled(Rule{p, StepDecay(h, p.tau_plus_ms, true), StepDecay(h, p.tau_plus_triplet_ms, true)});
+  return compiled(Rule{p, StepDecay(b.h, p.tau_plus_ms, true), StepDecay(b.h, p.tau_plus_triplet_ms, true)});
 }
 
 extern const SynapseRule rule;

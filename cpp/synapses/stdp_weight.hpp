@@ -57,9 +57,9 @@ inline bool negative(const PlasticitySpec& spec) { return rule_parameter(spec, "
 // is built from (weight dependence, exp(-k h / tau_plus) as NEST's stdp synapses compute it: a
 // division).
 template <template <class> class Rule>
-std::unique_ptr<PlasticDelivery> make(const PlasticitySpec& spec, double h) {
+std::unique_ptr<PlasticDelivery> make(const PlasticitySpec& spec, const RuleBuild& b) {
   const Parameters p(spec);
-  const StepDecay decay_plus(h, p.tau_plus_ms, true);
+  const StepDecay decay_plus(b.h, p.tau_plus_ms, true);
   if (p.mu_plus == 0.0 && p.mu_minus == 0.0) return compiled(Rule<Weight<Shape::additive>>{{p}, decay_plus});
   if (p.mu_plus == 1.0 && p.mu_minus == 1.0) return compiled(Rule<Weight<Shape::multiplicative>>{{p}, decay_plus});
   return compiled(Rule<Weight<Shape::general>>{{p}, decay_plus});

@@ -36,6 +36,23 @@ class PlasticDelivery {
                                    int64_t now) const = 0;
 };
 
+// What a rule's make() gets besides its parameters: the resolution (ms), the run's seed and the
+// projection's index (for rules that draw random numbers: keyed by these, never by ranks or
+// threads).
+struct RuleBuild {
+  double h;
+  uint64_t seed;
+  uint32_t projection;
+};
+
+// A synapse as the build knows it, whatever the decomposition: its target's global id and its
+// index among its projection's synapses onto that target, in draw order (the index that keys the
+// draw of its weight and delay, cpp/core/network_build.cpp).
+struct SynapseId {
+  uint64_t target;
+  uint32_t index;
+};
+
 // A registry entry.
 struct SynapseRule {
   const char* name;        // as the Python front end names it (PlasticitySpec::rule)
@@ -43,8 +60,8 @@ struct SynapseRule {
   // Refuses bad parameters: throws std::invalid_argument starting with `where` and naming the
   // parameter. Null: nothing to check.
   void (*check)(const PlasticitySpec&, const std::string& where) = nullptr;
-  // The compiled rule of a projection; h: the resolution (ms).
-  std::unique_ptr<PlasticDelivery> (*make)(const PlasticitySpec&, double h) = nullptr;
+  // The compiled rule of a projection.
+  std::unique_ptr<PlasticDelivery> (*make)(const PlasticitySpec&, const RuleBuild&) = nullptr;
   // Doubles of state per synapse beyond its weight (the nearest pre-centred rule's K+: 1), kept
   // in the segment's record and in checkpoints (columns "state0", "state1", ...).
   uint32_t synapse_state = 0;
@@ -58,8 +75,8 @@ struct SynapseRule {
   // incoming plastic synapses all have rules that do not keep no spike history.
   bool reads_target = true;
   // Fills one synapse's state (synapse_state doubles) as it starts, before any spike, from the
-  // projection's parameters (build_plastic_store). Null: zeros.
-  void (*initial_state)(const PlasticitySpec&, double* state) = nullptr;
+  // projection's parameters and the synapse's identity (build_plastic_store). Null: zeros.
+  void (*initial_state)(const PlasticitySpec&, const SynapseId&, double* state) = nullptr;
 };
 
 // The rule of a name; throws std::invalid_argument naming the known ones for an unknown name.

@@ -83,14 +83,14 @@ void check(const PlasticitySpec& spec, const std::string& where) {
     throw std::invalid_argument(where + "x0 and y0 must be at least 0 with x0 + y0 <= 1");
 }
 
-std::unique_ptr<PlasticDelivery> make(const PlasticitySpec& spec, double h) {
-  const double tics = h * 1000.0;
+std::unique_ptr<PlasticDelivery> make(const PlasticitySpec& spec, const RuleBuild& b) {
+  const double tics = b.h * 1000.0;
   if (std::abs(tics - std::round(tics)) > 1e-6 * tics)
     throw std::invalid_argument("tsodyks: the resolution must be a whole number of microseconds (NEST's time grid)");
   return compiled(Rule{Parameters(spec), int64_t(std::llround(tics))});
 }
 
-void initial_state(const PlasticitySpec& spec, double* s) {
+void initial_state(const PlasticitySpec& spec, const SynapseId&, double* s) {
   const Parameters p(spec);
   s[0] = p.u0;
   s[1] = p.x0;

@@ -1,5 +1,6 @@
-"""Synapse kinds of a projection beyond static: spike-timing-dependent plasticity (STDP) and
-short-term plasticity (rv.TsodyksMarkram, NEST's tsodyks_synapse: docs/plasticity.md).
+"""Synapse kinds of a projection beyond static: spike-timing-dependent plasticity (STDP),
+short-term plasticity (rv.TsodyksMarkram, NEST's tsodyks_synapse) and stochastic transmission
+(rv.Bernoulli, NEST's bernoulli_synapse): docs/plasticity.md.
 
 A projection is plastic when it is given `synapse=` one of these; its weights then change at
 every delivered pre-synaptic spike, computed the way NEST 3.10 computes them, so the same
@@ -26,8 +27,8 @@ from __future__ import annotations
 
 # Each kind is a file of ranvier.core.synapses; this module keeps their public names.
 from .synapses import KINDS as SYNAPSE_KINDS
-from .synapses import NEST_MODELS, STDP, STDPPowerLaw, STDPTriplet, TsodyksMarkram, describe, plasticity_spec
+from .synapses import NEST_MODELS, STDP, Bernoulli, STDPPowerLaw, STDPTriplet, TsodyksMarkram, describe, plasticity_spec
 from .synapses.stdp import PAIRINGS
 
-__all__ = ["NEST_MODELS", "PAIRINGS", "STDP", "STDPPowerLaw", "STDPTriplet", "SYNAPSE_KINDS", "TsodyksMarkram", "describe",
+__all__ = ["Bernoulli", "NEST_MODELS", "PAIRINGS", "STDP", "STDPPowerLaw", "STDPTriplet", "SYNAPSE_KINDS", "TsodyksMarkram", "describe",
            "plasticity_spec"]

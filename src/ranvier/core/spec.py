@@ -68,9 +68,12 @@ def max_abs_weight(pr) -> float:
 
 
 def plastic_weight_bound(pr) -> float:
-    """The largest |weight| plasticity can reach: |w_max| for STDP; the power law has no bound,
-    and ten times the largest initial weight is taken (the engine saturates the fixed point)."""
-    if pr.synapse is None:
+    """The largest |weight| plasticity can reach: |w_max| for STDP; none beyond the initial
+    weights for kinds whose weights never change and whose efficacy is the weight (weight_fixed:
+    rv.Bernoulli, so that p_transmit = 1 is a static synapse's fixed point too); the power law has
+    no bound, and ten times the largest initial weight is taken (the engine saturates the fixed
+    point)."""
+    if pr.synapse is None or getattr(pr.synapse, "weight_fixed", False):
         return 0.0
     if hasattr(pr.synapse, "w_max"):
         return abs(pr.synapse.w_max)

@@ -177,7 +177,8 @@ def _check_nestml_initial(p) -> None:
 
 def _plastic(state, pops, pr, post_pop, post_index, pairs: int) -> dict | None:
     """A projection's plasticity for the engine: None for static synapses; the STDP parameters
-    (one set per projection) or the Tsodyks-Markram ones per connection."""
+    (one set per projection), the Tsodyks-Markram ones or the stochastic synapses' p per
+    connection."""
     kind = type(pr.synapse_type).__name__
     if kind == "StaticSynapse" or not pairs:          # no connection: nothing to build
         return None
@@ -186,6 +187,8 @@ def _plastic(state, pops, pr, post_pop, post_index, pairs: int) -> dict | None:
                                        f"populations; connect their populations one by one")
     if kind == "TsodyksMarkramSynapse":
         return _tsodyks(state, pops, pr, state.populations[post_pop[0]], post_index)
+    if kind == "SimpleStochasticSynapse":
+        return {"kind": "bernoulli", "p_transmit": np.array([c.p_transmit for c in pr.connections], dtype=float)}
 
     def one(name):
         values = np.array([getattr(c, name) for c in pr.connections], dtype=float)
@@ -242,6 +245,14 @@ def _tsodyks_groups(q: dict):
              np.flatnonzero(group.ravel() == g)) for g, (U, tp, tr, tf) in enumerate(values)]
 
 
+def _bernoulli_groups(q: dict):
+    """The connections of a SimpleStochasticSynapse projection grouped by p (Ranvier's is a
+    projection's): [(rv.Bernoulli, indices of the connections)]."""
+    import ranvier as rv
+    values, group = np.unique(q["p_transmit"], return_inverse=True)
+    return [(rv.Bernoulli(p_transmit=float(p)), np.flatnonzero(group.ravel() == g)) for g, p in enumerate(values)]
+
+
 def _parent_index(obj, index):
     """Indices within a PopulationView -> indices within its root population."""
     while hasattr(obj, "parent"):
@@ -294,9 +305,10 @@ def build_network(state):
             w = -w
         delay = np.maximum(np.rint(pr["delay"] / state.dt), 1) * state.dt
         synapse = None
-        if pr["plastic"] is not None and pr["plastic"].get("kind") == "tsodyks":
+        if pr["plastic"] is not None and pr["plastic"].get("kind") in ("tsodyks", "bernoulli"):
             # one Ranvier projection per set of parameters: Ranvier's are a projection's
-            for synapse, at in _tsodyks_groups(pr["plastic"]):
+            groups = _tsodyks_groups if pr["plastic"]["kind"] == "tsodyks" else _bernoulli_groups
+            for synapse, at in groups(pr["plastic"]):
                 net.connect(rv.Projection(source=names[pr["pre"]], target=names[pr["post"]],
                                           sources=pr["pre_index"][at].tolist(), targets=pr["post_index"][at].tolist(),
                                           weight=w[at].tolist(), delay_ms=delay[at].tolist(), synapse=synapse))

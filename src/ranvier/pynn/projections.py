@@ -13,7 +13,7 @@ from . import simulator
 from .simulator import Connection
 from .standardmodels import StaticSynapse
 
-SYNAPSE_TYPES = ("StaticSynapse", "STDPMechanism", "TsodyksMarkramSynapse")
+SYNAPSE_TYPES = ("StaticSynapse", "STDPMechanism", "TsodyksMarkramSynapse", "SimpleStochasticSynapse")
 
 
 def native_rule(connector, synapse_type, pre, post) -> dict | None:

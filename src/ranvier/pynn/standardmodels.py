@@ -278,6 +278,20 @@ class TsodyksMarkramSynapse(synapses.TsodyksMarkramSynapse):
         return state.min_delay
 
 
+class SimpleStochasticSynapse(synapses.SimpleStochasticSynapse):
+    """PyNN's stochastic synapse on rv.Bernoulli (NEST's bernoulli_synapse, as pyNN.nest maps it):
+    each spike transmitted with probability p (NEST's p_transmit), per connection."""
+    __doc__ = synapses.SimpleStochasticSynapse.__doc__
+    translations = build_translations(
+        ('weight', 'weight'),
+        ('delay', 'delay'),
+        ('p', 'p_transmit'),
+    )
+
+    def _get_minimum_delay(self):
+        return state.min_delay
+
+
 class SpikePairRule(synapses.SpikePairRule):
     __doc__ = synapses.SpikePairRule.__doc__
     translations = build_translations(
