@@ -147,6 +147,12 @@ def counters(run: dict) -> dict:
     return {str(k): int(v) for k, v in zip(run["counter_names"], run["counters_per_rank"].sum(axis=0))}
 
 
+def spikes_per_population(run: dict) -> np.ndarray:
+    """A runner result's spikes counted per population, in id order."""
+    first = run["population_first_ids"]
+    return np.bincount(np.searchsorted(first[1:], run["ids"], side="right"), minlength=first.size)
+
+
 def counters_per_rank(run: dict) -> dict:
     return {str(k): run["counters_per_rank"][:, i] for i, k in enumerate(run["counter_names"])}
 

@@ -21,6 +21,7 @@ import numpy as np
 import pytest
 
 import ranvier as rv
+from conftest import spikes_per_population
 from ranvier.errors import ConfigError
 
 H = 0.1
@@ -195,8 +196,7 @@ def reference(workloads):
 def test_reference_is_not_trivial(reference):
     from conftest import counters
     ref = reference
-    first = ref["population_first_ids"]
-    by_population = np.bincount(np.searchsorted(first[1:], ref["ids"], side="right"), minlength=3)
+    by_population = spikes_per_population(ref)
     assert np.all(by_population[:2] > 200), by_population        # E and I fire
     assert counters(ref)["synaptic_events_recurrent"] > 50_000
     assert ref["state_V"].shape[0] >= 6

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import ranvier as rv
-from conftest import counters
+from conftest import counters, spikes_per_population
 
 LIF = {"tau_m_ms": 20.0, "theta_mV": 20.0, "reset_mV": 10.0, "tau_arp_ms": 2.0, "alpha_c": 0.0,
        "tau_c_ms": 100.0, "g_c_mV_per_ms": 0.0, "dc_mV_per_ms": 0.0}
@@ -361,8 +361,7 @@ def rules_reference(workloads):
 
 def test_rules_reference_is_not_trivial(rules_reference):
     ref = rules_reference
-    first = ref["population_first_ids"]
-    by_population = np.bincount(np.searchsorted(first[1:], ref["ids"], side="right"), minlength=3)
+    by_population = spikes_per_population(ref)
     assert np.all(by_population > 500), by_population            # E, I and P all fire
     assert counters(ref)["synaptic_events_recurrent"] > 100_000
     assert ref["connections_source"].size == ref["synapses_per_rank"].sum()

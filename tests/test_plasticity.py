@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 import ranvier as rv
-from conftest import counters
+from conftest import counters, spikes_per_population
 from mpi_runner import plastic_network
 
 PLASTIC_RUN = dict(model="plastic", neurons=600, synapses=30, ms=200.0)
@@ -255,8 +255,7 @@ def test_plastic_reference_is_not_trivial(plastic_reference):
     s, t, d, w = (ref[f"file_E_to_E_{k}"] for k in ("source", "target", "delay", "weight"))
     same = (s[1:] == s[:-1]) & (t[1:] == t[:-1]) & (d[1:] == d[:-1])
     assert np.count_nonzero(same & (w[1:] != w[:-1])) > 0
-    first = ref["population_first_ids"]
-    by_population = np.bincount(np.searchsorted(first[1:], ref["ids"], side="right"), minlength=5)
+    by_population = spikes_per_population(ref)
     assert np.all(by_population[:4] > 500), by_population          # E, I, B and P all fire
     assert by_population[4] > 100                                  # and the given trains of S
     assert counters(ref)["synaptic_events_recurrent"] > 100_000

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 import ranvier as rv
-from conftest import counters
+from conftest import counters, spikes_per_population
 from ranvier.errors import ConfigError
 
 H = 0.1
@@ -141,8 +141,7 @@ def reference(workloads):
 
 def test_reference_is_not_trivial(reference):
     ref = reference
-    first = ref["population_first_ids"]
-    by_population = np.bincount(np.searchsorted(first[1:], ref["ids"], side="right"), minlength=3)
+    by_population = spikes_per_population(ref)
     assert np.all(by_population[:2] > 200), by_population        # E and I fire
     for name in PROJECTIONS:
         x = ref[f"synapse_state_{name}_x"]
