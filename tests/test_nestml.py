@@ -447,6 +447,47 @@ def test_spikes_identical_on_one_and_two_ranks_any_exchange_and_placement(tmp_pa
         assert got == ref, key
 
 
+@needs_nestml
+def test_an_unsupported_construct_is_refused_naming_it_and_its_line(tmp_path):
+    src = tmp_path / "noisy_neuron.nestml"
+    src.write_text(textwrap.dedent("""\
+        model noisy_neuron:
+            state:
+                V_m mV = -70 mV
+
+            equations:
+                V_m' = -(V_m + 70 mV) / tau_m
+
+            parameters:
+                tau_m ms = 10 ms
+
+            update:
+                integrate_odes()
+                V_m += random_normal(0 mV, 1 mV)
+
+            output:
+                spike
+        """))
+    with pytest.raises(ConfigError) as e:
+        rv.nestml.neuron_model(src)
+    msg = str(e.value)
+    assert "\n" not in msg and "random_normal" in msg and f"{src}:13:" in msg, msg
+
+
+@needs_nestml
+def test_a_second_load_comes_from_the_cache():
+    first = nestml_model("iaf_psc_exp_neuron")
+    again = nestml_model("iaf_psc_exp_neuron")
+    assert again.compile_facts["cached"] and again.engine_name == first.engine_name
+
+
+def test_the_tutorial_model_in_the_docs_is_the_example_file():
+    root = Path(__file__).resolve().parent.parent
+    page = (root / "docs" / "nestml.md").read_text()
+    block = page.split("```nestml\n", 1)[1].split("```", 1)[0]
+    assert block == (root / "examples" / "nestml" / "tutorial_neuron.nestml").read_text()
+
+
 def _network(model, params=None, w_in=60.0, w_rec=-25.0):
     net = rv.Network(name="nestml-net")
     net.add_population(rv.Population("drive", 50, {"rate_hz": 50.0, "start_ms": 0.0, "stop_ms": 200.0},
