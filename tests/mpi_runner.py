@@ -31,7 +31,7 @@ import numpy as np
 
 MODELS = ("dpsnn-grid", "dpsnn", "burst", "burst-areas", "burst-chain", "artificial-cells", "mam-benchmark",
           "mam-benchmark-study", "microcircuit", "iaf_psc_alpha", "devices", "rules",
-          "heterogeneous", "plastic", "dpsnn-stdp", "pynn-cells", "multi-area", "tsodyks", "bernoulli")
+          "heterogeneous", "plastic", "dpsnn-stdp", "pynn-cells", "multi-area", "tsodyks", "bernoulli", "quantal")
 # The microcircuit test network: `neurons` sets the scale (of 77,169), and the in-degrees are scaled
 # alike; the thalamic sources fire early so that the Poisson-source cells are exercised too.
 MICROCIRCUIT_TEST = {"thalamus": True, "th_start_ms": 50.0, "th_duration_ms": 20.0}
@@ -429,14 +429,27 @@ def bernoulli_network(neurons: int, synapses: int, p_transmit=(0.5, 0.3, 0.7, 0.
     out-degree projection from given spike trains onto E (its synapses planned by source), and
     static I->I. p_transmit: the four Bernoulli projections' p, None for static synapses."""
     import ranvier as rv
+    return stochastic_network(neurons, synapses, "bernoulli", lambda i: None if p_transmit is None
+                              else rv.Bernoulli(p_transmit=p_transmit[i]))
+
+
+def quantal_network(neurons: int, synapses: int):
+    """bernoulli_network's network with quantal release (rv.QuantalSTP): 1 to 4 sites,
+    depression, and facilitation on two of the projections."""
+    import ranvier as rv
+    kinds = [rv.QuantalSTP(U=0.4, n=3, tau_rec_ms=50.0, tau_fac_ms=20.0), rv.QuantalSTP(U=0.6, n=1),
+             rv.QuantalSTP(U=0.3, n=4, tau_rec_ms=100.0), rv.QuantalSTP(U=0.5, n=2, tau_rec_ms=30.0, tau_fac_ms=5.0)]
+    return stochastic_network(neurons, synapses, "quantal", lambda i: kinds[i])
+
+
+def stochastic_network(neurons: int, synapses: int, name: str, synapse):
+    """The network of bernoulli_network, synapse(i) the kind of its i-th stochastic projection."""
+    import ranvier as rv
     n_e = neurons * 4 // 5
     k = synapses
     cell = {"E_L_mV": -65.0, "V_th_mV": -50.0, "tau_syn_ex_ms": 2.0, "tau_syn_in_ms": 4.0,
             "V0_mean_mV": -60.0, "V0_sd_mV": 5.0}
-
-    def synapse(i):
-        return None if p_transmit is None else rv.Bernoulli(p_transmit=p_transmit[i])
-    net = rv.Network(name="bernoulli")
+    net = rv.Network(name=name)
     net.add_population(rv.Population("E", n_e, dict(cell), model="psc_exp", area="a"))
     net.add_population(rv.Population("I", neurons - n_e, dict(cell), model="psc_exp", excitatory=False, area="b"))
     delays = dict(delay_offset_ms=1.0, delay_scale_ms=1.0, delay_cut_ms=3.0, delay_step_ms=0.1)
@@ -513,6 +526,8 @@ def run_config(model="dpsnn", neurons=2048, synapses=1125, ms=300.0, threads=1, 
         net = tsodyks_network(neurons, synapses)
     elif model == "bernoulli":
         net = bernoulli_network(neurons, synapses)
+    elif model == "quantal":
+        net = quantal_network(neurons, synapses)
     elif model == "dpsnn-stdp":      # the plastic dpsnn, with a learning rate that moves weights in a short run
         net = rv.models.dpsnn(neurons=neurons, synapses_per_neuron=synapses, plasticity="stdp", stdp_lambda=0.1)
     elif model == "microcircuit":
@@ -570,6 +585,8 @@ def run_config(model="dpsnn", neurons=2048, synapses=1125, ms=300.0, threads=1, 
     if model == "tsodyks":              # every synapse's u, x, y (Simulation.synapse_state)
         gathered = sim.connections()
         states = {f"{s}_to_{t}": sim.synapse_state(s, t) for s, t in TSODYKS_PROJECTIONS}
+    if model == "quantal":              # every synapse's u and sites available
+        states = {f"{s}_to_{t}": sim.synapse_state(s, t) for s, t in (("E", "E"), ("E", "I"), ("I", "E"), ("S", "E"))}
     if model == "dpsnn-stdp":
         gathered = sim.connections()
         up_to_date = sim.weights("F", "F", up_to_date=True)
@@ -608,7 +625,7 @@ def run_config(model="dpsnn", neurons=2048, synapses=1125, ms=300.0, threads=1, 
             out.update({f"trace_{name}_{k}": np.asarray(v) for k, v in trace.items()})
         for name, arrays in in_file.items():
             out.update({f"file_{name}_{k}": a for k, a in zip(("source", "target", "delay", "weight"), arrays)})
-    if model == "tsodyks":
+    if model in ("tsodyks", "quantal"):
         for name, state in states.items():
             out.update({f"synapse_state_{name}_{k}": np.asarray(v) for k, v in state.items()})
     if model in ("plastic", "dpsnn-stdp"):

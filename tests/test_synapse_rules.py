@@ -22,7 +22,7 @@ def test_every_kind_names_engine_rules():
 def test_unknown_rule_names_the_known_ones():
     spec = _engine.PlasticitySpec()
     with pytest.raises(ValueError, match=r"unknown synapse rule 'stdp_quadruplet'; known: static, stdp, .*"
-                                         r"stdp_power_law, stdp_triplet, tsodyks, bernoulli$"):
+                                         r"stdp_power_law, stdp_triplet, tsodyks, bernoulli, quantal_stp$"):
         spec.rule = "stdp_quadruplet"
 
 
@@ -46,8 +46,11 @@ def test_public_names_stay():
     assert plasticity.NEST_MODELS["stdp_nn_symmetric"] == "stdp_nn_symm_synapse"
     assert rv.STDPTriplet is plasticity.STDPTriplet is synapses.STDPTriplet
     assert plasticity.NEST_MODELS["stdp_triplet"] == "stdp_triplet_synapse"
-    assert plasticity.SYNAPSE_KINDS == (rv.STDP, rv.STDPPowerLaw, rv.STDPTriplet, rv.TsodyksMarkram, rv.Bernoulli)
+    assert plasticity.SYNAPSE_KINDS == (rv.STDP, rv.STDPPowerLaw, rv.STDPTriplet, rv.TsodyksMarkram, rv.Bernoulli,
+                                        rv.QuantalSTP)
     assert rv.Bernoulli is plasticity.Bernoulli is synapses.Bernoulli
+    assert rv.QuantalSTP is plasticity.QuantalSTP is synapses.QuantalSTP
     assert plasticity.NEST_MODELS["bernoulli"] == "bernoulli_synapse"
+    assert plasticity.NEST_MODELS["quantal_stp"] == "quantal_stp_synapse"
     assert rv.TsodyksMarkram is plasticity.TsodyksMarkram is synapses.TsodyksMarkram
     assert plasticity.NEST_MODELS["tsodyks"] == "tsodyks_synapse"

@@ -33,9 +33,11 @@ inline Counter philox4x32_10(Counter x, Key k) {
 // parameter: a neuron's parameter drawn from a distribution (tag: which parameter).
 // transmit: whether a stochastic synapse transmits a spike (id: the target, tag: the projection,
 // a: the synapse's index onto the target, block: the spike's step; cpp/synapses/bernoulli.cpp).
+// release: the release sites of a quantal synapse (as transmit, a: index << 8 | block of 4
+// uniforms; cpp/synapses/quantal_stp.cpp).
 enum class Purpose : uint32_t {
   connect = 1, synapse = 2, external = 3, initial = 4, firing = 5, indegree = 6, outdegree = 7, parameter = 8,
-  noise_current = 9, transmit = 10
+  noise_current = 9, transmit = 10, release = 11
 };
 
 // The counter of every draw: {id low 32 bits, id high 8 bits | tag << 8 | purpose << 24, a, block}.

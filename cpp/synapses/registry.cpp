@@ -15,7 +15,8 @@
   X(stdp_power_law)              \
   X(stdp_triplet)                \
   X(tsodyks)                     \
-  X(bernoulli)
+  X(bernoulli)                   \
+  X(quantal_stp)
 
 namespace ranvier {
 

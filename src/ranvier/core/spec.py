@@ -70,9 +70,10 @@ def max_abs_weight(pr) -> float:
 def plastic_weight_bound(pr) -> float:
     """The largest |weight| plasticity can reach: |w_max| for STDP; none beyond the initial
     weights for kinds whose weights never change and whose efficacy is the weight (weight_fixed:
-    rv.Bernoulli, so that p_transmit = 1 is a static synapse's fixed point too); the power law has
-    no bound, and ten times the largest initial weight is taken (the engine saturates the fixed
-    point)."""
+    rv.Bernoulli, so that p_transmit = 1 is a static synapse's fixed point too); efficacy_factor
+    times the largest initial weight where a kind gives it (rv.QuantalSTP: n sites); the power law
+    has no bound, and ten times the largest initial weight is taken (the engine saturates the
+    fixed point)."""
     if pr.synapse is None or getattr(pr.synapse, "weight_fixed", False):
         return 0.0
     if hasattr(pr.synapse, "w_max"):
@@ -80,7 +81,7 @@ def plastic_weight_bound(pr) -> float:
     weights = pr.weight_array()
     initial = float(np.abs(weights).max()) if weights is not None and weights.size else abs(pr.weight) * (
         2 if pr.weight_sd > 0 else 1)
-    return 10 * initial
+    return getattr(pr.synapse, "efficacy_factor", 10) * initial
 
 
 def typical_abs_weight(pr) -> float | None:

@@ -66,6 +66,7 @@ FILES = ("state.npz", "network.pickle", "recording.npz")
 NETWORK_MODULES = ("ranvier.core.network", "ranvier.core.devices", "ranvier.core.plasticity", "ranvier.core.synapses.stdp",
                    "ranvier.core.synapses.stdp_power_law", "ranvier.core.synapses.stdp_triplet",
                    "ranvier.core.synapses.tsodyks", "ranvier.core.synapses.bernoulli",
+                   "ranvier.core.synapses.quantal_stp",
                    "ranvier.core.random", "ranvier.core.grid")
 NUMPY_GLOBALS = {(m, name) for m in ("numpy.core.multiarray", "numpy._core.multiarray")
                  for name in ("_reconstruct", "scalar")} | {("numpy", "ndarray"), ("numpy", "dtype")}

@@ -189,6 +189,10 @@ def _plastic(state, pops, pr, post_pop, post_index, pairs: int) -> dict | None:
         return _tsodyks(state, pops, pr, state.populations[post_pop[0]], post_index)
     if kind == "SimpleStochasticSynapse":
         return {"kind": "bernoulli", "p_transmit": np.array([c.p_transmit for c in pr.connections], dtype=float)}
+    if kind == "MultiQuantalSynapse":
+        out = {name: np.array([getattr(c, name) for c in pr.connections], dtype=float)
+               for name in ("U", "n", "tau_rec_ms", "tau_fac_ms")}
+        return {**out, "kind": "quantal"}
 
     def one(name):
         values = np.array([getattr(c, name) for c in pr.connections], dtype=float)
@@ -253,6 +257,17 @@ def _bernoulli_groups(q: dict):
     return [(rv.Bernoulli(p_transmit=float(p)), np.flatnonzero(group.ravel() == g)) for g, p in enumerate(values)]
 
 
+def _quantal_groups(q: dict):
+    """The connections of a MultiQuantalSynapse projection grouped by their parameters (Ranvier's
+    are a projection's): [(rv.QuantalSTP, indices of the connections)]."""
+    import ranvier as rv
+    rows = np.stack([q["U"], q["n"], q["tau_rec_ms"], q["tau_fac_ms"]], axis=1)
+    values, group = np.unique(rows, axis=0, return_inverse=True)
+    # a0 = 1 and u0 = 0.5: NEST's a and u, which pyNN.nest leaves unset
+    return [(rv.QuantalSTP(U=float(U), n=int(n), tau_rec_ms=float(tr), tau_fac_ms=float(tf), u0=0.5, a0=1),
+             np.flatnonzero(group.ravel() == g)) for g, (U, n, tr, tf) in enumerate(values)]
+
+
 def _parent_index(obj, index):
     """Indices within a PopulationView -> indices within its root population."""
     while hasattr(obj, "parent"):
@@ -305,9 +320,10 @@ def build_network(state):
             w = -w
         delay = np.maximum(np.rint(pr["delay"] / state.dt), 1) * state.dt
         synapse = None
-        if pr["plastic"] is not None and pr["plastic"].get("kind") in ("tsodyks", "bernoulli"):
+        if pr["plastic"] is not None and pr["plastic"].get("kind") in ("tsodyks", "bernoulli", "quantal"):
             # one Ranvier projection per set of parameters: Ranvier's are a projection's
-            groups = _tsodyks_groups if pr["plastic"]["kind"] == "tsodyks" else _bernoulli_groups
+            groups = {"tsodyks": _tsodyks_groups, "bernoulli": _bernoulli_groups,
+                      "quantal": _quantal_groups}[pr["plastic"]["kind"]]
             for synapse, at in groups(pr["plastic"]):
                 net.connect(rv.Projection(source=names[pr["pre"]], target=names[pr["post"]],
                                           sources=pr["pre_index"][at].tolist(), targets=pr["post_index"][at].tolist(),

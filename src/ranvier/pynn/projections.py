@@ -13,7 +13,8 @@ from . import simulator
 from .simulator import Connection
 from .standardmodels import StaticSynapse
 
-SYNAPSE_TYPES = ("StaticSynapse", "STDPMechanism", "TsodyksMarkramSynapse", "SimpleStochasticSynapse")
+SYNAPSE_TYPES = ("StaticSynapse", "STDPMechanism", "TsodyksMarkramSynapse", "SimpleStochasticSynapse",
+                 "MultiQuantalSynapse")
 
 
 def native_rule(connector, synapse_type, pre, post) -> dict | None:

@@ -292,6 +292,24 @@ class SimpleStochasticSynapse(synapses.SimpleStochasticSynapse):
         return state.min_delay
 
 
+class MultiQuantalSynapse(synapses.MultiQuantalSynapse):
+    """PyNN's quantal release on rv.QuantalSTP (NEST's quantal_stp_synapse, as pyNN.nest maps
+    it): U, n, tau_rec and tau_facil per connection; each synapse starts with one site available
+    and u = 0.5 (NEST's a and u, which pyNN.nest leaves as they are)."""
+    __doc__ = synapses.MultiQuantalSynapse.__doc__
+    translations = build_translations(
+        ('weight', 'weight'),
+        ('delay', 'delay'),
+        ('U', 'U'),
+        ('n', 'n'),
+        ('tau_rec', 'tau_rec_ms'),
+        ('tau_facil', 'tau_fac_ms'),
+    )
+
+    def _get_minimum_delay(self):
+        return state.min_delay
+
+
 class SpikePairRule(synapses.SpikePairRule):
     __doc__ = synapses.SpikePairRule.__doc__
     translations = build_translations(

@@ -9,7 +9,8 @@ Optional: `state_names`, the names of the rule's per-synapse state doubles (Simu
 `sign_from_weights = True` where the weights' sign is not a parameter: the engine then gets
 it as the parameter weight_sign (-1 or 1; the kind's check_weights keeps them of one sign), and
 `weight_fixed = True` where a delivered efficacy is the weight itself, which never changes (the
-fixed-point scale then plans for the weights alone, as for static synapses: core/spec.py).
+fixed-point scale then plans for the weights alone, as for static synapses: core/spec.py), or
+`efficacy_factor` where the efficacy delivered reaches that multiple of the weight.
 A new kind is a file here and a line in KINDS.
 """
 from __future__ import annotations
@@ -17,12 +18,13 @@ from __future__ import annotations
 from dataclasses import fields
 
 from .bernoulli import Bernoulli
+from .quantal_stp import QuantalSTP
 from .stdp import PAIRINGS, STDP
 from .stdp_power_law import STDPPowerLaw
 from .stdp_triplet import STDPTriplet
 from .tsodyks import TsodyksMarkram
 
-KINDS = (STDP, STDPPowerLaw, STDPTriplet, TsodyksMarkram, Bernoulli)
+KINDS = (STDP, STDPPowerLaw, STDPTriplet, TsodyksMarkram, Bernoulli, QuantalSTP)
 
 # The NEST synapse model of each engine rule.
 NEST_MODELS = {rule: nest for kind in KINDS for rule, nest in kind.nest_models.items()}
@@ -48,5 +50,5 @@ def describe(synapse) -> str:
     return f"{type(synapse).__name__}({params}) = NEST {synapse.nest_model}"
 
 
-__all__ = ["Bernoulli", "KINDS", "NEST_MODELS", "PAIRINGS", "STDP", "STDPPowerLaw", "STDPTriplet", "TsodyksMarkram", "describe",
+__all__ = ["Bernoulli", "KINDS", "NEST_MODELS", "PAIRINGS", "QuantalSTP", "STDP", "STDPPowerLaw", "STDPTriplet", "TsodyksMarkram", "describe",
            "plasticity_spec"]
