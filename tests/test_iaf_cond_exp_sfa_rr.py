@@ -10,9 +10,10 @@ Column k of a trace is V after step k + 1, at (k + 1) h. Checks:
   steps; a non-positive time constant is refused by name;
 - with NEST 3.10 (skipped when `nest` is not importable): one neuron driven by spike trains
   (excitatory and inhibitory weights) and a constant current, NEST's model fed the same spikes
-  with the same delay; V within 1e-10 mV on the grid (measured 4.3e-14 mV), the same spike steps; the defaults are
-  NEST's; PyNN's IF_cond_exp_gsfa_grr through pyNN.ranvier against NEST's iaf_cond_exp_sfa_rr
-  run directly;
+  with the same delay; V within 1e-10 mV on the grid (measured 4.3e-14 mV), the same spike
+  steps; the defaults are NEST's; PyNN's IF_cond_exp_gsfa_grr through pyNN.ranvier against NEST's
+  iaf_cond_exp_sfa_rr run directly;
+- the engine's own check refuses a non-positive time constant by name;
 - the same spikes and traces for any ranks x threads x placement x exchange: tests/mpi_runner.py's
   pynn_cells_network has an iaf_cond_exp_sfa_rr population (tests/test_pynn_cells.py).
 """
@@ -206,3 +207,14 @@ def test_pynn_if_cond_exp_gsfa_grr_is_nests_iaf_cond_exp_sfa_rr():
     assert largest < 1e-10
     assert np.max(np.abs(signals["gsyn_exc"][k] - events["g_ex"] / 1000.0)) < 1e-9
     assert np.max(np.abs(signals["g_s"][k] - events["g_sfa"])) < 1e-9 and events["g_sfa"].max() > 12.0
+
+
+def test_the_engine_refuses_a_bad_time_constant_by_name(monkeypatch):
+    """The engine's own check (cpp/neurons/iaf_cond_exp_sfa_rr.cpp), reached with the front end's
+    check switched off: the message names the population and the parameters."""
+    from ranvier.core.neurons import IafCondExpSfaRr
+    monkeypatch.setattr(IafCondExpSfaRr, "check", classmethod(lambda cls, pop, where: None))
+    net = rv.Network()
+    net.add_population(rv.Population("S", 4, {**SFA_RR, "tau_rr_ms": 0.0}, model=MODEL))
+    with pytest.raises(Exception, match="iaf_cond_exp_sfa_rr population 'S' needs positive .*tau_rr_ms"):
+        rv.Simulation(net, threads=1, resolution_ms=H).run(1.0)

@@ -3,9 +3,9 @@
 Native parameter names are Ranvier's, so a population's native parameters are the Ranvier
 population's: IF_curr_alpha -> iaf_psc_alpha, IF_curr_exp -> psc_exp (separate excitatory and
 inhibitory time constants), IF_cond_exp -> iaf_cond_exp, IF_cond_alpha ->
-iaf_cond_alpha, IF_cond_exp_gsfa_grr -> iaf_cond_exp_sfa_rr, EIF_cond_exp_isfa_ista -> aeif_cond_exp, EIF_cond_alpha_isfa_ista ->
-aeif_cond_alpha, HH_cond_exp -> hh_cond_exp_traub, SpikeSourceArray -> spike_train,
-SpikeSourcePoisson -> poisson_source, SpikeSourceGamma -> gamma_source,
+iaf_cond_alpha, IF_cond_exp_gsfa_grr -> iaf_cond_exp_sfa_rr, EIF_cond_exp_isfa_ista ->
+aeif_cond_exp, EIF_cond_alpha_isfa_ista -> aeif_cond_alpha, HH_cond_exp -> hh_cond_exp_traub,
+SpikeSourceArray -> spike_train, SpikeSourcePoisson -> poisson_source, SpikeSourceGamma -> gamma_source,
 SpikeSourcePoissonRefractory -> ppd_source. PyNN's units (nF, nA, uS) become Ranvier's (pF, pA,
 nS) in the translations.
 """
