@@ -29,6 +29,8 @@ MODELS = {
                                       "E_ex": 0.0, "E_in": -85.0}, (6.0, -12.0)),
 }
 MODELS["iaf_cond_alpha"] = (MODELS["iaf_cond_exp"][0], "iaf_cond_alpha", *MODELS["iaf_cond_exp"][2:])
+# The adaptation and relative refractory conductances at their defaults, NEST's and Ranvier's.
+MODELS["iaf_cond_exp_sfa_rr"] = (MODELS["iaf_cond_exp"][0], "iaf_cond_exp_sfa_rr", *MODELS["iaf_cond_exp"][2:])
 
 
 def one_neuron(times=TIMES, amps=AMPS, extra_sources=(), model="iaf_psc_alpha"):

@@ -365,9 +365,10 @@ def test_a_poisson_drive_into_split_input_must_be_excitatory(model, params):
                                                              (2, 2, "random", "alltoallv"),
                                                              (2, 2, "block", "allgather")])
 def test_spikes_identical_for_any_decomposition(workloads, ranks, threads, placement, exchange):
-    """psc_exp with two time constants, iaf_cond_exp, iaf_cond_alpha, aeif_cond_exp and
-    aeif_cond_alpha, homogeneous and with per-neuron parameters: the same spikes and traces (V, c,
-    and w of the aeif models) on any ranks x threads x placement x exchange."""
+    """psc_exp with two time constants, iaf_cond_exp, iaf_cond_alpha, aeif_cond_exp,
+    aeif_cond_alpha, hh_cond_exp_traub, izhikevich and iaf_cond_exp_sfa_rr, homogeneous and with
+    per-neuron parameters: the same spikes and traces (V, c, and w of the aeif models and of
+    iaf_cond_exp_sfa_rr, its g_sfa) on any ranks x threads x placement x exchange."""
     kw = dict(model="pynn-cells", neurons=800, probability=0.05, ms=200.0)
     ref = workloads(1, threads=1, exchange="allgather", placement="round-robin", **kw)
     run = workloads(ranks, threads=threads, exchange=exchange, placement=placement, **kw)

@@ -3,9 +3,9 @@
 Native parameter names are Ranvier's, so a population's native parameters are the Ranvier
 population's: IF_curr_alpha -> iaf_psc_alpha, IF_curr_exp -> psc_exp (separate excitatory and
 inhibitory time constants), IF_cond_exp -> iaf_cond_exp, IF_cond_alpha ->
-iaf_cond_alpha, EIF_cond_exp_isfa_ista -> aeif_cond_exp, EIF_cond_alpha_isfa_ista ->
-aeif_cond_alpha, HH_cond_exp -> hh_cond_exp_traub, SpikeSourceArray -> spike_train,
-SpikeSourcePoisson -> poisson_source, SpikeSourceGamma -> gamma_source,
+iaf_cond_alpha, IF_cond_exp_gsfa_grr -> iaf_cond_exp_sfa_rr, EIF_cond_exp_isfa_ista ->
+aeif_cond_exp, EIF_cond_alpha_isfa_ista -> aeif_cond_alpha, HH_cond_exp -> hh_cond_exp_traub,
+SpikeSourceArray -> spike_train, SpikeSourcePoisson -> poisson_source, SpikeSourceGamma -> gamma_source,
 SpikeSourcePoissonRefractory -> ppd_source. PyNN's units (nF, nA, uS) become Ranvier's (pF, pA,
 nS) in the translations.
 """
@@ -15,7 +15,7 @@ from pyNN.standardmodels import build_translations, cells, electrodes, synapses
 
 from ranvier.core.neurons import Izhikevich as IzhikevichModel
 from ranvier.core.neurons import (AeifCondAlpha, AeifCondExp, GammaSource, HhCondExpTraub, IafCondAlpha, IafCondExp,
-                                  IafPscAlpha, Lifca, PoissonSource, PpdSource, PscExp, SpikeTrain)
+                                  IafCondExpSfaRr, IafPscAlpha, Lifca, PoissonSource, PpdSource, PscExp, SpikeTrain)
 
 from .simulator import state
 
@@ -141,6 +141,24 @@ class IF_cond_alpha(cells.IF_cond_alpha):
     translations = IF_cond_exp.translations
     variable_map = IF_cond_exp.variable_map
     scale_factors = IF_cond_exp.scale_factors
+
+
+class IF_cond_exp_gsfa_grr(cells.IF_cond_exp_gsfa_grr):
+    __doc__ = cells.IF_cond_exp_gsfa_grr.__doc__
+    ranvier_model = IafCondExpSfaRr.name
+    translations = {**IF_cond_exp.translations, **build_translations(   # as pyNN.nest's onto iaf_cond_exp_sfa_rr
+        ('tau_sfa', 'tau_sfa_ms'),
+        ('e_rev_sfa', 'E_sfa_mV'),
+        ('q_sfa', 'q_sfa_nS'),                  # nS, as NEST's
+        ('tau_rr', 'tau_rr_ms'),
+        ('e_rev_rr', 'E_rr_mV'),
+        ('q_rr', 'q_rr_nS'),
+    )}
+    # g_s: the adaptation conductance (the engine's w column, nS, as PyNN's g_s); the relative
+    # refractory conductance g_r is not recordable here (PyNN's record() refuses it by name).
+    recordable = ['spikes', 'v', 'g_s', 'gsyn_exc', 'gsyn_inh']
+    variable_map = {'v': 'V', 'gsyn_exc': 'c', 'gsyn_inh': 'c_in', 'g_s': 'w'}
+    scale_factors = {'v': 1.0, 'gsyn_exc': 0.001, 'gsyn_inh': 0.001, 'g_s': 1.0}   # nS -> uS; g_s in nS
 
 
 class EIF_cond_exp_isfa_ista(cells.EIF_cond_exp_isfa_ista):
