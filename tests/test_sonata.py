@@ -235,13 +235,16 @@ def test_the_membrane_report_is_written_in_the_sonata_layout(tmp_path):
     ("nest:iaf_psc_exp", "psc_exp", {"tau_syn_ex_ms": 1.5, "tau_syn_in_ms": 2.0}),
     ("nest:iaf_cond_exp", "iaf_cond_exp", {"C_m_pF": 200.0, "E_L_mV": -65.0}),
     ("nest:iaf_cond_alpha", "iaf_cond_alpha", {"C_m_pF": 200.0, "E_L_mV": -65.0}),
+    ("nest:iaf_cond_exp_sfa_rr", "iaf_cond_exp_sfa_rr", {"C_m_pF": 200.0, "E_L_mV": -65.0, "q_sfa_nS": 10.0,
+                                                         "tau_rr_ms": 2.5}),
 ])
 def test_the_other_nest_models_are_read(tmp_path, template, model, check):
     config = write_network(tmp_path, template=template)
-    if template in ("nest:iaf_cond_exp", "nest:iaf_cond_alpha"):   # the excitatory type's file: NEST's names
+    if template.startswith("nest:iaf_cond"):     # the excitatory type's file: NEST's names
+        extra = {"q_sfa": 10.0, "tau_rr": 2.5} if template.endswith("sfa_rr") else {}
         (tmp_path / "components" / "exc.json").write_text(json.dumps(
             {"C_m": 200.0, "g_L": 13.3, "E_L": -65.0, "V_th": -50.0, "V_reset": -65.0, "t_ref": 2.0,
-             "E_ex": 0.0, "E_in": -80.0, "tau_syn_ex": 1.5}))
+             "E_ex": 0.0, "E_in": -80.0, "tau_syn_ex": 1.5, **extra}))
     net, info = sonata.load(config)
     e = net.population("cortex.E")
     assert e.model == model and all(e.params[k] == v for k, v in check.items())

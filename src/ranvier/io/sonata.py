@@ -23,7 +23,8 @@ What is read:
 
 NEST models mapped (nest: prefix, parameters by NEST's names): iaf_psc_alpha -> iaf_psc_alpha,
 iaf_psc_delta -> lifca (NEST's iaf_psc_delta), iaf_psc_exp -> psc_exp (two time constants),
-iaf_cond_exp -> iaf_cond_exp, iaf_cond_alpha -> iaf_cond_alpha. Anything else is refused by name before anything is built.
+iaf_cond_exp -> iaf_cond_exp, iaf_cond_alpha -> iaf_cond_alpha, iaf_cond_exp_sfa_rr ->
+iaf_cond_exp_sfa_rr. Anything else is refused by name before anything is built.
 
 One Ranvier population per SONATA population and node type (named "<population>.<model_name
 or pop_name or node_type_id>"), neurons in node-id order; parameters the type's, or per
@@ -54,7 +55,8 @@ NEST_DEFAULTS = {   # NEST 3.10's, for the models whose Ranvier parameters are n
     "iaf_psc_delta": {"E_L": -70.0, "V_th": -55.0, "V_reset": -70.0, "C_m": 250.0, "tau_m": 10.0,
                       "t_ref": 2.0, "I_e": 0.0, "V_m": -70.0},
 }
-SUPPORTED_NEST_MODELS = ("iaf_psc_alpha", "iaf_psc_delta", "iaf_psc_exp", "iaf_cond_exp", "iaf_cond_alpha")
+SUPPORTED_NEST_MODELS = ("iaf_psc_alpha", "iaf_psc_delta", "iaf_psc_exp", "iaf_cond_exp", "iaf_cond_alpha",
+                         "iaf_cond_exp_sfa_rr")
 VIRTUAL = "virtual"
 NEURON_TYPES = ("point_process", "point_neuron", "point_soma")
 
@@ -498,9 +500,13 @@ def _nest_keys(nest_name: str) -> dict | None:
     (None: iaf_psc_delta, whose lifca parameters are relative to rest)."""
     if nest_name in ("iaf_psc_alpha", "iaf_psc_exp"):
         return _ALPHA_KEYS
+    cond = {**{k: v for k, v in _ALPHA_KEYS.items() if k != "tau_m"}, "g_L": "g_L_nS", "E_ex": "E_ex_mV",
+            "E_in": "E_in_mV"}
     if nest_name in ("iaf_cond_exp", "iaf_cond_alpha"):
-        return {**{k: v for k, v in _ALPHA_KEYS.items() if k != "tau_m"}, "g_L": "g_L_nS", "E_ex": "E_ex_mV",
-                "E_in": "E_in_mV"}
+        return cond
+    if nest_name == "iaf_cond_exp_sfa_rr":
+        return {**cond, "tau_sfa": "tau_sfa_ms", "tau_rr": "tau_rr_ms", "E_sfa": "E_sfa_mV", "E_rr": "E_rr_mV",
+                "q_sfa": "q_sfa_nS", "q_rr": "q_rr_nS"}
     return None
 
 
