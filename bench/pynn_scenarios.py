@@ -53,6 +53,30 @@ def sdist_dir(explicit: str | None = None) -> Path | None:
     return CACHE
 
 
+def examples_dir() -> Path:
+    """The `examples/` folder of PyNN's source distribution (RANVIER_PYNN_SDIST's, or downloaded
+    once into the cache beside the scenarios)."""
+    given = os.environ.get("RANVIER_PYNN_SDIST")
+    if given:
+        return Path(given) / "examples"
+    target = CACHE / "examples"
+    if (target / ".complete").exists():
+        return target
+    with tempfile.TemporaryDirectory() as tmp:
+        subprocess.run([sys.executable, "-m", "pip", "download", "--no-binary", ":all:", "--no-deps", "-q",
+                        f"pyNN=={VERSION}", "-d", tmp], check=True, capture_output=True, timeout=300)
+        with tarfile.open(next(Path(tmp).glob("*.tar.gz"))) as tar:
+            target.mkdir(parents=True, exist_ok=True)
+            for member in tar.getmembers():
+                parts = Path(member.name).parts
+                if member.isfile() and len(parts) >= 3 and parts[1] == "examples":
+                    out = target.joinpath(*parts[2:])
+                    out.parent.mkdir(parents=True, exist_ok=True)
+                    out.write_bytes(tar.extractfile(member).read())
+    (target / ".complete").write_text("")
+    return target
+
+
 def scenarios(root: Path) -> list[tuple[str, str]]:
     """(file, function) of every scenario taking `sim`, found without importing anything."""
     out = []

@@ -15,31 +15,19 @@ import re
 import shutil
 import subprocess
 import sys
-import tarfile
 import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
 
-VERSION = "0.13.0"
 
 
 def script() -> Path:
     """examples/VAbenchmarks.py of the PyNN source distribution, in a cache folder."""
     sys.path.insert(0, str(Path(__file__).resolve().parent))
-    from pynn_scenarios import CACHE
-    target = CACHE / "examples" / "VAbenchmarks.py"
-    if target.exists():
-        return target
-    with tempfile.TemporaryDirectory() as tmp:
-        subprocess.run([sys.executable, "-m", "pip", "download", "--no-binary", ":all:", "--no-deps", "-q",
-                        f"pyNN=={VERSION}", "-d", tmp], check=True, capture_output=True, timeout=300)
-        with tarfile.open(next(Path(tmp).glob("*.tar.gz"))) as tar:
-            member = next(m for m in tar.getmembers() if m.name.endswith("examples/VAbenchmarks.py"))
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_bytes(tar.extractfile(member).read())
-    return target
+    from pynn_scenarios import examples_dir
+    return examples_dir() / "VAbenchmarks.py"
 
 
 def run(simulator: str, benchmark: str, ranks: int, folder: Path) -> dict:

@@ -156,6 +156,8 @@ SCALED: dict[str, Scaled] = {
     "python bench/nestml_library.py": Scaled("--only iaf_psc_exp_neuron", needs="pynestml", timeout_s=600),
     "python bench/pynn_scenarios.py --out results/pynn-scenarios.md":
         Scaled(skip="PyNN's scenarios: tests/test_pynn_scenarios.py runs them"),
+    "python bench/pynn_examples.py --out results/pynn-examples.md":
+        Scaled("--only specific_network.py,tsodyksmarkram.py", needs="nest", timeout_s=600),
     "python bench/va_benchmark.py --out results/va-benchmark":
         Scaled(skip="needs the nest extra; tests/test_pynn_backend.py runs the benchmark on 1 and 2 ranks"),
     # docs/dpsnn.md: the DPSNN release's slow-wave configuration on 16 x 16 modules

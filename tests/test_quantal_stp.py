@@ -225,3 +225,38 @@ def test_pynn_multi_quantal_synapse_agrees_with_pyNN_nest():
     print(f"final V {ours.mean():.4f} mV (pyNN.nest {theirs.mean():.4f}, standard error {se:.4f})")
     assert ours.mean() > 1.0
     assert abs(ours.mean() - theirs.mean()) < 4.5 * se, (ours.mean(), theirs.mean(), se)
+
+
+def test_pynn_initialize_sets_the_sites_and_u_at_the_first_spike():
+    """Projection.initialize(a=..., u=...) (PyNN's examples/multiquantal_synapses.py): a = 0 sites
+    and no recovery before the second spike release nothing at the first; a = n, u = 1 release
+    every site."""
+    import pyNN.ranvier as sim
+
+    def first_release(**initial):
+        sim.setup(timestep=0.1, min_delay=1.0)
+        pre = sim.Population(1, sim.SpikeSourceArray(spike_times=[2.5]))
+        post = sim.Population(50, sim.IF_curr_exp(tau_m=1e9, v_thresh=1e9, v_rest=0.0, v_reset=0.0, cm=1.0,
+                                                  tau_syn_E=0.5))
+        post.initialize(v=0.0)
+        prj = sim.Projection(pre, post, sim.AllToAllConnector(),
+                             sim.MultiQuantalSynapse(weight=0.5, delay=1.0, U=0.3, n=4, tau_rec=800.0))
+        if initial:
+            prj.initialize(**initial)
+        post.record("v")
+        sim.run(20.0)
+        v = np.asarray(post.get_data().segments[0].filter(name="v")[0])[-1]
+        sim.end()
+        return v / 0.25                                    # sites: 0.5 nA x 0.5 ms / 1 nF = 0.25 mV each
+
+    assert np.allclose(first_release(a=0), 0.0, atol=1e-9)
+    assert np.allclose(first_release(a=4, u=1.0), 4.0, atol=1e-6)
+    default = first_release()                               # NEST's a = 1, u = 0.5
+    assert set(np.round(default, 6)) <= {0.0, 1.0} and 5 < default.sum() < 45
+    with pytest.raises(NotImplementedError, match="no initial value 'x'"):
+        sim.setup(timestep=0.1, min_delay=1.0)
+        pre = sim.Population(1, sim.SpikeSourceArray(spike_times=[2.5]))
+        prj = sim.Projection(pre, sim.Population(2, sim.IF_curr_exp()), sim.AllToAllConnector(),
+                             sim.MultiQuantalSynapse(weight=0.5, delay=1.0))
+        prj.initialize(x=1.0)
+    sim.end()

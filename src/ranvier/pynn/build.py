@@ -190,8 +190,11 @@ def _plastic(state, pops, pr, post_pop, post_index, pairs: int) -> dict | None:
     if kind == "SimpleStochasticSynapse":
         return {"kind": "bernoulli", "p_transmit": np.array([c.p_transmit for c in pr.connections], dtype=float)}
     if kind == "MultiQuantalSynapse":
-        out = {name: np.array([getattr(c, name) for c in pr.connections], dtype=float)
-               for name in ("U", "n", "tau_rec_ms", "tau_fac_ms")}
+        # a0 = 1 and u0 = 0.5 unless Projection.initialize set them: NEST's a and u, which pyNN.nest
+        # leaves unset
+        defaults = {"a0": 1.0, "u0": 0.5}
+        out = {name: np.array([getattr(c, name, defaults.get(name)) for c in pr.connections], dtype=float)
+               for name in ("U", "n", "tau_rec_ms", "tau_fac_ms", "a0", "u0")}
         return {**out, "kind": "quantal"}
 
     def one(name):
@@ -261,11 +264,10 @@ def _quantal_groups(q: dict):
     """The connections of a MultiQuantalSynapse projection grouped by their parameters (Ranvier's
     are a projection's): [(rv.QuantalSTP, indices of the connections)]."""
     import ranvier as rv
-    rows = np.stack([q["U"], q["n"], q["tau_rec_ms"], q["tau_fac_ms"]], axis=1)
+    rows = np.stack([q["U"], q["n"], q["tau_rec_ms"], q["tau_fac_ms"], q["a0"], q["u0"]], axis=1)
     values, group = np.unique(rows, axis=0, return_inverse=True)
-    # a0 = 1 and u0 = 0.5: NEST's a and u, which pyNN.nest leaves unset
-    return [(rv.QuantalSTP(U=float(U), n=int(n), tau_rec_ms=float(tr), tau_fac_ms=float(tf), u0=0.5, a0=1),
-             np.flatnonzero(group.ravel() == g)) for g, (U, n, tr, tf) in enumerate(values)]
+    return [(rv.QuantalSTP(U=float(U), n=int(n), tau_rec_ms=float(tr), tau_fac_ms=float(tf), a0=int(a), u0=float(u)),
+             np.flatnonzero(group.ravel() == g)) for g, (U, n, tr, tf, a, u) in enumerate(values)]
 
 
 def _parent_index(obj, index):

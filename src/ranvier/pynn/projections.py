@@ -193,6 +193,22 @@ class Projection(common.Projection):
             for c, v in zip(self.connections, values):
                 setattr(c, name, float(v))
 
+    # Synapse state a script may set with Projection.initialize, per synapse type: PyNN's name ->
+    # the connection attribute the build reads (NEST's initial a and u of quantal_stp_synapse).
+    _INITIAL = {"MultiQuantalSynapse": {"a": "a0", "u": "u0"}}
+
+    def _set_initial_value_array(self, variable, value):
+        """Projection.initialize: one value per connection, in connection order (as pyNN.nest sets them)."""
+        simulator.state.check_not_built("initializing synapse state")
+        kind = type(self.synapse_type).__name__
+        names = self._INITIAL.get(kind, {})
+        if variable not in names:
+            raise NotImplementedError(f"pyNN.ranvier: {kind} has no initial value {variable!r} to set"
+                                      + (f"; it has {sorted(names)}" if names else ""))
+        values = np.broadcast_to(np.asarray(value.evaluate(simplify=True), dtype=float), (len(self.connections),))
+        for c, v in zip(self.connections, values.tolist()):
+            setattr(c, names[variable], v)
+
     def _multapses(self) -> bool:
         pairs = {(c.presynaptic_index, c.postsynaptic_index) for c in self.connections}
         return len(pairs) < len(self.connections)
