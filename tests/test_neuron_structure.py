@@ -30,6 +30,7 @@ NAMED_ELSEWHERE = {
     ("io/sonata.py", "iaf_psc_alpha"): "NEST's model name in SONATA's model_template (also Ranvier's)",
     ("io/sonata.py", "iaf_cond_exp"): "NEST's model name in SONATA's model_template (also Ranvier's)",
     ("io/sonata.py", "iaf_cond_alpha"): "NEST's model name in SONATA's model_template (also Ranvier's)",
+    ("io/sonata.py", "iaf_cond_exp_sfa_rr"): "NEST's model name in SONATA's model_template (also Ranvier's)",
 }
 
 
