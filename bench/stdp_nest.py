@@ -264,10 +264,10 @@ def network_comparison() -> dict:
     sb, tgb, db, wb = keyed(b)
     assert np.array_equal(sa, sb) and np.array_equal(tga, tgb) and np.array_equal(da, db), \
         "the two simulators hold different plastic synapses"
-    # A pre-synaptic spike changes a weight when it is delivered: in NEST within a communication
-    # interval (1 ms here) after it is emitted, in Ranvier when it arrives (the delay later). At
-    # the end of a run the two can differ by the spikes in flight; synapses whose source fired in
-    # the last (longest delay + two intervals) are left out.
+    # A pre-synaptic spike changes a weight when it is received, in both simulators at the end of
+    # the communication interval (1 ms here) it was emitted in; NEST leaves the last interval's
+    # spikes for the next Simulate call, Ranvier receives them at the run's end. Synapses whose
+    # source fired in the last (longest delay + two intervals) are left out.
     recent = np.zeros(n, dtype=bool)
     recent[b["ids"][b["times_ms"] > NETWORK_MS - (3.0 + 2 * 1.0)]] = True
     usable = agree[sa] & agree[tga] & ~recent[sa]

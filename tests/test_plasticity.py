@@ -29,7 +29,7 @@ PLACEMENTS = tuple(p for p in rv.core.simulation.PLACEMENTS if p != "grid")   # 
 # -- NEST's algorithm, transcribed event by event ---------------------------------------------
 def nest_weight(synapse, w, delay, pre, post, tau_minus, h, steps_done):
     """The weight NEST gives a synapse with these spike trains (steps), after every pre-synaptic
-    spike delivered by `steps_done` (those with t_pre + delay <= steps_done)."""
+    spike received by `steps_done` (updated when received, as NEST does: every spike of the run)."""
     if isinstance(synapse, rv.STDPTriplet):
         return nest_triplet_weight(synapse, w, delay, pre, post, tau_minus, h, steps_done)
     pl = isinstance(synapse, rv.STDPPowerLaw)
@@ -59,7 +59,7 @@ def nest_weight(synapse, w, delay, pre, post, tau_minus, h, steps_done):
         history.append((t, k_minus))
     k_plus, t_last, last_step = 0.0, 0.0, 0
     for t in pre:
-        if t + delay > steps_done:
+        if t > steps_done:       # updated when received: every spike of the run
             break
         t_spike, dd = t * h, delay * h
         window = [(tp, k) for tp, k in history if last_step - delay < tp <= t - delay]
@@ -100,7 +100,7 @@ def nest_triplet_weight(s, w, delay, pre, post, tau_minus, h, steps_done, tau_mi
         history.append((t, k_minus, k_y))
     k_plus, k_x, t_last, last_step = 0.0, 0.0, 0.0, 0
     for t in pre:
-        if t + delay > steps_done:
+        if t > steps_done:       # updated when received: every spike of the run
             break
         t_spike, dd = t * h, delay * h
         for tp, _, y in (e for e in history if last_step - delay < e[0] <= t - delay):

@@ -145,12 +145,26 @@ void Engine::save_neurons(StateTables& out) const {
   }
 }
 
+namespace {
+// The neuron whose inhibitory input column is `column` (PopulationRange::inhibitory_offset).
+uint64_t inhibitory_neuron(const ThreadNeurons& tn, uint64_t column) {
+  for (const auto& r : tn.ranges)
+    if (r.inhibitory_offset && column >= r.begin + r.inhibitory_offset && column < r.end + r.inhibitory_offset)
+      return column - r.inhibitory_offset;
+  throw std::logic_error("a pending efficacy onto an input column of no neuron");
+}
+}  // namespace
+
 void Engine::save_pending(StateTables& out) const {
   auto& I = out.ints;
   const int64_t L = cfg_.steps_per_cycle;
   // Spikes in flight: from each queued segment, its source and emission step (arrival - delay).
   auto& pending_gid = I["pending.gid"];
   auto& pending_step = I["pending.step"];
+  auto& efficacy_gid = I["pending_plastic.gid"];
+  auto& efficacy_inhibitory = I["pending_plastic.inhibitory"];
+  auto& efficacy_arrival = I["pending_plastic.arrival"];
+  auto& efficacy_value = I["pending_plastic.efficacy"];
   auto arrival_step = [&](size_t q) {       // queue q = slot * L + offset holds arrivals in [boundary, ...)
     const int64_t slot = int64_t(q) / L, offset = int64_t(q) % L;
     int64_t arrival_cycle = cycle_ - (cycle_ % queue_cycles_) + slot;
@@ -172,12 +186,18 @@ void Engine::save_pending(StateTables& out) const {
         pending_step.push_back(at - st.seg_delay[h]);
       }
     }
-    for (size_t q = 0; q < ts.plastic_queue.size(); ++q) {
-      if (ts.plastic_queue[q].empty()) continue;
+    // Plastic efficacies on their way (their synapses were updated when the spike was received):
+    // each by its target, the input column's kind and its arrival step.
+    for (size_t q = 0; q < ts.plastic_pending.size(); ++q) {
+      if (ts.plastic_pending[q].empty()) continue;
       const int64_t at = arrival_step(q);
-      for (const PlasticEntry& e : ts.plastic_queue[q]) {
-        pending_gid.push_back(int64_t(source_of(ts.plastic[e.store].row_head, e.segment)));
-        pending_step.push_back(at - e.delay);
+      const uint64_t n = ts.neurons.size();
+      for (const PendingEfficacy& p : ts.plastic_pending[q]) {
+        const uint64_t k = p.column < n ? p.column : inhibitory_neuron(ts.neurons, p.column);
+        efficacy_gid.push_back(int64_t(ts.neurons.gid[k]));
+        efficacy_inhibitory.push_back(p.column < n ? 0 : 1);
+        efficacy_arrival.push_back(at);
+        efficacy_value.push_back(p.efficacy);
       }
     }
   }
@@ -375,7 +395,7 @@ void Engine::restore_pending(const StateTables& s, int64_t boundary_step) {
   const uint64_t N = cfg_.neuron_count();
   for (auto& ts : threads_) {
     for (auto& q : ts.queue) q.clear();
-    for (auto& q : ts.plastic_queue) q.clear();
+    for (auto& q : ts.plastic_pending) q.clear();
     uint64_t scheduled = 0;
     auto slot_of = [&](int64_t arrival) {
       return size_t(((arrival / L) % queue_cycles_) * L + arrival % L);
@@ -391,18 +411,29 @@ void Engine::restore_pending(const StateTables& s, int64_t boundary_step) {
         ts.queue[slot_of(arrival)].push_back({first, count});
         scheduled += count;
       }
-      for (uint32_t p = 0; p < ts.plastic.size(); ++p) {
-        const PlasticStore& ps = ts.plastic[p];
-        for (uint32_t h = ps.row_head[g]; h < ps.row_head[g + 1]; ++h) {
-          const int64_t arrival = e + ps.seg_delay[h];
-          if (arrival < boundary_step) continue;
-          const uint32_t count = ps.count(h);
-          ts.plastic_queue[slot_of(arrival)].push_back({h, ps.seg_record[h], count, uint16_t(p), ps.seg_delay[h]});
-          scheduled += count;
-        }
-      }
     }
     ts.counters.events_scheduled += scheduled;
+  }
+  // Plastic efficacies on their way, each onto the thread that now holds its target.
+  const auto& gid = column(s, "pending_plastic.gid");
+  const auto& inhibitory = column(s, "pending_plastic.inhibitory");
+  const auto& arrival = column(s, "pending_plastic.arrival");
+  const auto& efficacy = column(s, "pending_plastic.efficacy");
+  for (size_t x = 0; x < gid.size(); ++x) {
+    const Location loc = placement_.locate(uint64_t(gid[x]));
+    if (loc.rank != rank()) continue;
+    ThreadState& ts = threads_[loc.thread];
+    if (ts.plastic_pending.empty() || arrival[x] < boundary_step)
+      throw std::invalid_argument("checkpoint: a plastic efficacy in flight onto neuron " + std::to_string(gid[x]) +
+                                  " has no plastic synapse to come from");
+    uint64_t column = loc.index;
+    if (inhibitory[x]) {
+      for (const auto& r : ts.neurons.ranges)
+        if (loc.index >= r.begin && loc.index < r.end) column += r.inhibitory_offset;
+      if (column == loc.index) throw std::invalid_argument("checkpoint: an inhibitory efficacy onto a neuron without inhibitory input");
+    }
+    ts.plastic_pending[size_t(((arrival[x] / L) % queue_cycles_) * L + arrival[x] % L)].push_back(
+        {uint32_t(column), int32_t(efficacy[x])});
   }
 }
 

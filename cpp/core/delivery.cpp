@@ -1,6 +1,7 @@
 // Delivery: the queues of synapse segments due per cycle and step offset, filled by schedule()
 // from the received spikes and emptied by deliver() into the input buffer.
 #include <algorithm>
+#include <cmath>
 
 #include "core/engine.hpp"
 
@@ -22,10 +23,10 @@ void Engine::build_delivery_queues() {
   queue_cycles_ = int64_t((window - 1 + max_delay) / L + 1);
   for (auto& ts : threads_) {
     ts.queue.assign(queue_cycles_ * L, {});
-    ts.plastic_queue.assign(ts.plastic.empty() ? 0 : queue_cycles_ * L, {});
-    // A target's spike is forgotten once no pending delivery can ask for the trace before the
-    // next one: those ask at (arrival - 2 delay), and arrivals are at most a cycle behind.
-    build_post_history(cfg_, ts.neurons, ts.plastic, int64_t(2 * max_delay) + L, ts.history);
+    ts.plastic_pending.assign(ts.plastic.empty() ? 0 : queue_cycles_ * L, {});
+    // A target's spike is forgotten once no delivery to come can ask for the trace before the
+    // next one: a spike received now asks at t_pre - d, and t_pre is at most a window behind.
+    build_post_history(cfg_, ts.neurons, ts.plastic, int64_t(2 * max_delay) + window + L, ts.history);
   }
 }
 
@@ -94,24 +95,23 @@ RANVIER_PHASE void Engine::deliver(ThreadState& ts, int64_t cycle) {
     deliver_rows(ts.queue, first_queue, L, st.synapses.data(), rows,
                  [](const Synapse& s) { return std::pair<uint32_t, int32_t>(s.target, s.weight); }, events, segments);
   }
-  // Plastic segments, step by step (a synapse's updates in the order of its spikes); their
-  // efficacies join the same fixed-point rows.
-  if (!ts.plastic.empty()) {
-    const double scale = std::ldexp(1.0, cfg_.fraction_bits);
-    for (int64_t o = 0; o < L; ++o) {
-      auto& due = ts.plastic_queue[first_queue + o];
-      events += deliver_plastic(ts.plastic, due, cycle * L + o, ts.history, rows(o), scale);
-      segments += due.size();
-      due.clear();
-    }
+  // Plastic efficacies, computed when their spikes were received (schedule), join the same
+  // fixed-point rows; their events were counted then.
+  for (int64_t o = 0; o < L && !ts.plastic_pending.empty(); ++o) {
+    auto& due = ts.plastic_pending[first_queue + o];
+    int32_t* row = rows(o);
+    for (const PendingEfficacy& p : due) row[p.column] += p.efficacy;
+    due.clear();
   }
   ts.counters.synaptic_events_recurrent += events;
   ts.counters.delivery_segments += segments;
 }
 
 // Schedule: every received spike's synapse segments go into the queue of the cycle in which
-// they arrive, with the step offset of arrival. A spike's row is cold (its row head and its
-// segments' headers missed every cache: two thirds of schedule's samples), and the spikes are
+// they arrive, with the step offset of arrival; its plastic synapses are updated now, the way
+// NEST's do (PlasticDelivery::deliver), and their efficacies wait in the same ring. A spike's
+// row is cold (its row head and its segments' headers missed every cache: two thirds of
+// schedule's samples), and the spikes are
 // known in advance: each spike's row head is fetched 8 spikes ahead and its headers 4 ahead
 // (4/2 and 16/8 measured no better; docs/performance.md).
 RANVIER_PHASE void Engine::schedule(ThreadState& ts, const std::vector<SpikeRecord>& records, int64_t cycle) {
@@ -143,25 +143,41 @@ RANVIER_PHASE void Engine::schedule(ThreadState& ts, const std::vector<SpikeReco
       ts.queue[queue_of(o + st.seg_delay[h])].push_back({first, count});
       scheduled += count;
     }
-    for (uint32_t p = 0; p < ts.plastic.size(); ++p) {
-      const PlasticStore& ps = ts.plastic[p];
-      for (uint32_t h = ps.row_head[g]; h < ps.row_head[g + 1]; ++h) {
-        const uint32_t count = ps.count(h);
-        ts.plastic_queue[queue_of(o + ps.seg_delay[h])].push_back({h, ps.seg_record[h], count, uint16_t(p), ps.seg_delay[h]});
-        scheduled += count;
-      }
-    }
   }
   ts.counters.events_scheduled += scheduled;
+  if (!ts.plastic.empty()) schedule_plastic(ts, records, cycle);
 }
 
+// The plastic synapses of the received spikes, in the records' order (a source's spikes in the
+// order of their steps, so each synapse's updates are in the order of its spikes).
+void Engine::schedule_plastic(ThreadState& ts, const std::vector<SpikeRecord>& records, int64_t cycle) {
+  const int64_t L = cfg_.steps_per_cycle;
+  const size_t ring = size_t(queue_cycles_ * L), base = size_t((cycle % queue_cycles_) * L);
+  const double scale = std::ldexp(1.0, cfg_.fraction_bits);
+  uint64_t events = 0, segments = 0;
+  for (const SpikeRecord rec : records) {
+    const uint64_t g = record_gid(rec);
+    const uint32_t o = record_offset(rec);
+    // The spike's time: the end of its step, as NEST stamps it (the step it is integrated in,
+    // arrival, is t_pre + d - 1).
+    const int64_t t_pre = cycle * L + o + 1;
+    PendingRing pending{ts.plastic_pending.data(), ring, base + o};
+    for (PlasticStore& ps : ts.plastic) {
+      events += ps.rule->deliver(ps, g, t_pre, ts.history, pending, scale);
+      segments += ps.row_head[g + 1] - ps.row_head[g];
+    }
+  }
+  ts.counters.events_scheduled += events;
+  ts.counters.synaptic_events_recurrent += events;
+  ts.counters.delivery_segments += segments;
+}
+
+// Spikes whose synapses are still to be delivered (plastic ones are delivered when received:
+// their pending efficacies are events already counted).
 uint64_t Engine::events_pending() const {
   uint64_t n = 0;
   for (const auto& ts : threads_)
     for (const auto& q : ts.queue)
-      for (const auto& e : q) n += e.count;
-  for (const auto& ts : threads_)
-    for (const auto& q : ts.plastic_queue)
       for (const auto& e : q) n += e.count;
   return n;
 }

@@ -149,7 +149,7 @@ struct ThreadState {
   PostHistory history;                               // spikes of the targets of plastic synapses
   std::vector<int32_t> input;                        // [slot][neuron], fixed point
   std::vector<std::vector<DeliveryEntry>> queue;     // [cycle % ring][step offset]: one queue each
-  std::vector<std::vector<PlasticEntry>> plastic_queue;  // the same ring, for plastic segments
+  std::vector<std::vector<PendingEfficacy>> plastic_pending;  // the same ring: plastic efficacies on their way
   std::vector<uint8_t> fired;                        // scratch: neurons that fired this step
   std::vector<uint32_t> extra_neuron, extra_word;    // scratch: further drive events (neuron, word)
   std::vector<int32_t> extra_weight;                 // scratch: their efficacies
@@ -262,6 +262,7 @@ class Engine {
  private:
   // Phases (one call per thread and cycle).
   void deliver(ThreadState& ts, int64_t cycle);                                   // delivery.cpp
+  void schedule_plastic(ThreadState& ts, const std::vector<SpikeRecord>& records, int64_t cycle);   // delivery.cpp
   void drive(ThreadState& ts, int64_t cycle);                                     // drive.cpp
   void update(ThreadState& ts, int64_t cycle, int64_t begin, int64_t end);  // steps [begin, end) of the cycle
   void collocate(int64_t cycle);

@@ -1,6 +1,5 @@
-// STDP: building the plastic stores and target histories, and the loop over a step's plastic
-// segments (see plasticity.hpp for the semantics; the update itself is the rule's,
-// cpp/synapses/).
+// STDP: building the plastic stores and target histories (see plasticity.hpp for the semantics;
+// the update itself is the rule's, cpp/synapses/; it runs as spikes are received, delivery.cpp).
 #include "core/plasticity.hpp"
 
 #include <algorithm>
@@ -101,25 +100,6 @@ void build_post_history(const EngineConfig& cfg, const ThreadNeurons& neurons, s
         if (++out.cold[st.target(h, k)].incoming > kMaxPlasticIncoming)
           throw std::runtime_error("a neuron has more than 2^24 - 1 incoming plastic synapses");
   }
-}
-
-uint64_t deliver_plastic(std::vector<PlasticStore>& stores, const std::vector<PlasticEntry>& due, int64_t step,
-                         PostHistory& history, int32_t* row, double scale) {
-  // Segments are known in advance: their records' first lines are fetched a few ahead.
-  constexpr size_t kAhead = 4;
-  auto fetch = [&](const PlasticEntry& e) {
-    const std::byte* r = stores[e.store].record(e.record);
-    __builtin_prefetch(r, 1);
-    __builtin_prefetch(r + 64, 1);
-  };
-  for (size_t e = 0; e < std::min(due.size(), kAhead); ++e) fetch(due[e]);
-  uint64_t events = 0;
-  for (size_t e = 0; e < due.size(); ++e) {
-    if (e + kAhead < due.size()) fetch(due[e + kAhead]);
-    PlasticStore& st = stores[due[e].store];
-    events += st.rule->deliver(st, due[e], step, history, row, scale);
-  }
-  return events;
 }
 
 }  // namespace ranvier

@@ -216,12 +216,24 @@ void build_plastic_store(const EngineConfig& cfg, uint32_t j, const ThreadNeuron
 void build_post_history(const EngineConfig& cfg, const ThreadNeurons& neurons, std::vector<PlasticStore>& stores,
                         int64_t keep_steps, PostHistory& out);
 
-// A plastic segment to deliver: the segment, its record's first word, its synapses and delay
-// (copied from the store when scheduled, so delivery reads no header), and its store (one per
-// plastic projection).
-struct PlasticEntry {
-  uint32_t segment, record, count;
-  uint16_t store, delay;
+// An efficacy on its way: the input column it adds to and its value in the fixed point of the
+// input rows. A plastic synapse is updated when its spike is received (PlasticDelivery::deliver)
+// and its efficacy waits here, under its arrival step, until delivery adds it to the input.
+struct PendingEfficacy {
+  uint32_t column;
+  int32_t efficacy;
+};
+
+// The ring of pending efficacies by arrival step (the delivery queues' ring), seen from one
+// received spike: at(d) is the slot of the step at which a synapse of delay d delivers it.
+struct PendingRing {
+  std::vector<PendingEfficacy>* slots;
+  size_t size;                           // slots in the ring
+  size_t first;                          // the slot of delay 0, unwrapped (first + d < 2 size)
+  std::vector<PendingEfficacy>& at(uint32_t delay) const {
+    const size_t q = first + delay;
+    return slots[q >= size ? q - size : q];
+  }
 };
 
 // An efficacy in the fixed point of the input rows.
@@ -229,12 +241,6 @@ inline int32_t to_fixed(double w, double scale) {
   const double f = std::rint(w * scale);
   return int32_t(std::clamp(f, -2147483647.0, 2147483647.0));
 }
-
-// Delivers the plastic segments `due` whose spikes are integrated in step `step` (spike time plus
-// delay is step + 1): updates every weight, adds the efficacies (fixed point, `scale` units per
-// input unit) to the input row `row`. Returns the synapses delivered.
-uint64_t deliver_plastic(std::vector<PlasticStore>& stores, const std::vector<PlasticEntry>& due, int64_t step,
-                         PostHistory& history, int32_t* row, double scale);
 
 // Synapse k of segment h brought up to `now` (steps): the facilitation by the target's spikes
 // that reached the synapse since its last pre-synaptic spike, which NEST applies only at the next

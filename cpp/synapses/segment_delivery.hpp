@@ -167,18 +167,20 @@ inline size_t last_before(const PostHistory::Where& n, size_t hi, int64_t t) {
 // A rule that reads no target (Rule::kReadsTarget false) takes deliver_target_free instead: the
 // same walk over the record with no history read.
 template <class Rule>
-uint32_t deliver_target_free(const Rule& rule, PlasticStore& st, const PlasticEntry& e, int64_t step, int32_t* row,
-                             double scale) {
-  const int64_t t_pre = step + 1 - e.delay;
-  const uint32_t count = e.count;
-  std::byte* record = st.record(e.record);
+uint32_t deliver_target_free(const Rule& rule, PlasticStore& st, uint32_t h, int64_t t_pre,
+                             std::vector<PendingEfficacy>& out, double scale) {
+  const uint32_t count = st.count(h);
+  std::byte* record = st.record(st.seg_record[h]);
   SegmentTrace& trace = PlasticStore::trace_of(record);
   const uint32_t* neuron = PlasticStore::targets_of(record);
   double* weight = PlasticStore::weights_of(record, count);
   double* state = weight + count;
   const PreSpike pre{trace.k_plus, t_pre - trace.last, t_pre};
   const auto shared = shared_at(rule, pre);
-  int32_t* input = row + st.column_offset;
+  const uint32_t column = uint32_t(st.column_offset);
+  const size_t first = out.size();
+  out.resize(first + count);               // grows geometrically; trimmed to what is written below
+  PendingEfficacy* to = out.data() + first;
   for (uint32_t i = 0; i < count; ++i) {
     double* s = state + i * Rule::kState;
     if constexpr (gated<Rule, decltype(shared)>) {
@@ -186,22 +188,22 @@ uint32_t deliver_target_free(const Rule& rule, PlasticStore& st, const PlasticEn
     }
     const double w = rule.update(weight[i], NoTargetSpike{}, shared, s);
     if constexpr (!fixed_weight<Rule>) weight[i] = w;
-    input[neuron[i]] += to_fixed(w, scale);
+    *to++ = {neuron[i] + column, to_fixed(w, scale)};
   }
+  out.resize(size_t(to - out.data()));
   if constexpr (Rule::kSegmentTrace) trace.k_plus = pre.k_plus * rule.decay_plus(pre.since_last) + 1.0;
   trace.last = t_pre;
   return count;
 }
 
 template <class Rule>
-uint32_t deliver_segment(const Rule& rule, PlasticStore& st, const PlasticEntry& e, int64_t step,
-                         PostHistory& history, int32_t* row, double scale) {
+uint32_t deliver_segment(const Rule& rule, PlasticStore& st, uint32_t h, int64_t t_pre, PostHistory& history,
+                         std::vector<PendingEfficacy>& out, double scale) {
   const StepDecay& decay_minus = *st.decay_minus;
   const StepDecay& decay_plus = rule.decay_plus;
-  const int64_t d = e.delay;
-  const int64_t t_pre = step + 1 - d;       // the pre-synaptic spike's time (steps)
-  const uint32_t count = e.count;
-  std::byte* record = st.record(e.record);
+  const int64_t d = st.seg_delay[h];
+  const uint32_t count = st.count(h);
+  std::byte* record = st.record(st.seg_record[h]);
   SegmentTrace& trace = PlasticStore::trace_of(record);
   const uint32_t* neuron = PlasticStore::targets_of(record);
   double* weight = PlasticStore::weights_of(record, count);
@@ -213,15 +215,12 @@ uint32_t deliver_segment(const Rule& rule, PlasticStore& st, const PlasticEntry&
   const int64_t t1 = t_last - d, t2 = t_pre - d;
   PostHistory::Hot* hot = history.hot.data();
   const PostHistory::Where* where = history.where.data();
-  int32_t* input = row + st.column_offset;
-  constexpr uint32_t kLine = 8, kTail = 4;  // synapses ahead: the target's line, its history's tail
-  for (uint32_t i = 0; i < std::min(count, kLine); ++i) __builtin_prefetch(&hot[neuron[i]]);
-  for (uint32_t i = 0; i < std::min(count, kTail); ++i) __builtin_prefetch(&where[neuron[i]]);
+  const uint32_t column = uint32_t(st.column_offset);
+  const size_t first = out.size();
+  out.resize(first + count);               // grows geometrically
+  PendingEfficacy* to = out.data() + first;
+  constexpr uint32_t kTail = 4;             // synapses ahead: their history's tail
   for (uint32_t i = 0; i < count; ++i) {
-    if (i + kLine < count) {
-      __builtin_prefetch(&hot[neuron[i + kLine]]);
-      __builtin_prefetch(&where[neuron[i + kLine]]);
-    }
     if (i + kTail < count) {
       const PostHistory::Hot& ahead = hot[neuron[i + kTail]];
       if (ahead.any() && ahead.last > t1 && (ahead.last >= t2 || ahead.previous > t1)) {
@@ -255,7 +254,7 @@ uint32_t deliver_segment(const Rule& rule, PlasticStore& st, const PlasticEntry&
       w = update_on(rule, w, NoTargetSpike{}, pre, s, history, neuron[i], 0);
     }
     if constexpr (!fixed_weight<Rule>) weight[i] = w;
-    input[neuron[i]] += to_fixed(w, scale);
+    to[i] = {neuron[i] + column, to_fixed(w, scale)};
   }
   if constexpr (Rule::kSegmentTrace) trace.k_plus = pre.k_plus * decay_plus(pre.since_last) + 1.0;
   trace.last = t_pre;
@@ -287,13 +286,31 @@ template <class Rule>
 class RuleDelivery final : public PlasticDelivery {
  public:
   explicit RuleDelivery(Rule rule) : rule_(std::move(rule)) {}
-  uint32_t deliver(PlasticStore& store, const PlasticEntry& entry, int64_t step, PostHistory& history, int32_t* row,
+  uint64_t deliver(PlasticStore& store, uint64_t source, int64_t t_pre, PostHistory& history, PendingRing& pending,
                    double scale) const override {
-    if constexpr (reads_target<Rule>) {
-      return deliver_segment(rule_, store, entry, step, history, row, scale);
-    } else {
-      return deliver_target_free(rule_, store, entry, step, row, scale);
+    uint64_t events = 0;
+    const uint32_t h0 = store.row_head[source], h1 = store.row_head[source + 1];
+    // The targets' lines (hot, where) are fetched two segments ahead: the row's segments are
+    // short (a few synapses), so a fetch inside one would come too late.
+    constexpr uint32_t kAhead = 2;
+    auto fetch_targets = [&](uint32_t h) {
+      const uint32_t* neuron = PlasticStore::targets_of(store.record(store.seg_record[h]));
+      for (uint32_t k = 0, n = store.count(h); k < n; ++k) {
+        __builtin_prefetch(&history.hot[neuron[k]]);
+        __builtin_prefetch(&history.where[neuron[k]]);
+      }
+    };
+    if constexpr (reads_target<Rule>)
+      for (uint32_t h = h0; h < std::min(h1, h0 + kAhead); ++h) fetch_targets(h);
+    for (uint32_t h = h0; h < h1; ++h) {
+      if constexpr (reads_target<Rule>) {
+        if (h + kAhead < h1) fetch_targets(h + kAhead);
+        events += deliver_segment(rule_, store, h, t_pre, history, pending.at(store.seg_delay[h]), scale);
+      } else {
+        events += deliver_target_free(rule_, store, h, t_pre, pending.at(store.seg_delay[h]), scale);
+      }
     }
+    return events;
   }
   double weight_up_to_date(const PlasticStore& store, uint32_t h, uint32_t k, const PostHistory& history,
                            int64_t now) const override {

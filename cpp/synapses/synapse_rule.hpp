@@ -5,7 +5,7 @@
 //
 // A plastic rule's delivery loop (segment_delivery.hpp) is generic over the rule and compiled for
 // each rule and weight dependence; the one a projection runs is chosen once, at build: delivery
-// makes one virtual call per segment, never one per synapse.
+// makes one virtual call per received spike and store, never one per synapse.
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -17,7 +17,7 @@
 namespace ranvier {
 
 struct PlasticStore;
-struct PlasticEntry;
+struct PendingRing;
 struct PostHistory;
 
 // A plastic projection's rule with its parameters, compiled: the update of one segment at a
@@ -25,11 +25,13 @@ struct PostHistory;
 class PlasticDelivery {
  public:
   virtual ~PlasticDelivery() = default;
-  // Delivers one segment whose spike is integrated in step `step`: updates its weights from the
-  // targets' histories, adds the efficacies (fixed point, `scale` units per input unit) to the
-  // input row `row`. Returns the synapses delivered.
-  virtual uint32_t deliver(PlasticStore& store, const PlasticEntry& entry, int64_t step, PostHistory& history,
-                           int32_t* row, double scale) const = 0;
+  // Delivers the spike of `source` at step `t_pre` to its row of the store, as it is received
+  // (as NEST's Connection::send, long before it arrives: the whole delay is dendritic, so the
+  // update reads only target spikes up to t_pre - d, all recorded by then): updates every
+  // weight from the targets' histories and files each efficacy (fixed point, `scale` units per
+  // input unit) under its arrival step in `pending`. Returns the synapses delivered.
+  virtual uint64_t deliver(PlasticStore& store, uint64_t source, int64_t t_pre, PostHistory& history,
+                           PendingRing& pending, double scale) const = 0;
   // Synapse i (its index in segment h) as of step `now`: the facilitation by the target's spikes
   // that reached it since its last pre-synaptic spike, which NEST applies only at the next one.
   virtual double weight_up_to_date(const PlasticStore& store, uint32_t h, uint32_t i, const PostHistory& history,

@@ -56,7 +56,7 @@ from .leftovers import STAGING_SUFFIX, recover_checkpoints, replace_folder
 from .output import sync_folder
 
 FORMAT = "ranvier-checkpoint"
-FORMAT_VERSION = 2                  # 2: checkpoint.json covered by its own digest (field sha256)
+FORMAT_VERSION = 3                  # 2: checkpoint.json covered by its own digest (field sha256); 3: plastic efficacies in flight
 META = "checkpoint.json"
 META_DIGEST = "sha256"              # checkpoint.json's field: meta_digest() of every other field
 FILES = ("state.npz", "network.pickle", "recording.npz")
