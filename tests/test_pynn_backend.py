@@ -437,3 +437,38 @@ def test_ac_source_set_after_a_run_and_recording_started_after_a_run():
     assert len(i_ac) == 201 and np.max(np.abs(i_ac.magnitude.ravel() - expected)) < 1e-12
     assert len(i_dc) == 101 and float(i_dc.times[0]) == pytest.approx(10.0)
     assert np.all(i_dc.magnitude == 0.3)
+
+
+def test_if_facets_hardware1_is_pyNN_nests():
+    """IF_facets_hardware1: pyNN.nest's iaf_cond_exp with C_m, t_ref and E_ex fixed (its
+    extra_parameters); the same script on both backends, per-cell g_leak: V within 1e-6 mV (the
+    RKF45 tolerance of iaf_cond_exp), the same spikes, the parameters read back as given."""
+    pytest.importorskip("nest")
+
+    def run(name):
+        import importlib
+        sim = importlib.import_module(f"pyNN.{name}")
+        sim.setup(timestep=0.1, min_delay=1.0)
+        cell = sim.Population(2, sim.IF_facets_hardware1(g_leak=[40.0, 25.0], v_thresh=-57.0))
+        src = sim.Population(3, sim.SpikeSourceArray(spike_times=[[5.0, 10.0, 11.0, 12.0, 40.0], [20.0, 21.0, 23.0],
+                                                                  [30.0, 60.0]]))
+        sim.Projection(src, cell, sim.AllToAllConnector(), sim.StaticSynapse(weight=0.006, delay=1.0),
+                       receptor_type="excitatory")
+        sim.Projection(src[2:3], cell, sim.AllToAllConnector(), sim.StaticSynapse(weight=0.01, delay=1.0),
+                       receptor_type="inhibitory")
+        cell.record(["spikes", "v"])
+        sim.run(100.0)
+        seg = cell.get_data().segments[0]
+        v = np.asarray(seg.filter(name="v")[0])
+        spikes = [np.asarray(t.magnitude) for t in seg.spiketrains]
+        g_leak = cell.get("g_leak")
+        sim.end()
+        return v, spikes, g_leak
+
+    v, spikes, g_leak = run("ranvier")
+    v_nest, spikes_nest, _ = run("nest")
+    assert list(g_leak) == [40.0, 25.0]
+    assert all(s.size > 3 for s in spikes)
+    assert all(a.shape == b.shape and np.allclose(a, b, rtol=0, atol=1e-9) for a, b in zip(spikes, spikes_nest)), \
+        (spikes, spikes_nest)
+    assert np.max(np.abs(v - v_nest)) < 1e-6

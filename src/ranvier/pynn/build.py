@@ -47,6 +47,8 @@ def ranvier_params(state, p) -> dict:
     if p.celltype.ranvier_model == SpikeTrain.name:
         return {"spike_times_ms": _spike_times(native["spike_times_ms"], p.size, state.dt, state.given_times,
                                                int(p.first_id))}
+    # Parameters a cell type fixes (IF_facets_hardware1's capacitance, as pyNN.nest's extra_parameters).
+    native = {**getattr(p.celltype, "extra_parameters", {}), **native}
     # Native potentials are absolute, as PyNN's (IF_curr_delta's lifca takes its relative to rest).
     params = NEURON_MODELS[p.celltype.ranvier_model].from_absolute(native)
     # State variables the model takes as parameters (HH_cond_exp's gates, Izhikevich's u): PyNN's

@@ -3,7 +3,8 @@
 Native parameter names are Ranvier's, so a population's native parameters are the Ranvier
 population's: IF_curr_alpha -> iaf_psc_alpha, IF_curr_exp -> psc_exp (separate excitatory and
 inhibitory time constants), IF_cond_exp -> iaf_cond_exp, IF_cond_alpha ->
-iaf_cond_alpha, IF_cond_exp_gsfa_grr -> iaf_cond_exp_sfa_rr, EIF_cond_exp_isfa_ista ->
+iaf_cond_alpha, IF_facets_hardware1 -> iaf_cond_exp (pyNN.nest's fixed C_m, t_ref and E_ex),
+IF_cond_exp_gsfa_grr -> iaf_cond_exp_sfa_rr, EIF_cond_exp_isfa_ista ->
 aeif_cond_exp, EIF_cond_alpha_isfa_ista -> aeif_cond_alpha, HH_cond_exp -> hh_cond_exp_traub,
 SpikeSourceArray -> spike_train, SpikeSourcePoisson -> poisson_source, SpikeSourceGamma -> gamma_source,
 SpikeSourcePoissonRefractory -> ppd_source. PyNN's units (nF, nA, uS) become Ranvier's (pF, pA,
@@ -133,6 +134,24 @@ class Izhikevich(cells.Izhikevich):
     scale_factors = {'v': 1.0, 'u': 1.0}
     absolute_v = True                  # the engine holds V itself (the model has no resting potential)
     initial_parameters = {'u': 'U0_mV_per_ms'}   # PyNN's initial u, per cell
+
+
+class IF_facets_hardware1(cells.IF_facets_hardware1):
+    """PyNN's model of the FACETS hardware neuron, as pyNN.nest runs it: iaf_cond_exp with the
+    capacitance, refractory period and excitatory reversal potential fixed (extra_parameters)."""
+    ranvier_model = IafCondExp.name
+    translations = build_translations(
+        ('v_reset', 'V_reset_mV'),
+        ('v_rest', 'E_L_mV'),
+        ('v_thresh', 'V_th_mV'),
+        ('e_rev_I', 'E_in_mV'),
+        ('tau_syn_E', 'tau_syn_ex_ms'),
+        ('tau_syn_I', 'tau_syn_in_ms'),
+        ('g_leak', 'g_L_nS'),
+    )
+    extra_parameters = {'C_m_pF': 200.0, 'tau_arp_ms': 1.0, 'E_ex_mV': 0.0}
+    variable_map = IF_cond_exp.variable_map
+    scale_factors = IF_cond_exp.scale_factors
 
 
 class IF_cond_alpha(cells.IF_cond_alpha):
