@@ -472,3 +472,61 @@ def test_if_facets_hardware1_is_pyNN_nests():
     assert all(a.shape == b.shape and np.allclose(a, b, rtol=0, atol=1e-9) for a, b in zip(spikes, spikes_nest)), \
         (spikes, spikes_nest)
     assert np.max(np.abs(v - v_nest)) < 1e-6
+
+
+def test_native_cell_type_takes_the_models_own_names_and_gives_nests_trace():
+    """native_cell_type("psc_exp"): Ranvier's parameter names and units, initialize(V_m=...), V_m
+    and I_syn recordable; against NEST's iaf_psc_exp wired the same way (run directly: pyNN.nest
+    0.13's own native_cell_type fails on NEST 3.10 when it reads the model's defaults), V_m
+    within 1e-9 mV at every step and the same spikes."""
+    import pyNN.ranvier as sim
+    from pyNN import errors
+    with pytest.raises(errors.NoModelAvailableError, match="not one of Ranvier's neuron models"):
+        sim.native_cell_type("iaf_psc_exp")
+    times = [[5.0, 10.0, 30.0, 31.0], [20.0, 50.0]]
+    sim.setup(timestep=0.1, min_delay=1.0)
+    try:
+        cell = sim.Population(2, sim.native_cell_type("psc_exp")(
+            E_L_mV=-65.0, V_th_mV=-52.0, V_reset_mV=-70.0, tau_syn_ex_ms=0.5, tau_syn_in_ms=3.0,
+            I_e_pA=[400.0, 100.0], tau_arp_ms=2.0))
+        cell.initialize(V_m=[-60.0, -65.0])
+        src = sim.Population(2, sim.SpikeSourceArray(spike_times=times))
+        sim.Projection(src[0:1], cell, sim.AllToAllConnector(), sim.StaticSynapse(weight=0.5, delay=1.0),
+                       receptor_type="excitatory")
+        sim.Projection(src[1:2], cell, sim.AllToAllConnector(), sim.StaticSynapse(weight=-0.25, delay=1.5),
+                       receptor_type="inhibitory")
+        cell.record(["spikes", "V_m", "I_syn"])
+        assert list(cell.get("I_e_pA")) == [400.0, 100.0] and cell.get("C_m_pF") == 250.0
+        sim.run(100.0)
+        seg = cell.get_data().segments[0]
+        v = np.asarray(seg.filter(name="V_m")[0])
+        assert str(seg.filter(name="I_syn")[0].units.dimensionality) == "pA"
+        ours = [np.asarray(t.magnitude) for t in seg.spiketrains]
+    finally:
+        sim.end()
+    assert v[0].tolist() == [-60.0, -65.0]
+    nest = pytest.importorskip("nest")
+    nest.ResetKernel()
+    nest.set_verbosity("M_ERROR")
+    nest.resolution = 0.1
+    n = nest.Create("iaf_psc_exp", 2, params={"E_L": -65.0, "V_th": -52.0, "V_reset": -70.0, "tau_syn_ex": 0.5,
+                                               "tau_syn_in": 3.0, "t_ref": 2.0})
+    n.I_e = [400.0, 100.0]
+    n.V_m = [-60.0, -65.0]
+    g = nest.Create("spike_generator", 2)
+    for k in range(2):
+        g[k].spike_times = times[k]
+    nest.Connect(g[0], n, syn_spec={"weight": 500.0, "delay": 1.0})
+    nest.Connect(g[1], n, syn_spec={"weight": -250.0, "delay": 1.5})
+    m = nest.Create("multimeter", params={"record_from": ["V_m"], "interval": 0.1})
+    nest.Connect(m, n)
+    r = nest.Create("spike_recorder")
+    nest.Connect(n, r)
+    nest.Simulate(100.0)
+    ev = m.events
+    for i, s in enumerate(n.tolist()):
+        mine = ev["senders"] == s
+        k = np.rint(ev["times"][mine] / 0.1).astype(int)
+        assert np.max(np.abs(v[k, i] - ev["V_m"][mine])) < 1e-9
+        assert np.allclose(ours[i], r.events["times"][r.events["senders"] == s], rtol=0, atol=1e-9)
+    assert ours[0].size > 2

@@ -47,6 +47,12 @@ def ranvier_params(state, p) -> dict:
     if p.celltype.ranvier_model == SpikeTrain.name:
         return {"spike_times_ms": _spike_times(native["spike_times_ms"], p.size, state.dt, state.given_times,
                                                int(p.first_id))}
+    if getattr(p.celltype, "native", False):     # native_cell_type: the model's own parameters
+        if "V_m" in p._initial:                  # initialize(V_m=...) replaces the drawn start
+            defaults = p.celltype.default_parameters
+            native = {k: v for k, v in native.items()
+                      if not (k in ("V0_mean_mV", "V0_sd_mV") and np.all(np.asarray(v) == defaults[k]))}
+        return _refractory_on_grid(native, state.dt)
     # Parameters a cell type fixes (IF_facets_hardware1's capacitance, as pyNN.nest's extra_parameters).
     native = {**getattr(p.celltype, "extra_parameters", {}), **native}
     # Native potentials are absolute, as PyNN's (IF_curr_delta's lifca takes its relative to rest).
@@ -67,8 +73,13 @@ def ranvier_params(state, p) -> dict:
                 f"(Ranvier's {p.celltype.ranvier_model} takes one '{name}'); got {values.min():g} to "
                 f"{values.max():g}: initialize each population with one value")
         params[name] = float(values[0])
-    if "tau_arp_ms" in params:           # refractory periods to the nearest step (NEST's rounding)
-        params["tau_arp_ms"] = np.round(np.asarray(params["tau_arp_ms"], dtype=float) / state.dt) * state.dt
+    return _refractory_on_grid(params, state.dt)
+
+
+def _refractory_on_grid(params: dict, dt: float) -> dict:
+    """Refractory periods to the nearest step (NEST's rounding)."""
+    if "tau_arp_ms" in params:
+        params["tau_arp_ms"] = np.round(np.asarray(params["tau_arp_ms"], dtype=float) / dt) * dt
         if params["tau_arp_ms"].ndim == 0:
             params["tau_arp_ms"] = float(params["tau_arp_ms"])
     return params
@@ -90,6 +101,13 @@ def _check_initial_state(pop) -> None:
     starts those at 0, PyNN's defaults."""
     from pyNN import errors
     model = NEURON_MODELS[pop.celltype.ranvier_model]
+    if getattr(pop.celltype, "native", False):
+        for variable, values in pop._initial.items():
+            if variable != "V_m" and np.any(np.asarray(values, dtype=float) != 0.0):
+                raise errors.InvalidParameterValueError(
+                    f"pyNN.ranvier: native cell type {pop.celltype.ranvier_model} of population '{pop.label}' starts "
+                    f"'{variable}' as the model does; only V_m can be initialized")
+        return
     for variable, values in pop._initial.items():
         default = pop.celltype.default_initial_values.get(variable)
         if variable == "v" or default is None or (variable == "w" and "w0_pA" in model.parameters) or \
@@ -118,7 +136,11 @@ def describe(state) -> dict:
         else:
             _check_initial_state(p)
             _initial_w(p, params)
-        initial = p._initial.get("v") if membrane else None
+        if getattr(p.celltype, "native", False):   # V_m as the model takes it, or the model's own start
+            initial = p._initial.get("V_m")
+            membrane = False
+        else:
+            initial = p._initial.get("v") if membrane else None
         if initial is None and membrane:
             initial = np.full(p.size, float(p.celltype.default_initial_values["v"]))
         if membrane:                                  # PyNN's v is absolute; as the model takes it

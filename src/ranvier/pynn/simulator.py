@@ -230,6 +230,8 @@ class State(common.control.BaseState):
         values = p._initial.get(variable)
         if values is not None and not np.isnan(values[gid - int(p.first_id)]):
             return float(values[gid - int(p.first_id)])
+        if variable not in p.celltype.default_initial_values:   # a native cell type's V_m: the model's start
+            return self.parameter_of(gid, "V0_mean_mV") if "V0_mean_mV" in p._parameters else np.nan
         return float(p.celltype.default_initial_values[variable])
 
     def on_grid(self, t) -> float:
