@@ -23,7 +23,7 @@ void Engine::build_delivery_queues() {
   queue_cycles_ = int64_t((window - 1 + max_delay) / L + 1);
   for (auto& ts : threads_) {
     ts.queue.assign(queue_cycles_ * L, {});
-    ts.plastic_pending.assign(ts.plastic.empty() ? 0 : queue_cycles_ * L, {});
+    ts.plastic_pending = std::vector<PendingEfficacies>(ts.plastic.empty() ? 0 : size_t(queue_cycles_ * L));
     // A target's spike is forgotten once no delivery to come can ask for the trace before the
     // next one: a spike received now asks at t_pre - d, and t_pre is at most a window behind.
     build_post_history(cfg_, ts.neurons, ts.plastic, int64_t(2 * max_delay) + window + L, ts.history);

@@ -149,7 +149,7 @@ struct ThreadState {
   PostHistory history;                               // spikes of the targets of plastic synapses
   std::vector<int32_t> input;                        // [slot][neuron], fixed point
   std::vector<std::vector<DeliveryEntry>> queue;     // [cycle % ring][step offset]: one queue each
-  std::vector<std::vector<PendingEfficacy>> plastic_pending;  // the same ring: plastic efficacies on their way
+  std::vector<PendingEfficacies> plastic_pending;       // the same ring: plastic efficacies on their way
   std::vector<uint8_t> fired;                        // scratch: neurons that fired this step
   std::vector<uint32_t> extra_neuron, extra_word;    // scratch: further drive events (neuron, word)
   std::vector<int32_t> extra_weight;                 // scratch: their efficacies

@@ -224,13 +224,41 @@ struct PendingEfficacy {
   int32_t efficacy;
 };
 
+// The efficacies that arrive in one step: a growable array written a segment at a time (room(n),
+// then the pointer past what was written), with no per-element check or zeroing.
+class PendingEfficacies {
+ public:
+  PendingEfficacy* room(size_t n) {
+    if (size_ + n > capacity_) grow(size_ + n);
+    return data_.get() + size_;
+  }
+  void written_to(const PendingEfficacy* end) { size_ = size_t(end - data_.get()); }
+  void push_back(PendingEfficacy e) { *room(1) = e; ++size_; }
+  const PendingEfficacy* begin() const { return data_.get(); }
+  const PendingEfficacy* end() const { return data_.get() + size_; }
+  bool empty() const { return size_ == 0; }
+  size_t size() const { return size_; }
+  void clear() { size_ = 0; }
+
+ private:
+  void grow(size_t need) {
+    const size_t capacity = std::max(need, 2 * capacity_);
+    std::unique_ptr<PendingEfficacy[]> data(new PendingEfficacy[capacity]);
+    std::copy(begin(), end(), data.get());
+    data_ = std::move(data);
+    capacity_ = capacity;
+  }
+  std::unique_ptr<PendingEfficacy[]> data_;
+  size_t size_ = 0, capacity_ = 0;
+};
+
 // The ring of pending efficacies by arrival step (the delivery queues' ring), seen from one
 // received spike: at(d) is the slot of the step at which a synapse of delay d delivers it.
 struct PendingRing {
-  std::vector<PendingEfficacy>* slots;
+  PendingEfficacies* slots;
   size_t size;                           // slots in the ring
   size_t first;                          // the slot of delay 0, unwrapped (first + d < 2 size)
-  std::vector<PendingEfficacy>& at(uint32_t delay) const {
+  PendingEfficacies& at(uint32_t delay) const {
     const size_t q = first + delay;
     return slots[q >= size ? q - size : q];
   }

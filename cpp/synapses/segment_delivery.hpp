@@ -168,7 +168,7 @@ inline size_t last_before(const PostHistory::Where& n, size_t hi, int64_t t) {
 // same walk over the record with no history read.
 template <class Rule>
 uint32_t deliver_target_free(const Rule& rule, PlasticStore& st, uint32_t h, int64_t t_pre,
-                             std::vector<PendingEfficacy>& out, double scale) {
+                             PendingEfficacies& out, double scale) {
   const uint32_t count = st.count(h);
   std::byte* record = st.record(st.seg_record[h]);
   SegmentTrace& trace = PlasticStore::trace_of(record);
@@ -178,9 +178,7 @@ uint32_t deliver_target_free(const Rule& rule, PlasticStore& st, uint32_t h, int
   const PreSpike pre{trace.k_plus, t_pre - trace.last, t_pre};
   const auto shared = shared_at(rule, pre);
   const uint32_t column = uint32_t(st.column_offset);
-  const size_t first = out.size();
-  out.resize(first + count);               // grows geometrically; trimmed to what is written below
-  PendingEfficacy* to = out.data() + first;
+  PendingEfficacy* to = out.room(count);
   for (uint32_t i = 0; i < count; ++i) {
     double* s = state + i * Rule::kState;
     if constexpr (gated<Rule, decltype(shared)>) {
@@ -190,7 +188,7 @@ uint32_t deliver_target_free(const Rule& rule, PlasticStore& st, uint32_t h, int
     if constexpr (!fixed_weight<Rule>) weight[i] = w;
     *to++ = {neuron[i] + column, to_fixed(w, scale)};
   }
-  out.resize(size_t(to - out.data()));
+  out.written_to(to);
   if constexpr (Rule::kSegmentTrace) trace.k_plus = pre.k_plus * rule.decay_plus(pre.since_last) + 1.0;
   trace.last = t_pre;
   return count;
@@ -198,7 +196,7 @@ uint32_t deliver_target_free(const Rule& rule, PlasticStore& st, uint32_t h, int
 
 template <class Rule>
 uint32_t deliver_segment(const Rule& rule, PlasticStore& st, uint32_t h, int64_t t_pre, PostHistory& history,
-                         std::vector<PendingEfficacy>& out, double scale) {
+                         PendingEfficacies& out, double scale) {
   const StepDecay& decay_minus = *st.decay_minus;
   const StepDecay& decay_plus = rule.decay_plus;
   const int64_t d = st.seg_delay[h];
@@ -216,9 +214,7 @@ uint32_t deliver_segment(const Rule& rule, PlasticStore& st, uint32_t h, int64_t
   PostHistory::Hot* hot = history.hot.data();
   const PostHistory::Where* where = history.where.data();
   const uint32_t column = uint32_t(st.column_offset);
-  const size_t first = out.size();
-  out.resize(first + count);               // grows geometrically
-  PendingEfficacy* to = out.data() + first;
+  PendingEfficacy* to = out.room(count);
   constexpr uint32_t kTail = 4;             // synapses ahead: their history's tail
   for (uint32_t i = 0; i < count; ++i) {
     if (i + kTail < count) {
@@ -256,6 +252,7 @@ uint32_t deliver_segment(const Rule& rule, PlasticStore& st, uint32_t h, int64_t
     if constexpr (!fixed_weight<Rule>) weight[i] = w;
     to[i] = {neuron[i] + column, to_fixed(w, scale)};
   }
+  out.written_to(to + count);
   if constexpr (Rule::kSegmentTrace) trace.k_plus = pre.k_plus * decay_plus(pre.since_last) + 1.0;
   trace.last = t_pre;
   return count;
