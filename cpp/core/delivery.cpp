@@ -109,11 +109,10 @@ RANVIER_PHASE void Engine::deliver(ThreadState& ts, int64_t cycle) {
 
 // Schedule: every received spike's synapse segments go into the queue of the cycle in which
 // they arrive, with the step offset of arrival; its plastic synapses are updated now, the way
-// NEST's do (PlasticDelivery::deliver), and their efficacies wait in the same ring. A spike's
-// row is cold (its row head and its segments' headers missed every cache: two thirds of
-// schedule's samples), and the spikes are
-// known in advance: each spike's row head is fetched 8 spikes ahead and its headers 4 ahead
-// (4/2 and 16/8 measured no better; docs/performance.md).
+// NEST's do (schedule_plastic), and their efficacies wait in the same ring. A spike's row is
+// cold (its row head and its segments' headers missed every cache: two thirds of schedule's
+// samples), and the spikes are known in advance: each spike's row head is fetched 8 spikes
+// ahead and its headers 4 ahead (4/2 and 16/8 measured no better; docs/performance.md).
 RANVIER_PHASE void Engine::schedule(ThreadState& ts, const std::vector<SpikeRecord>& records, int64_t cycle) {
   const auto& st = ts.store;
   const int64_t L = cfg_.steps_per_cycle;
