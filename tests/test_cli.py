@@ -5,8 +5,10 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
+import time
 import tomllib
 from pathlib import Path
 
@@ -284,7 +286,7 @@ def test_sigterm_turned_into_another_error_by_a_library_still_ends_as_terminated
 
     def sigterm_inside_a_library(argv, rank):
         try:
-            cli._on_sigterm(signal.SIGTERM, None)
+            cli.signals._on_sigterm(signal.SIGTERM, None)
         except Terminated:
             raise TypeError("Cannot compare structured arrays unless they have a common dtype") from None
 
@@ -303,3 +305,51 @@ def test_sigterm_turned_into_another_error_by_a_library_still_ends_as_terminated
         assert "ranvier: error: TypeError: a real type error" in capsys.readouterr().err
     finally:
         signal.signal(signal.SIGTERM, previous)
+
+
+class _DropsAnInterrupt:
+    """An object whose __del__ meets SIGINT: Python prints "Exception ignored in ..." and goes on,
+    as it did when an interrupt hit importlib's module-lock callback during an import."""
+
+    def __del__(self):
+        from ranvier.cli import signals
+        signals._on_sigint(signal.SIGINT, None)
+
+
+@pytest.mark.parametrize("where", ["during the build", "during the run"])
+def test_an_interrupt_that_python_dropped_still_ends_the_run(monkeypatch, capsys, tmp_path, where):
+    """An interrupt raised where Python drops exceptions (a weakref callback, a __del__) is
+    remembered and raised where the command can stop: after the build, after each chunk, before
+    the results are published. Before, the 600 s run went on to its end with status 0."""
+    from ranvier import cli, models
+    from ranvier.core import simulation
+
+    build, run_steps = models.build, simulation.Simulation.run
+
+    def build_then_drop(*args, **kwargs):
+        network = build(*args, **kwargs)
+        _DropsAnInterrupt()                     # deleted at once, its exception dropped
+        return network
+
+    def run_then_drop(self, *args, **kwargs):
+        _DropsAnInterrupt()
+        return run_steps(self, *args, **kwargs)
+
+    if where == "during the build":
+        monkeypatch.setattr(models, "build", build_then_drop)
+    else:
+        monkeypatch.setattr(simulation.Simulation, "run", run_then_drop)
+    dropped = []
+    monkeypatch.setattr(sys, "unraisablehook", lambda unraisable: dropped.append(unraisable.exc_type))
+    previous = signal.getsignal(signal.SIGINT)
+    try:
+        started = time.perf_counter()
+        status = cli.main(["run", "--neurons", "300", "--set", "synapses_per_neuron=10", "--duration-ms", "600000",
+                           "--threads", "1", "--quiet", "--out", str(tmp_path / "res")])
+        err = capsys.readouterr().err
+        assert status == 130, err
+        assert dropped == [KeyboardInterrupt] and "ranvier: interrupted" in err
+        assert time.perf_counter() - started < 60        # stopped, not run to its end
+        assert not (tmp_path / "res").exists()
+    finally:
+        signal.signal(signal.SIGINT, previous)

@@ -17,13 +17,13 @@ rank: see main() and docs/faults.md.
 from __future__ import annotations
 
 import os
-import signal
 import sys
 import threading
 
 # Light imports only: main() sets up the handling of signals before the commands, and NumPy,
 # h5py and the engine with them, are imported (seconds on a loaded machine).
 from ..io import config as cfgmod
+from . import signals
 from .arguments import Parser, UsageError, assignment, name_list, non_negative_float, positive_float, positive_int, positive_int_list, seed
 from ..errors import ConfigError, Terminated
 from ..runtime.parallel import agree_on_exit
@@ -172,42 +172,6 @@ def _forget_escaped_interrupt() -> None:
     exec("")
 
 
-# Whether SIGTERM arrived during this main(): the Terminated that _on_sigterm raises can come out
-# of a library as another error (numpy's sort of a structured array, in np.unique(axis=0), turns
-# it into "TypeError: Cannot compare structured arrays ..."), and the job must still end as
-# terminated. Process state by nature, as the signal handler is.
-_sigterm_received = False
-
-
-def _on_sigterm(signum, frame):
-    """SIGTERM (a batch system's wall-time limit, `kill`): stop as after Ctrl-C. A second SIGTERM
-    ends the process at once (the watcher of the output folder clears what is left)."""
-    global _sigterm_received
-    _sigterm_received = True
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    raise Terminated()
-
-
-def _install_handlers():
-    """SIGINT raises KeyboardInterrupt and SIGTERM Terminated; a crash writes one line (the
-    engine's crash report). Returns what puts back the handlers found (main() may run inside
-    another program: tests).
-
-    SIGINT is taken even where the process inherited it ignored: a shell starts a background
-    job (`ranvier run ... &` in a script, a test runner started with &) with SIGINT ignored, and
-    Python keeps that, so `kill -INT` and a launcher's forwarded Ctrl-C were lost and the run
-    went on to its end. A handler of the program that runs main() (not Python's default) is
-    left as it is."""
-    undo = []
-    if threading.current_thread() is threading.main_thread():
-        for sig, handler in ((signal.SIGINT, signal.default_int_handler), (signal.SIGTERM, _on_sigterm)):
-            found = signal.getsignal(sig)
-            if found in (signal.SIG_IGN, signal.SIG_DFL, None) or (sig == signal.SIGINT and found is handler):
-                signal.signal(sig, handler)
-                undo.append(lambda sig=sig, found=found: signal.signal(sig, signal.SIG_DFL if found is None else found))
-    return lambda: [u() for u in reversed(undo)]
-
-
 def _install_crash_report():
     """The engine's one-line crash report (loads the engine); returns what takes it back."""
     undo = []
@@ -250,9 +214,7 @@ def main(argv=None) -> int:
     debugging: in one process the exception is re-raised; with several ranks the traceback is
     printed before the one line and the abort.
     """
-    global _sigterm_received
-    _sigterm_received = False
-    restore_handlers = _install_handlers()       # first: an interrupt from here on is the run's
+    restore_handlers = signals.install()         # first: an interrupt from here on is the run's
     rank = _launcher_rank()
     stdout = sys.stdout
     if stdout is not None and not isinstance(stdout, _ClosedPipeTolerant):
@@ -272,7 +234,7 @@ def main(argv=None) -> int:
     except (Exception, KeyboardInterrupt) as e:
         if _traceback_wanted() and _single_process():
             raise
-        if _sigterm_received and not isinstance(e, Terminated):
+        if signals.sigterm_received() and not isinstance(e, Terminated):
             e = Terminated()                   # what a library made of the one _on_sigterm raised
         return _failed(e)
     finally:

@@ -19,6 +19,7 @@ from ..runtime import energy, environment, parallel
 from ..io import weights as weights_io
 from ..errors import ConfigError
 from ..io.output import dumps_toml
+from . import signals
 from .arguments import (assignment, id_list, non_negative_float, positive_float, positive_int, seed,
                         simulated_time_ms)
 
@@ -215,6 +216,7 @@ def command(args) -> int:
                          stream_to=out.staging if out is not None else None,
                          initial_weights=settings.get("initial_weights") if ck is None else None,
                          record_weights=recorders)
+        signals.raise_if_lost()        # an interrupt dropped during the imports and the build
         if ck is not None:
             checkpoint.restore(sim, ck)
             if args.out is not None and args.checkpoint_every:
@@ -379,6 +381,7 @@ def _simulate(args, cfg, network, sim, meter, fit, out, rank) -> int:
             weights_io.write_weights(out.staging / "weights.h5", sim, gathered, result.weight_traces)
         _note_peak_memory(summary)     # summary.json's: the writing of the results included
         env = environment.collect(sim.size, sim.comm.ranks_on_node, sim.threads, transport=parallel.transport(sim.comm))
+        signals.raise_if_lost()        # not published after an interrupt
         written = out.publish(resolved_dict(cfg, network, sim), summary, env)
         rec.moved_to(out.path)
         if args.checkpoint_every:      # the run's checkpoints join its results
@@ -408,7 +411,7 @@ def _run(sim, duration_ms, bar, saver):
     """sim.run(duration_ms), stopping for a checkpoint at the end of the communication interval in
     which each whole multiple of the checkpoint interval falls (checkpoints are taken there)."""
     if saver is None:
-        return sim.run(duration_ms, progress=bar)
+        return sim.run(duration_ms, progress=signals.checked(bar))
     h, L = sim.resolution_ms, sim.steps_per_cycle
     first = sim.steps_done
     end = first + int(round(duration_ms / h))
@@ -421,7 +424,7 @@ def _run(sim, duration_ms, bar, saver):
         stop = min(end, -(-due // L) * L)
         shown = (lambda done, total, wall, base=(now - first) * h:
                  bar(base + done, duration_ms, time.perf_counter() - t0)) if bar else None
-        result = sim.run((stop - now) * h, progress=shown)
+        result = sim.run((stop - now) * h, progress=signals.checked(shown))
         if stop < end or (stop % L == 0 and stop >= due):
             saver.save()
     return result
