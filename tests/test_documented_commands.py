@@ -154,6 +154,12 @@ SCALED: dict[str, Scaled] = {
     'pip install "ranvier[nestml]"': Scaled(skip="an install: .ci/run installs nestml for tests/test_nestml.py"),
     # docs/nestml.md: the library table, on one model (every model: minutes of SymPy)
     "python bench/nestml_library.py": Scaled("--only iaf_psc_exp_neuron", needs="pynestml", timeout_s=600),
+    # docs/nestml.md: the speed of generated models (the update part, scaled down; the Brunel part
+    # against NEST runs minutes)
+    "python bench/nestml_speed.py": Scaled("--only update --neurons 1000 --duration-ms 100 --repeats 1",
+                                           needs="pynestml", timeout_s=600),
+    "python bench/nestml_speed.py --only update": Scaled("--neurons 1000 --duration-ms 100 --repeats 1",
+                                                         needs="pynestml", timeout_s=600),
     "python bench/pynn_scenarios.py --out results/pynn-scenarios.md":
         Scaled(skip="PyNN's scenarios: tests/test_pynn_scenarios.py runs them"),
     "python bench/pynn_examples.py --out results/pynn-examples.md":

@@ -32,6 +32,7 @@ import numpy as np
 import pytest
 
 import ranvier as rv
+from ranvier.core.random import Normal, Uniform
 from ranvier.errors import ConfigError
 
 H = 0.1
@@ -593,3 +594,50 @@ def test_a_nestml_node_type_with_per_node_parameters_that_vary_is_refused(tmp_pa
         d[...] = np.arange(d.shape[0], dtype=float)
     with pytest.raises(ConfigError, match="per-node dynamics_params 'I_e' varies within the node type"):
         sonata.load(config)
+
+
+@needs_nestml
+def test_parameters_and_initial_potentials_per_neuron_as_the_built_in_model():
+    """A generated model takes arrays (one value per neuron) and distributions for any of its
+    parameters, and the initial potential per neuron, as the built-in models do: NESTML's
+    iaf_psc_exp_neuron with I_e, tau_m and V_m's start per neuron gives the built-in psc_exp's V
+    and spikes with the same values; drawn values are the same on one and two threads."""
+    n = 12
+    I_e, tau_m, V0 = np.linspace(250.0, 500.0, n), np.linspace(8.0, 20.0, n), np.linspace(-70.0, -56.0, n)
+
+    def run(model, params, initial, threads=1):
+        net = rv.Network(name="per-neuron")
+        net.add_population(rv.Population("ex", 1, {"rate_hz": 600.0, "start_ms": 0.0, "stop_ms": T_MS},
+                                         model="poisson_source"))
+        net.add_population(rv.Population("n", n, params, model=model, initial=initial))
+        net.connect(rv.Projection(source="ex", target="n", probability=1.0, weight=W_EX, delay_ms=DELAY_MS))
+        sim = rv.Simulation(net, threads=threads, seed=3, resolution_ms=H, record_state=list(range(1, n + 1)))
+        return sim.run(T_MS)
+
+    generated = nestml_model("iaf_psc_exp_neuron")
+    ours = run(generated, {**PARAMS, "I_e": I_e, "tau_m": tau_m}, V0)
+    built_in = run("psc_exp", {"C_m_pF": 250.0, "tau_m_ms": tau_m, "tau_syn_ex_ms": 2.0, "tau_syn_in_ms": 5.0,
+                               "tau_arp_ms": 2.0, "E_L_mV": -70.0, "V_reset_mV": -70.0, "V_th_mV": -55.0,
+                               "I_e_pA": I_e}, V0)
+    V_ours = np.array([np.asarray(ours.state["V"][k], float) for k in range(n)])
+    V_built_in = np.array([np.asarray(built_in.state["V"][k], float) for k in range(n)]) - 70.0   # rest-relative
+    assert np.abs(V_ours[:, 0] - V0).max() < 1.0            # each neuron from its own start
+    np.testing.assert_allclose(V_ours, V_built_in, rtol=0, atol=1e-9)
+    assert np.array_equal(np.asarray(ours.spike_ids), np.asarray(built_in.spike_ids))
+    assert np.array_equal(np.asarray(ours.spike_steps), np.asarray(built_in.spike_steps))
+    counts = np.bincount(np.asarray(ours.spike_ids), minlength=n + 1)[1:]
+    assert counts[-1] > counts[0] and len(set(counts.tolist())) > 3      # I_e and tau_m differ per neuron
+
+    drawn = [run(generated, {**PARAMS, "I_e": Normal(400.0, 50.0)}, Uniform(-70.0, -56.0), threads)
+             for threads in (1, 2)]
+    assert np.array_equal(np.asarray(drawn[0].spike_ids), np.asarray(drawn[1].spike_ids))
+    assert np.array_equal(np.asarray(drawn[0].spike_steps), np.asarray(drawn[1].spike_steps))
+    assert len(set(np.bincount(np.asarray(drawn[0].spike_ids), minlength=n + 1)[1:].tolist())) > 3
+
+
+@needs_nestml
+def test_an_unknown_per_neuron_parameter_is_refused_naming_it():
+    model = nestml_model("iaf_psc_exp_neuron")
+    net = rv.Network(name="bad")
+    with pytest.raises(ConfigError, match="I_ee"):
+        net.add_population(rv.Population("n", 3, {**PARAMS, "I_ee": np.ones(3)}, model=model))

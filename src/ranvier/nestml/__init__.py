@@ -112,7 +112,7 @@ def _model_class(g, engine_name: str):
         what = comment or f"NESTML parameter {name}"
         if default is None:
             what += " (left out: the model's default expression)"
-        parameters[name] = Parameter(unit, what, math.nan if default is None else float(default))
+        parameters[name] = Parameter(unit, what, math.nan if default is None else float(default), per_neuron=True)
     recordables = {}
     for key, s in zip(("c", "c_in"), g.state[1:3]):
         recordables[key] = (s.name, s.unit or "dimensionless", f"NESTML state variable {s.name}")
@@ -131,13 +131,6 @@ def _model_class(g, engine_name: str):
         pynn_weight_scale = 1000.0     # PyNN's nA (uS) to NEST's pA (nS), as pyNN.nest scales native models
 
         @classmethod
-        def read_values(cls, pop, where):
-            if not (isinstance(pop.initial, str) and pop.initial == "reset"):
-                raise ConfigError(f"{where}: model '{cls.name}' (NESTML) starts from its state block's initial "
-                                  f"values; leave 'initial' at 'reset', got {pop.initial!r:.60}")
-            return super().read_values(pop, where)
-
-        @classmethod
         def check(cls, pop, where):
             for key, value in pop.params.items():
                 if key in pop.defaulted and isinstance(value, float) and math.isnan(value):
@@ -146,11 +139,11 @@ def _model_class(g, engine_name: str):
 
         @classmethod
         def to_engine(cls, pop, resolution_ms):
-            given = {k: float(v) for k, v in pop.params.items()
+            # a parameter left out whose default is an expression stays out: the engine computes it
+            given = {k: v for k, v in pop.params.items()
                      if not (k in pop.defaulted and isinstance(v, float) and math.isnan(v))}
             s = cls._spec(None, None)
-            s.model = cls.engine_name
-            s.parameters = given
+            cls._per_neuron_spec(pop, s, given)     # the means of those that vary, and their values
             return s
 
         @classmethod

@@ -300,7 +300,9 @@ def generate(path: str | Path) -> GeneratedModel:
         path=path, nestml=nestml_name, nestml_version=NESTML_VERSION, fields=fields,
         names=names_list + (", " if names_list else "") + "nullptr",
         params="\n".join(param_code), internals="\n".join(internals_code),
-        init="\n".join(init_code),
+        init="\n".join(init_code), has_v="true" if state[0].column == "V" else "false",
+        init_v=(f"    if (initial_v != spec.per_neuron.end()) v_{_ident(state[0].name)} = "
+                f"neuron_value(initial_v->second, key, s.gid[k], spec.first);" if state[0].column == "V" else ""),
         init_store="\n".join(f"    s.{s.column}[k] = v_{_ident(s.name)};" for s in state),
         load="\n".join(f"      double v_{_ident(s.name)} = s.{s.column}[k];" for s in state),
         inputs="\n".join(_input_lines(spike_ports, current_port)), inlines="\n".join(inline_code),
@@ -382,7 +384,7 @@ def _parameters(path, model, scope, P):
                 comment = decl.print_comment("").strip() if hasattr(decl, "print_comment") else ""
                 parameters.append((n, u, default, comment))
                 code = P(expr) if expr is not None else "0.0"
-                param_code.append(f'  P.p_{_ident(n)} = has(spec, "{n}") ? parameter(spec, "{n}") : ({code});')
+                param_code.append(f'  P.p_{_ident(n)} = has(given, "{n}") ? given.at("{n}") : ({code});')
     return parameters, param_code
 
 
@@ -564,7 +566,7 @@ class _NumericSolver:
         return [(n, "", 1e-6, what) for n, what in self.TOLERANCES] if self.numeric else []
 
     def parameter_code(self):
-        return [f'  P.p_{n} = has(spec, "{n}") ? parameter(spec, "{n}") : 1e-6;'
+        return [f'  P.p_{n} = has(given, "{n}") ? given.at("{n}") : 1e-6;'
                 for n, _ in self.TOLERANCES] if self.numeric else []
 
     def initial_code(self):
@@ -683,9 +685,11 @@ _TEMPLATE = """\
 // (NESTML model '{nestml}', NESTML {nestml_version}); do not edit: regenerated when the model changes.
 // Ranvier's neuron model interface: cpp/neurons/neuron_model.hpp; entry points: model_abi.hpp.
 #include <cmath>
+#include <map>
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "neurons/model_abi.hpp"
 #include "neurons/rkf45.hpp"
@@ -693,20 +697,32 @@ _TEMPLATE = """\
 namespace ranvier {{
 namespace {{
 
-// The model's parameters (NESTML's names and NEST's units) and internals, per population.
+// The model's parameters (NESTML's names and NEST's units) and internals: a population's, or one
+// neuron's where parameters vary per neuron.
 struct Params {{
 {fields}
 }};
 
 const char* const kParameters[] = {{{names}}};
 
-bool has(const PopulationSpec& spec, const char* name) {{ return spec.parameters.count(name) > 0; }}
+// Parameters by name: the population's (PopulationSpec::parameters), or a neuron's (given_for).
+using Given = std::map<std::string, double>;
+
+bool has(const Given& given, const char* name) {{ return given.count(name) > 0; }}
+
+// Neuron gid's parameters: the population's, with the neuron's own value of those that vary.
+Given given_for(const PopulationSpec& spec, const Key& key, uint64_t gid) {{
+  Given given = spec.parameters;
+  for (const auto& [name, values] : spec.per_neuron)
+    if (name != kInitialV) given[name] = neuron_value(values, key, gid, spec.first);
+  return given;
+}}
 
 {functions}
 
 // Parameters given, or the model's defaults (expressions of the parameters before them); then the
 // internals (ODE-toolbox's propagators among them) at resolution h.
-Params params_of(const PopulationSpec& spec, double h) {{
+Params params_of(const Given& given, double h) {{
   Params P;
   (void)h;
 {params}
@@ -715,15 +731,25 @@ Params params_of(const PopulationSpec& spec, double h) {{
 }}
 
 void check(const PopulationSpec& spec, double h) {{
-  check_no_per_neuron(spec);
   check_initial(spec, kInitialReset);
+  for (const auto& [name, v] : spec.per_neuron) {{
+    bool known = name == kInitialV && {has_v};
+    for (const char* const* n = kParameters; *n && !known; ++n) known = name == *n;
+    const std::string where = "population '" + spec.name + "' ({nestml}): per-neuron '" + name + "'";
+    if (!known) throw std::invalid_argument(where + " is not a parameter of the model");
+    if (v.values.empty() && v.distribution != "normal" && v.distribution != "uniform" && v.distribution != "lognormal")
+      throw std::invalid_argument(where + " has neither values nor a known distribution ('" + v.distribution + "')");
+    if (!v.values.empty() && v.values.size() != spec.size)
+      throw std::invalid_argument(where + " has " + std::to_string(v.values.size()) + " values for " +
+                                  std::to_string(spec.size) + " neurons");
+  }}
   for (const auto& [name, value] : spec.parameters) {{
     bool known = false;
     for (const char* const* n = kParameters; *n && !known; ++n) known = name == *n;
     if (!known)
       throw std::invalid_argument("population '" + spec.name + "' ({nestml}): unknown parameter '" + name + "'");
   }}
-  const Params P = params_of(spec, h);
+  const Params P = params_of(spec.parameters, h);     // per-neuron parameters at their means
   const double* values = reinterpret_cast<const double*>(&P);
   for (size_t i = 0; i < sizeof(Params) / sizeof(double); ++i)
     if (std::isnan(values[i]))          // infinities are bounds some models take (V_min = -inf)
@@ -731,41 +757,60 @@ void check(const PopulationSpec& spec, double h) {{
                                   "is not a number at resolution " + std::to_string(h) + " ms");
 }}
 
-// The initial values of the state block, in its order.
-void initialize(const PopulationSpec& spec, const Key&, double h, const NeuronColumns& s) {{
-  const Params P = params_of(spec, h);
+// The initial values of the state block, in its order, from each neuron's parameters; the
+// membrane potential's from PopulationSpec::per_neuron's initial_V_mV where it is given.
+void initialize(const PopulationSpec& spec, const Key& key, double h, const NeuronColumns& s) {{
+  const bool varies = parameters_vary(spec);
+  const Params population = params_of(spec.parameters, h);
+  const auto initial_v = spec.per_neuron.find(kInitialV);
   for (uint64_t k = 0; k < s.n; ++k) {{
+    const Params P = varies ? params_of(given_for(spec, key, s.gid[k]), h) : population;
 {init}
+{init_v}
 {init_store}
   }}
 }}
 
 class Update final : public PopulationUpdate {{
  public:
-  Update(const PopulationSpec& spec, double h) : params_(params_of(spec, h)), h_(h) {{}}
+  Update(const PopulationSpec& spec, const ModelContext& ctx, const NeuronColumns& columns)
+      : params_(params_of(spec.parameters, ctx.h)), h_(ctx.h) {{
+    if (parameters_vary(spec))           // one set per neuron of the range, computed once
+      for (uint64_t k = 0; k < columns.n; ++k) table_.push_back(params_of(given_for(spec, ctx.key, columns.gid[k]), h_));
+  }}
   void step(const StepInput& step_input, const NeuronColumns& columns, uint8_t* fired) const override {{
     if (step_input.current)
-      loop<true>(step_input, columns, fired);
+      table_.empty() ? loop<true, false>(step_input, columns, fired) : loop<true, true>(step_input, columns, fired);
     else
-      loop<false>(step_input, columns, fired);
+      table_.empty() ? loop<false, false>(step_input, columns, fired) : loop<false, true>(step_input, columns, fired);
   }}
 
  private:
   // kCurrent: whether an injected current reaches the range in this step (a loop without the
-  // test per neuron).
-  template <bool kCurrent>
+  // test per neuron); kPerNeuron: whether each neuron has its own parameters (table_).
+  template <bool kCurrent, bool kPerNeuron>
   void loop(const StepInput& step_input, const NeuronColumns& columns, uint8_t* fired) const {{
     // Local copies: the stores through `fired` (bytes) could alias anything reached through a
     // reference, which would keep the loop from being vectorised.
     const StepInput in = step_input;
     const NeuronColumns s = columns;
-    const Params P = params_;
+    const Params population = params_;
+    const Params* const table = table_.data();
+    (void)table;
     const double h = h_;
     (void)h;
     const double scale = in.input_scale;
     (void)scale;
     const uint64_t n = s.n;
-    for (uint64_t k = 0; k < n; ++k) {{
+    // In blocks, the block's spike flags kept as 64-bit integers and made bytes after it: GCC
+    // does not vectorise a loop that stores bytes beside doubles, and does vectorise this one
+    // where the model's statements allow it (if/else become selects; the same values per lane).
+    constexpr uint64_t kBlock = 256;
+    int64_t flags[kBlock];
+    for (uint64_t block = 0; block < n; block += kBlock) {{
+     const uint64_t block_end = n - block < kBlock ? n : block + kBlock;
+     for (uint64_t k = block; k < block_end; ++k) {{
+      const Params& P = kPerNeuron ? table[k] : population;
 {load}
 {inputs}
       bool spiked = false;
@@ -782,16 +827,20 @@ class Update final : public PopulationUpdate {{
       // onCondition
 {conditions}
 {store}
-      fired[k] = spiked ? 1 : 0;
+      flags[k - block] = spiked ? 1 : 0;
+     }}
+     for (uint64_t k = block; k < block_end; ++k) fired[k] = uint8_t(flags[k - block]);
     }}
   }}
 
   const Params params_;
   const double h_;
+  std::vector<Params> table_;            // per neuron of the range, where parameters vary
 }};
 
-std::unique_ptr<PopulationUpdate> make_update(const PopulationSpec& spec, const ModelContext& ctx, const NeuronColumns&) {{
-  return std::make_unique<Update>(spec, ctx.h);
+std::unique_ptr<PopulationUpdate> make_update(const PopulationSpec& spec, const ModelContext& ctx,
+                                             const NeuronColumns& columns) {{
+  return std::make_unique<Update>(spec, ctx, columns);
 }}
 
 }}  // namespace

@@ -130,7 +130,8 @@ def describe(state) -> dict:
         model = p.celltype.ranvier_model
         params = ranvier_params(state, p)
         membrane = NEURON_MODELS[model].has_potential
-        if getattr(p.celltype, "nestml_model", None) is not None:
+        nestml = getattr(p.celltype, "nestml_model", None) is not None
+        if nestml:
             _check_nestml_initial(p)
             membrane = False
         else:
@@ -139,6 +140,8 @@ def describe(state) -> dict:
         if getattr(p.celltype, "native", False):   # V_m as the model takes it, or the model's own start
             initial = p._initial.get("V_m")
             membrane = False
+        elif nestml:                               # its potential as initialize() gave it, or its own start
+            initial = _nestml_initial_potential(p)
         else:
             initial = p._initial.get("v") if membrane else None
         if initial is None and membrane:
@@ -172,24 +175,52 @@ def describe(state) -> dict:
     return {"populations": pops, "projections": projs}
 
 
+def _nestml_starts(p, s, shape):
+    """Where the state variable `s` of a NESTML cell type starts in each cell (its state block's
+    number, or the parameter it names: V_m = E_L), or None for an expression."""
+    native = _native_values(p)
+    if s.initial in native:
+        return np.broadcast_to(np.asarray(native[s.initial], dtype=float), shape)
+    try:
+        return np.full(shape, float(s.initial))
+    except ValueError:
+        return None
+
+
+def _nestml_initial_potential(p):
+    """The first state variable's (the potential's) start per cell where initialize() sets it
+    elsewhere than the model's own start for some cell, else None (the model's start)."""
+    s = p.celltype.nestml_model.generated.state[0]
+    given = p._initial.get(s.name)
+    if given is None:
+        return None
+    given = np.broadcast_to(np.asarray(given, dtype=float), (p.size,))
+    starts = _nestml_starts(p, s, given.shape)
+    if starts is None:
+        if np.isnan(given).any():
+            raise NotImplementedError(
+                f"pyNN.ranvier: NESTML model {p.celltype.nestml_model.name} starts {s.name} from an expression "
+                f"({s.initial}); initialize({s.name}=...) every cell of population '{p.label}' or none")
+        return given.copy()
+    if not (~np.isnan(given) & (given != starts)).any():
+        return None
+    return np.where(np.isnan(given), starts, given)
+
+
 def _check_nestml_initial(p) -> None:
-    """A NESTML model starts from its state block's initial values (V_m = E_L): PyNN's initial
-    values (initialize(), or the cell type's defaults) must be those, or the run would not be the
+    """A NESTML model starts from its state block's initial values (V_m = E_L) but for its first
+    state variable (its potential: _nestml_initial_potential): PyNN's initial values of the
+    others (initialize(), or the cell type's defaults) must be those, or the run would not be the
     script's; refused otherwise, naming the variable and the value to give."""
     model = p.celltype.nestml_model
-    native = _native_values(p)
-    for s in model.generated.state:
+    for s in model.generated.state[1:]:
         given = p._initial.get(s.name)
         if given is None:
             continue
         given = np.asarray(given, dtype=float)
-        if s.initial in native:
-            starts = np.broadcast_to(np.asarray(native[s.initial], dtype=float), given.shape)
-        else:
-            try:
-                starts = np.full(given.shape, float(s.initial))
-            except ValueError:
-                continue                               # an expression: the model's own value
+        starts = _nestml_starts(p, s, given.shape)
+        if starts is None:
+            continue                                   # an expression: the model's own value
         differ = np.flatnonzero(~np.isnan(given) & (given != starts))
         if differ.size:
             k = int(differ[0])

@@ -9,8 +9,9 @@ recordable by name (the membrane potential and the next two state variables the 
 recordable: ranvier.nestml), weights in nA (or uS) scaled by 1000 into the model's pA (or nS, or
 mV), receptor types 'excitatory' and 'inhibitory'. The model is generated, compiled (cached) and
 loaded when the cell type is made (ranvier.nestml.neuron_model; docs/nestml.md), so a script may
-call this before or after setup(). A model starts from its state block's initial values:
-initialize() on its state variables is refused.
+call this before or after setup(). Parameters may vary per cell; initialize() sets the
+membrane potential (the model's first state variable) per cell, and the others start from the
+state block's initial values (initialize() to another value is refused).
 """
 from __future__ import annotations
 
