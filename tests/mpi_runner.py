@@ -214,8 +214,8 @@ def pynn_cells_network(neurons: int, probability: float):
     iaf_cond_exp (C, homogeneous; D, g_L_nS and V_th_mV per neuron), iaf_cond_alpha (A,
     homogeneous; B, tau_syn_ex_ms and E_in_mV per neuron), aeif_cond_exp (F, homogeneous, spiking
     with adaptation), aeif_cond_alpha (G, b_pA and the initial w per neuron), hh_cond_exp_traub
-    (H), izhikevich (Z, I_e_pA, the initial U and V per neuron) and iaf_cond_exp_sfa_rr (S, q_sfa_nS
-    per neuron); 70 % excitatory,
+    (H), izhikevich (Z, I_e_pA, the initial U and V per neuron), iaf_cond_exp_sfa_rr (S, q_sfa_nS
+    per neuron) and gif_cond_exp (T, I_e_pA per neuron, stochastic spiking); 70 % excitatory,
     inhibitory weights negative (split input), pA into psc_exp, nS into the conductance models;
     Poisson drive."""
     import ranvier as rv
@@ -248,20 +248,25 @@ def pynn_cells_network(neurons: int, probability: float):
                                      model="izhikevich", initial=Uniform(-70.0, -60.0)))
     net.add_population(rv.Population("S", n_h, {"V0_mean_mV": -65.0, "V0_sd_mV": 5.0, "I_e_pA": 450.0,
                                                 "q_sfa_nS": Uniform(10.0, 20.0)}, model="iaf_cond_exp_sfa_rr"))
+    net.add_population(rv.Population("T", n_h, {"V0_mean_mV": -60.0, "V0_sd_mV": 5.0, "I_e_pA": Uniform(140.0, 170.0),
+                                                "lambda_0_hz": 20.0, "tau_stc_ms": [10.0], "q_stc_pA": [10.0],
+                                                "tau_sfa_ms": [50.0, 200.0], "q_sfa_mV": [2.0, 0.5]},
+                                     model="gif_cond_exp"))
     delays = dict(delay_offset_ms=1.0, delay_scale_ms=1.0, delay_cut_ms=3.0, delay_step_ms=0.1)
     weights = {("psc_exp", True): 40.0, ("psc_exp", False): -80.0, ("iaf_cond_exp", True): 2.0,
                ("iaf_cond_exp", False): -8.0, ("iaf_cond_alpha", True): 1.0, ("iaf_cond_alpha", False): -4.0,
                ("aeif_cond_exp", True): 2.0, ("aeif_cond_exp", False): -8.0, ("aeif_cond_alpha", True): 1.0,
                ("aeif_cond_alpha", False): -4.0, ("hh_cond_exp_traub", True): 2.0,
                ("hh_cond_exp_traub", False): -8.0, ("izhikevich", True): 1.0, ("izhikevich", False): -1.0,
-               ("iaf_cond_exp_sfa_rr", True): 2.0, ("iaf_cond_exp_sfa_rr", False): -8.0}
+               ("iaf_cond_exp_sfa_rr", True): 2.0, ("iaf_cond_exp_sfa_rr", False): -8.0,
+               ("gif_cond_exp", True): 2.0, ("gif_cond_exp", False): -8.0}
     for src in net.populations:
         for tgt in net.populations:
             net.connect(rv.Projection(source=src.name, target=tgt.name, probability=probability,
                                       weight=weights[(tgt.model, src.excitatory)], **delays))
     for tgt, w, rate in (("E", 40.0, 200.0), ("I", 40.0, 150.0), ("C", 2.0, 120.0), ("D", 2.0, 120.0),
                          ("A", 1.0, 120.0), ("B", 1.0, 120.0), ("F", 2.0, 120.0), ("G", 1.0, 120.0),
-                         ("H", 2.0, 120.0), ("Z", 1.0, 120.0), ("S", 2.0, 120.0)):
+                         ("H", 2.0, 120.0), ("Z", 1.0, 120.0), ("S", 2.0, 120.0), ("T", 2.0, 120.0)):
         net.drive(rv.PoissonDrive(tgt, 100, rate, weight=w))
     return net
 

@@ -240,6 +240,22 @@ def test_pyNN_parameter_types_are_exported_as_pyNN_nest_exports_them():
         sim.end()
 
 
+def test_the_procedural_set_is_exported_as_pyNN_nest_exports_it():
+    """sim.set(cells, **parameters), PyNN's procedural API (deprecated there, still exported)."""
+    import warnings
+
+    import pyNN.ranvier as sim
+    sim.setup(timestep=0.1)
+    try:
+        cells = sim.Population(3, sim.IF_curr_exp())
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)
+            sim.set(cells, tau_m=15.0, i_offset=[0.1, 0.2, 0.3])
+        assert cells.get("tau_m") == 15.0 and list(cells.get("i_offset")) == [0.1, 0.2, 0.3]
+    finally:
+        sim.end()
+
+
 def test_gutig_takes_the_scripts_mu():
     """The mu_plus and mu_minus a script gives reach the engine (rv.STDP's mu_plus, mu_minus)."""
     import pyNN.ranvier as sim

@@ -366,7 +366,7 @@ def test_a_poisson_drive_into_split_input_must_be_excitatory(model, params):
                                                              (2, 2, "block", "allgather")])
 def test_spikes_identical_for_any_decomposition(workloads, ranks, threads, placement, exchange):
     """psc_exp with two time constants, iaf_cond_exp, iaf_cond_alpha, aeif_cond_exp,
-    aeif_cond_alpha, hh_cond_exp_traub, izhikevich and iaf_cond_exp_sfa_rr, homogeneous and with
+    aeif_cond_alpha, hh_cond_exp_traub, izhikevich, iaf_cond_exp_sfa_rr and gif_cond_exp, homogeneous and with
     per-neuron parameters: the same spikes and traces (V, c, and w of the aeif models and of
     iaf_cond_exp_sfa_rr, its g_sfa) on any ranks x threads x placement x exchange."""
     kw = dict(model="pynn-cells", neurons=800, probability=0.05, ms=200.0)

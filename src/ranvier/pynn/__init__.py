@@ -61,6 +61,7 @@ get_current_time, get_time_step, get_min_delay, get_max_delay, num_processes, ra
 create = common.build_create(Population)
 connect = common.build_connect(Projection, FixedProbabilityConnector, StaticSynapse)   # noqa: F405
 record = common.build_record(simulator)
+set = common.procedural_api.set          # noqa: A001  (PyNN's procedural set(), as pyNN.nest exports it)
 
 
 def record_v(source, filename):

@@ -56,7 +56,7 @@ def ranvier_params(state, p) -> dict:
     # Parameters a cell type fixes (IF_facets_hardware1's capacitance, as pyNN.nest's extra_parameters).
     native = {**getattr(p.celltype, "extra_parameters", {}), **native}
     # Native potentials are absolute, as PyNN's (IF_curr_delta's lifca takes its relative to rest).
-    params = NEURON_MODELS[p.celltype.ranvier_model].from_absolute(native)
+    params = NEURON_MODELS[p.celltype.ranvier_model].from_absolute(_array_parameters(p, native))
     # State variables the model takes as parameters (HH_cond_exp's gates, Izhikevich's u): PyNN's
     # initial values, per cell where the model's parameter varies per neuron.
     model = NEURON_MODELS[p.celltype.ranvier_model]
@@ -74,6 +74,28 @@ def ranvier_params(state, p) -> dict:
                 f"{values.max():g}: initialize each population with one value")
         params[name] = float(values[0])
     return _refractory_on_grid(params, state.dt)
+
+
+def _array_parameters(p, native: dict) -> dict:
+    """PyNN's ArrayParameter values (GIF_cond_exp's time constants), one per cell, as the one list
+    the Ranvier population takes; refused where cells differ."""
+    from pyNN import errors
+    from pyNN.parameters import ArrayParameter
+    out = dict(native)
+    for key, value in native.items():
+        cells = [value] if isinstance(value, ArrayParameter) else None
+        if cells is None:
+            arr = np.asarray(value, dtype=object) if isinstance(value, np.ndarray) else None
+            if arr is None or arr.size == 0 or not isinstance(arr.flat[0], ArrayParameter):
+                continue
+            cells = list(arr.flat)
+        first = np.asarray(cells[0].value, dtype=float)
+        if any(not np.array_equal(np.asarray(c.value, dtype=float), first) for c in cells[1:]):
+            raise errors.InvalidParameterValueError(
+                f"{type(p.celltype).__name__} of population '{p.label}': '{key}' must be the same list for every cell "
+                f"(Ranvier's {p.celltype.ranvier_model} takes one per population); give one population per list")
+        out[key] = first.tolist()
+    return out
 
 
 def _refractory_on_grid(params: dict, dt: float) -> dict:

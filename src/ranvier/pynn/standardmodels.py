@@ -5,7 +5,7 @@ population's: IF_curr_alpha -> iaf_psc_alpha, IF_curr_exp -> psc_exp (separate e
 inhibitory time constants), IF_cond_exp -> iaf_cond_exp, IF_cond_alpha ->
 iaf_cond_alpha, IF_facets_hardware1 -> iaf_cond_exp (pyNN.nest's fixed C_m, t_ref and E_ex),
 IF_cond_exp_gsfa_grr -> iaf_cond_exp_sfa_rr, EIF_cond_exp_isfa_ista ->
-aeif_cond_exp, EIF_cond_alpha_isfa_ista -> aeif_cond_alpha, HH_cond_exp -> hh_cond_exp_traub,
+aeif_cond_exp, EIF_cond_alpha_isfa_ista -> aeif_cond_alpha, GIF_cond_exp -> gif_cond_exp, HH_cond_exp -> hh_cond_exp_traub,
 SpikeSourceArray -> spike_train, SpikeSourcePoisson -> poisson_source, SpikeSourceGamma -> gamma_source,
 SpikeSourcePoissonRefractory -> ppd_source. PyNN's units (nF, nA, uS) become Ranvier's (pF, pA,
 nS) in the translations.
@@ -15,7 +15,7 @@ from __future__ import annotations
 from pyNN.standardmodels import build_translations, cells, electrodes, synapses
 
 from ranvier.core.neurons import Izhikevich as IzhikevichModel
-from ranvier.core.neurons import (AeifCondAlpha, AeifCondExp, GammaSource, HhCondExpTraub, IafCondAlpha, IafCondExp,
+from ranvier.core.neurons import (AeifCondAlpha, AeifCondExp, GammaSource, GifCondExp, HhCondExpTraub, IafCondAlpha, IafCondExp,
                                   IafCondExpSfaRr, IafPscAlpha, Lifca, PoissonSource, PpdSource, PscExp, SpikeTrain)
 
 from .simulator import state
@@ -203,6 +203,35 @@ class EIF_cond_exp_isfa_ista(cells.EIF_cond_exp_isfa_ista):
     )
     variable_map = {'v': 'V', 'gsyn_exc': 'c', 'gsyn_inh': 'c_in', 'w': 'w'}
     scale_factors = {'v': 1.0, 'gsyn_exc': 0.001, 'gsyn_inh': 0.001, 'w': 0.001}   # nS -> uS, pA -> nA
+
+
+class GIF_cond_exp(cells.GIF_cond_exp):
+    __doc__ = cells.GIF_cond_exp.__doc__
+    ranvier_model = GifCondExp.name
+    translations = build_translations(          # as pyNN.nest's onto gif_cond_exp
+        ('v_rest', 'E_L_mV'),
+        ('cm', 'C_m_pF', 1000.0),               # nF -> pF
+        ('tau_m', 'g_L_nS', "cm/tau_m*1000.0", "C_m_pF/g_L_nS"),
+        ('tau_refrac', 'tau_arp_ms'),
+        ('tau_syn_E', 'tau_syn_ex_ms'),
+        ('tau_syn_I', 'tau_syn_in_ms'),
+        ('e_rev_E', 'E_ex_mV'),
+        ('e_rev_I', 'E_in_mV'),
+        ('v_reset', 'V_reset_mV'),
+        ('i_offset', 'I_e_pA', 1000.0),         # nA -> pA
+        ('delta_v', 'Delta_V_mV'),
+        ('v_t_star', 'V_T_star_mV'),
+        ('lambda0', 'lambda_0_hz'),          # Hz, NEST's lambda_0 (1/s)
+        ('tau_eta', 'tau_stc_ms'),
+        ('tau_gamma', 'tau_sfa_ms'),
+        ('a_eta', 'q_stc_pA', 1000.0),          # nA -> pA
+        ('a_gamma', 'q_sfa_mV'),
+    )
+    # i_eta, the spike-triggered current, is the engine's w; v_t, the moving threshold, is in the
+    # engine's state but not among the variables its state recorder keeps: record() refuses it.
+    recordable = ['spikes', 'v', 'gsyn_exc', 'gsyn_inh', 'i_eta']
+    variable_map = {'v': 'V', 'gsyn_exc': 'c', 'gsyn_inh': 'c_in', 'i_eta': 'w'}
+    scale_factors = {'v': 1.0, 'gsyn_exc': 0.001, 'gsyn_inh': 0.001, 'i_eta': 0.001}   # nS -> uS, pA -> nA
 
 
 class EIF_cond_alpha_isfa_ista(cells.EIF_cond_alpha_isfa_ista):
