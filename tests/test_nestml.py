@@ -464,7 +464,7 @@ def test_an_unsupported_construct_is_refused_naming_it_and_its_line(tmp_path):
 
             update:
                 integrate_odes()
-                V_m += random_normal(0 mV, 1 mV)
+                V_m += random_poisson(2) * 1 mV
 
             output:
                 spike
@@ -472,7 +472,57 @@ def test_an_unsupported_construct_is_refused_naming_it_and_its_line(tmp_path):
     with pytest.raises(ConfigError) as e:
         rv.nestml.neuron_model(src)
     msg = str(e.value)
-    assert "\n" not in msg and "random_normal" in msg and f"{src}:13:" in msg, msg
+    assert "\n" not in msg and "random_poisson" in msg and f"{src}:13:" in msg, msg
+
+
+RANDOM_MODEL = """\
+model random_walk_neuron:
+    state:
+        V_m mV = 0 mV
+        x real = 0
+
+    parameters:
+        sigma real = 2.0
+
+    update:
+        x = random_normal(0, sigma)
+        V_m += random_uniform(0 mV, 1 mV)
+        if V_m > 10 mV:
+            V_m = 0 mV
+            emit_spike()
+
+    output:
+        spike
+"""
+
+
+@needs_nestml
+def test_random_numbers_are_each_neurons_own_and_the_same_for_any_threads(tmp_path):
+    """random_normal(mean, sd) and random_uniform(low, high) in the step: drawn from each neuron's
+    own stream keyed by (seed, neuron, step), with the distributions they name; the same spikes
+    and values on 1 and 2 threads, other values with another seed."""
+    src = tmp_path / "random_walk_neuron.nestml"
+    src.write_text(RANDOM_MODEL)
+    model = rv.nestml.neuron_model(src)
+
+    def run(threads, seed=5):
+        net = rv.Network(name="random")
+        net.add_population(rv.Population("n", 40, {}, model=model))
+        sim = rv.Simulation(net, threads=threads, seed=seed, resolution_ms=H, record_state=[0, 1, 39])
+        res = sim.run(200.0)
+        order = np.lexsort((np.asarray(res.spike_ids), np.asarray(res.spike_steps)))
+        return (np.asarray(res.spike_ids)[order], np.asarray(res.spike_steps)[order],
+                np.asarray(res.state["c"], dtype=np.float64))
+
+    ids, steps, x = run(1)
+    ids2, steps2, x2 = run(2)
+    assert np.array_equal(ids, ids2) and np.array_equal(steps, steps2) and np.array_equal(x, x2)
+    assert abs(x.mean()) < 0.1 and abs(x.std() - 2.0) < 0.1                  # N(0, 2), 6,000 draws
+    assert not np.array_equal(x[0], x[1])                                      # each neuron its own
+    # V_m climbs by U(0, 1) mV a step: 10 mV in about 20 steps, so about 100 spikes a neuron in 200 ms
+    assert 80 < ids.size / 40 < 120
+    _, _, other = run(1, seed=6)
+    assert not np.array_equal(x, other)
 
 
 @needs_nestml
@@ -641,3 +691,37 @@ def test_an_unknown_per_neuron_parameter_is_refused_naming_it():
     net = rv.Network(name="bad")
     with pytest.raises(ConfigError, match="I_ee"):
         net.add_population(rv.Population("n", 3, {**PARAMS, "I_ee": np.ones(3)}, model=model))
+
+
+START_RATE_MODEL = """\
+model start_rate_neuron:
+    state:
+        V_m mV = V_init
+        y real = a_init
+
+    parameters:
+        V_init mV = -60 mV
+
+    internals:
+        a_init real = exp(V_m / 10 mV)
+
+    update:
+        y = y * 1.0
+
+    output:
+        spike
+"""
+
+
+@needs_nestml
+def test_an_internal_computed_from_a_state_variable_takes_its_initial_value(tmp_path):
+    """Internals (and parameters) that read a state variable (HH models' initial gating rates from
+    V_m) read its initial value from the state block, as NEST computes them before the run."""
+    src = tmp_path / "start_rate_neuron.nestml"
+    src.write_text(START_RATE_MODEL)
+    model = rv.nestml.neuron_model(src)
+    for v_init in (-60.0, -30.0):
+        net = rv.Network(name="start")
+        net.add_population(rv.Population("n", 2, {"V_init": v_init}, model=model))
+        res = rv.Simulation(net, threads=1, resolution_ms=H, record_state=[0]).run(1.0)
+        assert np.asarray(res.state["c"][0])[0] == pytest.approx(np.exp(v_init / 10.0), rel=1e-15)

@@ -224,6 +224,14 @@ def _printer(path: str, model, ctx: "_Context"):
                 return f"std::pow({self._expression_printer.print(a)}, {self._expression_printer.print(b)})"
             if n in ("Heaviside",):
                 return super().print_function_call(call)
+            if n in (PredefinedFunctions.RANDOM_NORMAL, PredefinedFunctions.RANDOM_UNIFORM):
+                if not ctx.in_step:
+                    _fail(path, call, f"'{n}()' outside the update, onReceive and onCondition blocks")
+                ctx.uses_random = True
+                a, b = (self._expression_printer.print(x) for x in call.get_args())
+                if n == PredefinedFunctions.RANDOM_NORMAL:         # mean, standard deviation
+                    return f"(({a}) + ({b}) * inverse_normal(rng.uniform()))"
+                return f"(({a}) + (({b}) - ({a})) * rng.uniform())"   # low, high
             if n in ctx.functions:           # the model's own: fn_<name>(P, h, ...) (_function_code)
                 args = "".join(", " + self._expression_printer.print(a) for a in call.get_args())
                 return f"fn_{_ident(n)}(P, h{args})"
@@ -251,6 +259,8 @@ class _Context:
     def __init__(self, functions=()):
         self.inlines_used: set[str] = set()
         self.functions = set(functions)      # the model's function blocks, by name
+        self.in_step = False                 # printing the step's statements (random numbers allowed)
+        self.uses_random = False             # the step draws random numbers (a stream per neuron and step)
 
 
 def generate(path: str | Path) -> GeneratedModel:
@@ -287,11 +297,15 @@ def generate(path: str | Path) -> GeneratedModel:
     param_code += solver.parameter_code()
     internals_code, internal_fields = _internals(path, model, P)
     init_code = _initial_values(path, state_syms, P) + solver.initial_code()
+    computed = _state_read_at_start(path, model, param_code + internals_code, init_code)
+    param_code, internals_code = computed, []
     _note_initial(state, state_syms, P)
+    ctx.in_step = True
     step = _step_statements(path, model, P, analytic, convolutions, update_exprs, ns.get("spike_updates", {}) or {},
                             spike_ports, solver)
-    function_code = _function_code(path, model, P)
     inline_code = _inline_code(path, model, ctx, P)      # after the statements: they name the inlines used
+    ctx.in_step = False
+    function_code = _function_code(path, model, P)
 
     nestml_name = model.get_name()
     names_list = ", ".join(f'"{n}"' for n, *_ in parameters)
@@ -311,6 +325,9 @@ def generate(path: str | Path) -> GeneratedModel:
         conv_end="\n".join(step["conv_end"]), spikes="\n".join(step["spikes"]),
         receive="\n".join(step["receive"]), conditions="\n".join(step["conditions"]),
         store="\n".join(f"      s.{s.column}[k] = v_{_ident(s.name)};" for s in state),
+        random=("      // the neuron's own random numbers in this step: keyed by (seed, gid, step)\n"
+                "      Stream rng(key_, s.gid[k], Purpose::firing, uint32_t(uint64_t(in.step) >> 32), "
+                "uint32_t(in.step));" if ctx.uses_random else ""),
         split="true" if split else "false", extra=extra_columns,
         current="true" if current_port else "false", inh_col=0 if extra_columns > 0 else -1,
         engine_name="@ENGINE_NAME@")
@@ -401,11 +418,41 @@ def _internals(path, model, P):
     internals = [x for x in internals if not x[0].startswith("__P__")] + \
         sorted((x for x in internals if x[0].startswith("__P__")), key=lambda x: x[0])
     code = [f"  P.p_{_ident(n)} = {P(d.get_expression()) if d.has_expression() else '0.0'};" for n, d in internals]
-    for (n, d), line in zip(internals, code):
-        state = re.search(r"\bv_(\w+)", line)
-        if state:                        # computed once per population: it cannot read a neuron's state
-            _fail(path, d, f"the internal '{n}' computed from the state variable '{state.group(1)}'")
     return code, [f"p_{_ident(n)}" for n, _ in internals]
+
+
+def _state_read_at_start(path, model, lines, init_code):
+    """Parameters and internals computed from state variables (an HH model's initial gating rates
+    from V_m): each such variable's initial value, defined before the first line that reads it.
+    Returns the lines with those definitions; refuses a variable whose initial value needs a
+    parameter or internal computed later (the order would give it a value not yet set)."""
+    initial = {}
+    for line in init_code:
+        m = re.match(r"\s*double v_(\w+) = (.*);$", line)
+        if m:
+            initial[m.group(1)] = m.group(2)
+    out, assigned, defined = [], set(), set()
+
+    def define(name, chain=()):
+        if name in defined:
+            return
+        needs = set(re.findall(r"\bP\.p_(\w+)", initial.get(name, "")))
+        if name not in initial or not needs <= assigned or name in chain:
+            _fail(path, model, f"a parameter or internal computed from the state variable '{name}' before "
+                               f"what its initial value needs ({', '.join(sorted(needs - assigned)) or name})")
+        for other in dict.fromkeys(re.findall(r"\bv_(\w+)", initial[name])):
+            define(other, chain + (name,))
+        out.append(f"  const double v_{name} = {initial[name]};   // its initial value")
+        defined.add(name)
+
+    for line in lines:
+        for name in dict.fromkeys(re.findall(r"\bv_(\w+)", line)):
+            define(name)
+        out.append(line)
+        m = re.match(r"\s*P\.p_(\w+) =", line)
+        if m:
+            assigned.add(m.group(1))
+    return out
 
 
 def _initial_values(path, state_syms, P):
@@ -774,7 +821,7 @@ void initialize(const PopulationSpec& spec, const Key& key, double h, const Neur
 class Update final : public PopulationUpdate {{
  public:
   Update(const PopulationSpec& spec, const ModelContext& ctx, const NeuronColumns& columns)
-      : params_(params_of(spec.parameters, ctx.h)), h_(ctx.h) {{
+      : params_(params_of(spec.parameters, ctx.h)), h_(ctx.h), key_(ctx.key) {{
     if (parameters_vary(spec))           // one set per neuron of the range, computed once
       for (uint64_t k = 0; k < columns.n; ++k) table_.push_back(params_of(given_for(spec, ctx.key, columns.gid[k]), h_));
   }}
@@ -814,6 +861,7 @@ class Update final : public PopulationUpdate {{
 {load}
 {inputs}
       bool spiked = false;
+{random}
 {inlines}
       // convolutions: new values from the step's start
 {conv_begin}
@@ -835,6 +883,7 @@ class Update final : public PopulationUpdate {{
 
   const Params params_;
   const double h_;
+  const Key key_;                        // the run's seed: the random numbers of models that draw them
   std::vector<Params> table_;            // per neuron of the range, where parameters vary
 }};
 
