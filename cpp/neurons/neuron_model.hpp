@@ -191,15 +191,10 @@ inline bool parameters_vary(const PopulationSpec& p) {
   return false;
 }
 
-// Refuses per-neuron entries that a model does not read (`names`, null-terminated), entries of
-// the wrong size or an unknown distribution, and, where any parameter varies, a parameter that
-// is neither per neuron nor in PopulationSpec::parameters (where NeuronParameters reads it).
-inline void check_per_neuron(const PopulationSpec& p, const char* const* names) {
-  if (!p.per_neuron.empty())
-    for (const char* const* n = names; *n; ++n)
-      if (!p.per_neuron.count(*n) && !p.parameters.count(*n))
-        throw std::invalid_argument("population '" + p.name + "' (" + p.model + ") varies per neuron but lacks the "
-                                    "parameter '" + *n + "'");
+// Refuses per-neuron entries that a model does not read (`names`, null-terminated) and entries of
+// the wrong size or an unknown distribution (check_per_neuron's checks of the entries alone: the
+// generated NESTML models, whose left-out parameters take the model's defaults).
+inline void check_per_neuron_entries(const PopulationSpec& p, const char* const* names) {
   for (const auto& [name, v] : p.per_neuron) {
     bool known = name == kInitialV;
     for (const char* const* n = names; *n && !known; ++n) known = name == *n;
@@ -211,6 +206,18 @@ inline void check_per_neuron(const PopulationSpec& p, const char* const* names) 
       throw std::invalid_argument(where + " has " + std::to_string(v.values.size()) + " values for " +
                                   std::to_string(p.size) + " neurons");
   }
+}
+
+// Refuses per-neuron entries that a model does not read (`names`, null-terminated), entries of
+// the wrong size or an unknown distribution, and, where any parameter varies, a parameter that
+// is neither per neuron nor in PopulationSpec::parameters (where NeuronParameters reads it).
+inline void check_per_neuron(const PopulationSpec& p, const char* const* names) {
+  if (!p.per_neuron.empty())
+    for (const char* const* n = names; *n; ++n)
+      if (!p.per_neuron.count(*n) && !p.parameters.count(*n))
+        throw std::invalid_argument("population '" + p.name + "' (" + p.model + ") varies per neuron but lacks the "
+                                    "parameter '" + *n + "'");
+  check_per_neuron_entries(p, names);
 }
 
 // Refuses per-neuron entries in a model whose parameters are the population's (artificial cells,

@@ -314,7 +314,7 @@ def generate(path: str | Path) -> GeneratedModel:
         path=path, nestml=nestml_name, nestml_version=NESTML_VERSION, fields=fields,
         names=names_list + (", " if names_list else "") + "nullptr",
         params="\n".join(param_code), internals="\n".join(internals_code),
-        init="\n".join(init_code), has_v="true" if state[0].column == "V" else "false",
+        init="\n".join(init_code),
         init_v=(f"    if (initial_v != spec.per_neuron.end()) v_{_ident(state[0].name)} = "
                 f"neuron_value(initial_v->second, key, s.gid[k], spec.first);" if state[0].column == "V" else ""),
         init_store="\n".join(f"    s.{s.column}[k] = v_{_ident(s.name)};" for s in state),
@@ -779,17 +779,7 @@ Params params_of(const Given& given, double h) {{
 
 void check(const PopulationSpec& spec, double h) {{
   check_initial(spec, kInitialReset);
-  for (const auto& [name, v] : spec.per_neuron) {{
-    bool known = name == kInitialV && {has_v};
-    for (const char* const* n = kParameters; *n && !known; ++n) known = name == *n;
-    const std::string where = "population '" + spec.name + "' ({nestml}): per-neuron '" + name + "'";
-    if (!known) throw std::invalid_argument(where + " is not a parameter of the model");
-    if (v.values.empty() && v.distribution != "normal" && v.distribution != "uniform" && v.distribution != "lognormal")
-      throw std::invalid_argument(where + " has neither values nor a known distribution ('" + v.distribution + "')");
-    if (!v.values.empty() && v.values.size() != spec.size)
-      throw std::invalid_argument(where + " has " + std::to_string(v.values.size()) + " values for " +
-                                  std::to_string(spec.size) + " neurons");
-  }}
+  check_per_neuron_entries(spec, kParameters);     // left-out parameters take the model's defaults
   for (const auto& [name, value] : spec.parameters) {{
     bool known = false;
     for (const char* const* n = kParameters; *n && !known; ++n) known = name == *n;
