@@ -215,9 +215,11 @@ def pynn_cells_network(neurons: int, probability: float):
     homogeneous; B, tau_syn_ex_ms and E_in_mV per neuron), aeif_cond_exp (F, homogeneous, spiking
     with adaptation), aeif_cond_alpha (G, b_pA and the initial w per neuron), hh_cond_exp_traub
     (H), izhikevich (Z, I_e_pA, the initial U and V per neuron), iaf_cond_exp_sfa_rr (S, q_sfa_nS
-    per neuron) and gif_cond_exp (T, I_e_pA per neuron, stochastic spiking); 70 % excitatory,
-    inhibitory weights negative (split input), pA into psc_exp, nS into the conductance models;
-    Poisson drive."""
+    per neuron), gif_cond_exp (T, I_e_pA per neuron, stochastic spiking) and the models with
+    receptors, iaf_psc_exp_multisynapse (M) and aeif_cond_alpha_multisynapse (Q), three receptors
+    each: excitatory sources onto receptor 1, inhibitory ones onto receptor 2 (M, negative pA) or 3
+    (Q, E_rev -80 mV), Poisson sources X onto the third; 70 % excitatory, inhibitory weights
+    negative (split input), pA into psc_exp, nS into the conductance models; Poisson drive."""
     import ranvier as rv
     from ranvier.core.random import Uniform
     n_e = n_c = n_a = n_f = neurons * 7 // 40
@@ -252,6 +254,14 @@ def pynn_cells_network(neurons: int, probability: float):
                                                 "lambda_0_hz": 20.0, "tau_stc_ms": [10.0], "q_stc_pA": [10.0],
                                                 "tau_sfa_ms": [50.0, 200.0], "q_sfa_mV": [2.0, 0.5]},
                                      model="gif_cond_exp"))
+    net.add_population(rv.Population("M", n_h, {"V0_mean_mV": -60.0, "V0_sd_mV": 5.0, "I_e_pA": 350.0,
+                                                "tau_syn_ms": [0.5, 3.0, 8.0]}, model="iaf_psc_exp_multisynapse"))
+    net.add_population(rv.Population("Q", n_h, {"V0_mean_mV": -65.0, "V0_sd_mV": 5.0, "I_e_pA": 700.0,
+                                                "tau_arp_ms": 0.5, "tau_syn_ms": [0.2, 2.0, 5.0],
+                                                "E_rev_mV": [0.0, 0.0, -80.0]}, model="aeif_cond_alpha_multisynapse"))
+    net.add_population(rv.Population("X", n_h, {"rate_hz": 400.0, "stop_ms": 1e9}, model="poisson_source"))
+    receptors = {("iaf_psc_exp_multisynapse", True): 1, ("iaf_psc_exp_multisynapse", False): 2,
+                 ("aeif_cond_alpha_multisynapse", True): 1, ("aeif_cond_alpha_multisynapse", False): 3}
     delays = dict(delay_offset_ms=1.0, delay_scale_ms=1.0, delay_cut_ms=3.0, delay_step_ms=0.1)
     weights = {("psc_exp", True): 40.0, ("psc_exp", False): -80.0, ("iaf_cond_exp", True): 2.0,
                ("iaf_cond_exp", False): -8.0, ("iaf_cond_alpha", True): 1.0, ("iaf_cond_alpha", False): -4.0,
@@ -259,11 +269,17 @@ def pynn_cells_network(neurons: int, probability: float):
                ("aeif_cond_alpha", False): -4.0, ("hh_cond_exp_traub", True): 2.0,
                ("hh_cond_exp_traub", False): -8.0, ("izhikevich", True): 1.0, ("izhikevich", False): -1.0,
                ("iaf_cond_exp_sfa_rr", True): 2.0, ("iaf_cond_exp_sfa_rr", False): -8.0,
-               ("gif_cond_exp", True): 2.0, ("gif_cond_exp", False): -8.0}
-    for src in net.populations:
-        for tgt in net.populations:
+               ("gif_cond_exp", True): 2.0, ("gif_cond_exp", False): -8.0,
+               ("iaf_psc_exp_multisynapse", True): 40.0, ("iaf_psc_exp_multisynapse", False): -80.0,
+               ("aeif_cond_alpha_multisynapse", True): 1.0, ("aeif_cond_alpha_multisynapse", False): 4.0}
+    cells = [p for p in net.populations if p.name != "X"]
+    for src in cells:
+        for tgt in cells:
             net.connect(rv.Projection(source=src.name, target=tgt.name, probability=probability,
-                                      weight=weights[(tgt.model, src.excitatory)], **delays))
+                                      weight=weights[(tgt.model, src.excitatory)],
+                                      receptor=receptors.get((tgt.model, src.excitatory)), **delays))
+    net.connect(rv.Projection(source="X", target="M", probability=probability * 4, weight=30.0, receptor=3, **delays))
+    net.connect(rv.Projection(source="X", target="Q", probability=probability * 4, weight=1.0, receptor=2, **delays))
     for tgt, w, rate in (("E", 40.0, 200.0), ("I", 40.0, 150.0), ("C", 2.0, 120.0), ("D", 2.0, 120.0),
                          ("A", 1.0, 120.0), ("B", 1.0, 120.0), ("F", 2.0, 120.0), ("G", 1.0, 120.0),
                          ("H", 2.0, 120.0), ("Z", 1.0, 120.0), ("S", 2.0, 120.0), ("T", 2.0, 120.0)):
@@ -332,6 +348,14 @@ def heterogeneous_network(neurons: int, probability: float):
         excitatory=False))
     net.add_population(rv.Population("H", n_h, {"tau_m_ms": 20.0, "theta_mV": 20.0, "reset_mV": 10.0,
                                                  "tau_arp_ms": 2.0}, initial="uniform"))
+    net.add_population(rv.Population("M", n_h, {"V0_mean_mV": -60.0, "V0_sd_mV": 5.0, "I_e_pA": 350.0,
+                                                "tau_syn_ms": [0.5, 3.0, 8.0]}, model="iaf_psc_exp_multisynapse"))
+    net.add_population(rv.Population("Q", n_h, {"V0_mean_mV": -65.0, "V0_sd_mV": 5.0, "I_e_pA": 700.0,
+                                                "tau_arp_ms": 0.5, "tau_syn_ms": [0.2, 2.0, 5.0],
+                                                "E_rev_mV": [0.0, 0.0, -80.0]}, model="aeif_cond_alpha_multisynapse"))
+    net.add_population(rv.Population("X", n_h, {"rate_hz": 400.0, "stop_ms": 1e9}, model="poisson_source"))
+    receptors = {("iaf_psc_exp_multisynapse", True): 1, ("iaf_psc_exp_multisynapse", False): 2,
+                 ("aeif_cond_alpha_multisynapse", True): 1, ("aeif_cond_alpha_multisynapse", False): 3}
     delays = dict(delay_offset_ms=1.0, delay_scale_ms=1.0, delay_cut_ms=3.0, delay_step_ms=0.1)
     for src, tgt, w in (("L", "L", 0.3), ("L", "P", 40.0), ("L", "A", 40.0), ("P", "H", 0.3), ("P", "A", 40.0),
                         ("A", "L", -0.6), ("A", "P", -80.0), ("A", "A", -80.0), ("H", "L", 0.3), ("H", "H", 0.3)):
@@ -413,6 +437,14 @@ def tsodyks_network(neurons: int, synapses: int):
     net = rv.Network(name="tsodyks")
     net.add_population(rv.Population("E", n_e, dict(cell), model="psc_exp", area="a"))
     net.add_population(rv.Population("I", neurons - n_e, dict(cell), model="psc_exp", excitatory=False, area="b"))
+    net.add_population(rv.Population("M", n_h, {"V0_mean_mV": -60.0, "V0_sd_mV": 5.0, "I_e_pA": 350.0,
+                                                "tau_syn_ms": [0.5, 3.0, 8.0]}, model="iaf_psc_exp_multisynapse"))
+    net.add_population(rv.Population("Q", n_h, {"V0_mean_mV": -65.0, "V0_sd_mV": 5.0, "I_e_pA": 700.0,
+                                                "tau_arp_ms": 0.5, "tau_syn_ms": [0.2, 2.0, 5.0],
+                                                "E_rev_mV": [0.0, 0.0, -80.0]}, model="aeif_cond_alpha_multisynapse"))
+    net.add_population(rv.Population("X", n_h, {"rate_hz": 400.0, "stop_ms": 1e9}, model="poisson_source"))
+    receptors = {("iaf_psc_exp_multisynapse", True): 1, ("iaf_psc_exp_multisynapse", False): 2,
+                 ("aeif_cond_alpha_multisynapse", True): 1, ("aeif_cond_alpha_multisynapse", False): 3}
     delays = dict(delay_offset_ms=1.0, delay_scale_ms=1.0, delay_cut_ms=3.0, delay_step_ms=0.1)
     net.connect(rv.Projection(source="E", target="E", indegree=k, weight=60.0, weight_sd=10.0, **delays,
                               synapse=rv.TsodyksMarkram(U=0.5, tau_psc_ms=2.0, tau_rec_ms=200.0)))
@@ -461,6 +493,14 @@ def stochastic_network(neurons: int, synapses: int, name: str, synapse):
     net = rv.Network(name=name)
     net.add_population(rv.Population("E", n_e, dict(cell), model="psc_exp", area="a"))
     net.add_population(rv.Population("I", neurons - n_e, dict(cell), model="psc_exp", excitatory=False, area="b"))
+    net.add_population(rv.Population("M", n_h, {"V0_mean_mV": -60.0, "V0_sd_mV": 5.0, "I_e_pA": 350.0,
+                                                "tau_syn_ms": [0.5, 3.0, 8.0]}, model="iaf_psc_exp_multisynapse"))
+    net.add_population(rv.Population("Q", n_h, {"V0_mean_mV": -65.0, "V0_sd_mV": 5.0, "I_e_pA": 700.0,
+                                                "tau_arp_ms": 0.5, "tau_syn_ms": [0.2, 2.0, 5.0],
+                                                "E_rev_mV": [0.0, 0.0, -80.0]}, model="aeif_cond_alpha_multisynapse"))
+    net.add_population(rv.Population("X", n_h, {"rate_hz": 400.0, "stop_ms": 1e9}, model="poisson_source"))
+    receptors = {("iaf_psc_exp_multisynapse", True): 1, ("iaf_psc_exp_multisynapse", False): 2,
+                 ("aeif_cond_alpha_multisynapse", True): 1, ("aeif_cond_alpha_multisynapse", False): 3}
     delays = dict(delay_offset_ms=1.0, delay_scale_ms=1.0, delay_cut_ms=3.0, delay_step_ms=0.1)
     net.connect(rv.Projection(source="E", target="E", indegree=k, weight=60.0, weight_sd=10.0, **delays,
                               synapse=synapse(0)))

@@ -119,6 +119,9 @@ struct ProjectionSpec {
   bool delay_normal = false;
   double delay_mean_ms = 1, delay_sd_ms = 0, delay_redraw_below_ms = -1, delay_redraw_above_ms = -1;
   PlasticitySpec plasticity;
+  // The target's receptor its synapses add into (0-based; models with receptors, NEST's port
+  // receptor + 1), or -1: the weight's sign chooses (split input).
+  int32_t receptor = -1;
 
   bool plastic() const { return plasticity.rule != "static"; }
   bool list_weights() const { return rule == ConnectionRule::list && list && !list->weights.empty(); }

@@ -255,6 +255,7 @@ NB_MODULE(_engine, m) {
       .def_rw("delay_constant", &ProjectionSpec::delay_constant)
       .def_rw("weight_clip", &ProjectionSpec::weight_clip)
       .def_rw("plasticity", &ProjectionSpec::plasticity)
+      .def_rw("receptor", &ProjectionSpec::receptor)
       // The entries of an explicit list (population-local ids), copied once into the engine;
       // weights and delay_steps may be empty (then the projection's laws give them).
       .def("set_list", [](ProjectionSpec& p, Int64Array sources, Int64Array targets, DoubleArray weights,
@@ -434,11 +435,14 @@ NB_MODULE(_engine, m) {
            "This rank's share of the static network's digest (sum over ranks modulo 2^64).")
       .def("state_trace", [](const Engine& e) {
         std::vector<uint64_t> ids;
-        std::vector<double> V, c, c_in, w;
-        e.state_trace(ids, V, c, c_in, w);
+        std::vector<double> V, c, c_in, w, receptors;
+        int R = 0;
+        e.state_trace(ids, V, c, c_in, w, receptors, R);
         const size_t n = ids.size(), steps = n ? V.size() / n : 0;
+        // receptors 3, 4, ...: [row][receptor * steps + step]
         return nb::make_tuple(to_numpy(std::move(ids)), to_numpy_2d(std::move(V), n, steps),
                               to_numpy_2d(std::move(c), n, steps), to_numpy_2d(std::move(c_in), n, steps),
-                              to_numpy_2d(std::move(w), n, steps));
+                              to_numpy_2d(std::move(w), n, steps), to_numpy_2d(std::move(receptors), n, size_t(R) * steps),
+                              R);
       });
 }

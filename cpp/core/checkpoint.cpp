@@ -32,6 +32,25 @@ int checkpoint_extra_columns(const EngineConfig& cfg) {
   for (const auto& p : cfg.populations) n = std::max(n, neuron_model(p.model).layout_of(p).extra_columns);
   return std::min(n, kMaxExtraColumns);
 }
+// The input columns per neuron a checkpoint holds: neuron.input and neuron.input_inhibitory
+// always, neuron.input_receptor<r> for r >= 2 where a model of the network has receptors.
+int checkpoint_input_columns(const EngineConfig& cfg) {
+  int n = 2;
+  for (const auto& p : cfg.populations) n = std::max(n, neuron_model(p.model).layout_of(p).input_columns());
+  return n;
+}
+std::string input_column_name(int port) {
+  return port == 0 ? "neuron.input" : port == 1 ? "neuron.input_inhibitory" : "neuron.input_receptor" + std::to_string(port);
+}
+// Each neuron's input column of each port (~0: the neuron's model has no such column).
+std::vector<std::vector<uint64_t>> port_columns(const ThreadNeurons& tn, int ports) {
+  std::vector<std::vector<uint64_t>> out(size_t(ports), std::vector<uint64_t>(tn.size(), ~uint64_t(0)));
+  for (uint64_t k = 0; k < tn.size(); ++k) out[0][k] = k;
+  for (const auto& r : tn.ranges)
+    for (uint32_t port = 1; port < r.input_columns; ++port)
+      for (uint64_t k = r.begin; k < r.end; ++k) out[port][k] = r.column(k, port);
+  return out;
+}
 // splitmix64's finaliser: a well-mixed 64-bit hash of one word.
 uint64_t mix(uint64_t x) {
   x += 0x9e3779b97f4a7c15ull;
@@ -111,8 +130,9 @@ void Engine::save_neurons(StateTables& out) const {
   auto& refractory = I["neuron.refractory"];
   auto& next_spike = I["neuron.next_spike"];
   auto& spikes_fired = I["neuron.spikes_fired"];
-  auto& input = I["neuron.input"];
-  auto& input_inh = I["neuron.input_inhibitory"];
+  const int ports = checkpoint_input_columns(cfg_);
+  std::vector<std::vector<int64_t>*> input(static_cast<size_t>(ports));
+  for (int port = 0; port < ports; ++port) input[port] = &I[input_column_name(port)];
   auto& V = R["neuron.V"];
   auto& c = R["neuron.c"];
   // Columns extra0..extra3 always (checkpoints written before there were more read as before);
@@ -123,10 +143,7 @@ void Engine::save_neurons(StateTables& out) const {
   for (const auto& ts : threads_) {
     const ThreadNeurons& tn = ts.neurons;
     const uint64_t n = tn.size();
-    std::vector<uint64_t> inh_column(n, ~uint64_t(0));
-    for (const auto& r : tn.ranges)
-      if (r.inhibitory_offset)
-        for (uint64_t k = r.begin; k < r.end; ++k) inh_column[k] = k + r.inhibitory_offset;
+    const auto columns = port_columns(tn, ports);
     for (uint64_t k = 0; k < n; ++k) {
       gid.push_back(int64_t(tn.gid[k]));
       V.push_back(tn.V[k]);
@@ -138,19 +155,22 @@ void Engine::save_neurons(StateTables& out) const {
         if (extra[e]) extra[e]->push_back(tn.extra[e].empty() ? 0.0 : tn.extra[e][k]);
       for (int64_t r = 0; r < rows; ++r) {
         const int32_t* row = ts.input.data() + r * ts.input_stride;
-        input.push_back(row[k]);
-        input_inh.push_back(inh_column[k] == ~uint64_t(0) ? 0 : row[inh_column[k]]);
+        for (int port = 0; port < ports; ++port)
+          input[port]->push_back(columns[port][k] == ~uint64_t(0) ? 0 : row[columns[port][k]]);
       }
     }
   }
 }
 
 namespace {
-// The neuron whose inhibitory input column is `column` (PopulationRange::inhibitory_offset).
-uint64_t inhibitory_neuron(const ThreadNeurons& tn, uint64_t column) {
+// The neuron and port of a further input column `column` (PopulationRange::inhibitory_offset).
+uint64_t further_column_neuron(const ThreadNeurons& tn, uint64_t column, uint32_t& port) {
+  uint64_t k = 0;
   for (const auto& r : tn.ranges)
-    if (r.inhibitory_offset && column >= r.begin + r.inhibitory_offset && column < r.end + r.inhibitory_offset)
-      return column - r.inhibitory_offset;
+    if (r.holds_further_column(column, k)) {
+      port = 1 + uint32_t((column - r.begin - r.inhibitory_offset) / (r.end - r.begin));
+      return k;
+    }
   throw std::logic_error("a pending efficacy onto an input column of no neuron");
 }
 }  // namespace
@@ -193,9 +213,10 @@ void Engine::save_pending(StateTables& out) const {
       const int64_t at = arrival_step(q);
       const uint64_t n = ts.neurons.size();
       for (const PendingEfficacy& p : ts.plastic_pending[q]) {
-        const uint64_t k = p.column < n ? p.column : inhibitory_neuron(ts.neurons, p.column);
+        uint32_t port = 0;
+        const uint64_t k = p.column < n ? p.column : further_column_neuron(ts.neurons, p.column, port);
         efficacy_gid.push_back(int64_t(ts.neurons.gid[k]));
-        efficacy_inhibitory.push_back(p.column < n ? 0 : 1);
+        efficacy_inhibitory.push_back(port);   // the port: 1 the inhibitory column, r a receptor
         efficacy_arrival.push_back(at);
         efficacy_value.push_back(p.efficacy);
       }
@@ -336,20 +357,18 @@ void Engine::restore_neurons(const StateTables& s) {
   const auto& refractory = column(s, "neuron.refractory");
   const auto& next_spike = column(s, "neuron.next_spike");
   const auto& spikes_fired = column(s, "neuron.spikes_fired");
-  const auto& input = column(s, "neuron.input");
-  const auto& input_inh = column(s, "neuron.input_inhibitory");
+  const int ports = checkpoint_input_columns(cfg_);
+  std::vector<const std::vector<int64_t>*> input(static_cast<size_t>(ports));
+  for (int port = 0; port < ports; ++port) input[port] = &column(s, input_column_name(port));
   // extra0..extra3 always; the further ones where a model of the network has them.
   const std::vector<double>* extra[kMaxExtraColumns] = {};
   const int extra_used = checkpoint_extra_columns(cfg_);
   for (int e = 0; e < extra_used; ++e) extra[e] = &real_column(s, "neuron.extra" + std::to_string(e));
-  if (input.size() != gid.size() * size_t(rows)) throw std::invalid_argument("checkpoint input rows malformed");
-  std::vector<std::vector<uint64_t>> inh_column(threads_.size());
+  for (int port = 0; port < ports; ++port)
+    if (input[port]->size() != gid.size() * size_t(rows)) throw std::invalid_argument("checkpoint input rows malformed");
+  std::vector<std::vector<std::vector<uint64_t>>> columns(threads_.size());
   for (size_t t = 0; t < threads_.size(); ++t) {
-    const ThreadNeurons& tn = threads_[t].neurons;
-    inh_column[t].assign(tn.size(), ~uint64_t(0));
-    for (const auto& r : tn.ranges)
-      if (r.inhibitory_offset)
-        for (uint64_t k = r.begin; k < r.end; ++k) inh_column[t][k] = k + r.inhibitory_offset;
+    columns[t] = port_columns(threads_[t].neurons, ports);
     std::fill(threads_[t].input.begin(), threads_[t].input.end(), 0);
   }
   uint64_t restored = 0;
@@ -368,8 +387,10 @@ void Engine::restore_neurons(const StateTables& s) {
       if (!tn.extra[e].empty()) tn.extra[e][k] = (*extra[e])[x];   // extra[e] is set: the column is used
     for (int64_t r = 0; r < rows; ++r) {
       int32_t* row = ts.input.data() + r * ts.input_stride;
-      row[k] = int32_t(input[x * rows + r]);
-      if (inh_column[loc.thread][k] != ~uint64_t(0)) row[inh_column[loc.thread][k]] = int32_t(input_inh[x * rows + r]);
+      for (int port = 0; port < ports; ++port) {
+        const uint64_t at = columns[loc.thread][port][k];
+        if (at != ~uint64_t(0)) row[at] = int32_t((*input[port])[x * rows + r]);
+      }
     }
     ++restored;
   }
@@ -427,10 +448,11 @@ void Engine::restore_pending(const StateTables& s, int64_t boundary_step) {
       throw std::invalid_argument("checkpoint: a plastic efficacy in flight onto neuron " + std::to_string(gid[x]) +
                                   " has no plastic synapse to come from");
     uint64_t column = loc.index;
-    if (inhibitory[x]) {
+    if (inhibitory[x]) {     // the port (1: inhibitory, r: receptor r)
       for (const auto& r : ts.neurons.ranges)
-        if (loc.index >= r.begin && loc.index < r.end) column += r.inhibitory_offset;
-      if (column == loc.index) throw std::invalid_argument("checkpoint: an inhibitory efficacy onto a neuron without inhibitory input");
+        if (loc.index >= r.begin && loc.index < r.end && uint64_t(inhibitory[x]) < r.input_columns)
+          column = r.column(loc.index, uint32_t(inhibitory[x]));
+      if (column == loc.index) throw std::invalid_argument("checkpoint: a plastic efficacy onto an input column the neuron does not have");
     }
     ts.plastic_pending[size_t(((arrival[x] / L) % queue_cycles_) * L + arrival[x] % L)].push_back(
         {uint32_t(column), int32_t(efficacy[x])});

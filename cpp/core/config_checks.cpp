@@ -37,6 +37,17 @@ void check_config(EngineConfig& cfg) {
       throw std::invalid_argument(cfg.overlap ? "with overlap, the communication interval must be at most half the minimum delay"
                                                : "a projection's minimum delay is shorter than the communication interval");
   for (const auto& p : cfg.populations) neuron_model(p.model).check(p, cfg.resolution_ms);
+  // Receptors: a projection onto a model with receptors names one of them; others name none.
+  for (const auto& pr : cfg.projections) {
+    const PopulationSpec& target = cfg.populations.at(pr.target);
+    const int receptors = neuron_model(target.model).layout_of(target).receptors;
+    const std::string where = "projection " + cfg.populations.at(pr.source).name + " -> " + target.name + ": ";
+    if (receptors == 0 && pr.receptor >= 0)
+      throw std::invalid_argument(where + "the target's model (" + target.model + ") has no receptors; leave receptor out");
+    if (receptors > 0 && (pr.receptor < 0 || pr.receptor >= receptors))
+      throw std::invalid_argument(where + "the target's model (" + target.model + ") has " + std::to_string(receptors) +
+                                  " receptors: name one, 1 to " + std::to_string(receptors));
+  }
   for (const auto& pr : cfg.projections) {
     if (!pr.plastic()) continue;
     const PlasticitySpec& p = pr.plasticity;
@@ -74,7 +85,12 @@ void check_config(EngineConfig& cfg) {
   for (const auto& d : cfg.drives)
     if (d.target >= drives.size() || ++drives[d.target] > 1)
       throw std::invalid_argument("each population takes at most one Poisson drive");
-  // The drive adds into the excitatory column: a model with split input takes positive drives only.
+  // The drive adds into the excitatory column: a model with split input takes positive drives
+  // only, a model with receptors none (it has no column without a receptor).
+  for (const auto& d : cfg.drives)
+    if (neuron_model(cfg.populations[d.target].model).layout_of(cfg.populations[d.target]).receptors > 0)
+      throw std::invalid_argument("population '" + cfg.populations[d.target].name +
+                                  "' has receptors: connect a Poisson source population to one of them instead of a drive");
   for (const auto& d : cfg.drives)
     if (neuron_model(cfg.populations[d.target].model).layout_of(cfg.populations[d.target]).split_input &&
         (d.weight_mean < 0 || d.weight_sd > 0))

@@ -242,9 +242,9 @@ void Engine::set_population(uint32_t index, const PopulationSpec& spec) {
     throw std::invalid_argument("set_population: population '" + old.name + "' keeps its model and size");
   model.check(spec, cfg_.resolution_ms);
   const auto a = model.layout_of(old), b = model.layout_of(spec);
-  if (a.split_input != b.split_input || a.extra_columns != b.extra_columns)
+  if (a.split_input != b.split_input || a.extra_columns != b.extra_columns || a.receptors != b.receptors)
     throw std::invalid_argument("population '" + old.name + "': these parameters change how its input is held "
-                                "(psc_exp: one time constant or two); build a new simulation");
+                                "(psc_exp: one time constant or two; the number of receptors); build a new simulation");
   old = spec;                                   // updates hold a reference to it, or copy it below
   const ModelContext context{cfg_.resolution_ms, key_from_seed(cfg_.seed), simd_level_named(cfg_.simd)};
   const int64_t now = steps_done();

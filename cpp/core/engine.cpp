@@ -215,7 +215,7 @@ RANVIER_PHASE void Engine::update(ThreadState& ts, int64_t cycle, int64_t begin,
       const PopulationRange& range = ts.neurons.ranges[ri];
       const int32_t* inhibitory = range.inhibitory_offset ? in + range.begin + range.inhibitory_offset : nullptr;
       const double* current = !ic.current.empty() && ic.range_has_current[ri] ? ic.current.data() + range.begin : nullptr;
-      ts.updates[ri]->step({in + range.begin, scale, cycle * L + o, inhibitory, current},
+      ts.updates[ri]->step({in + range.begin, scale, cycle * L + o, inhibitory, current, range.end - range.begin},
                            ts.columns[ri], fired + range.begin);
     }
     zero_row(in, ts.neurons.input_columns);  // consumed: ready for the next cycle while the row is in cache
@@ -263,6 +263,7 @@ void Engine::run_steps(int64_t steps) {
   trace_c_.resize(trace_V_.size());
   trace_c_in_.resize(trace_V_.size());
   if (trace_w_used_) trace_w_.resize(trace_V_.size());
+  for (int r = 0; r < trace_receptors_; ++r) trace_receptor_[r].resize(trace_V_.size());
   // Room for this call's timers, grown geometrically: no allocation inside a cycle, and never an
   // exact reserve per call (that copied the whole history every chunk: quadratic in run length).
   // The caller takes the timers after each chunk (take_cycle_timers), so this stays one chunk.

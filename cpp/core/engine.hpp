@@ -166,9 +166,13 @@ struct ThreadState {
   std::vector<SpikeRecord> spikes_out;               // this cycle's spikes
   std::vector<uint64_t> rec_gid;                     // spike recorder
   std::vector<int64_t> rec_step;
-  // A traced neuron: its index on the thread, its row, and the extra columns recorded as c_in and
-  // w (-1 where the model has none).
-  struct Traced { uint64_t index, row; int inhibitory_column, adaptation_column; };
+  // A traced neuron: its index on the thread, its row, and the extra columns recorded as c_in, w
+  // and c3, c4, ... (receptors 3, 4, ...; -1 where the model has none).
+  struct Traced {
+    uint64_t index, row;
+    int inhibitory_column, adaptation_column;
+    int receptor_columns[kMaxTracedReceptors];
+  };
   std::vector<Traced> traced;                        // the state recorder's neurons on this thread
   InjectedCurrents currents;                         // current sources on this thread's neurons
   std::vector<std::unique_ptr<PopulationUpdate>> updates;  // per population range: its model's kernel
@@ -256,8 +260,10 @@ class Engine {
   bool has_plastic_store(uint32_t projection) const;   // on this rank, any thread
   // V, c, c_in and w of the recorded neurons on this rank: ids, and row-major [id][step] arrays
   // (c_in and w NaN where a neuron's model has none).
+  // receptors: [row][receptor 3, 4, ...][step], `traced_receptors` of them (NaN where none).
   void state_trace(std::vector<uint64_t>& ids, std::vector<double>& V, std::vector<double>& c,
-                   std::vector<double>& c_in, std::vector<double>& w) const;
+                   std::vector<double>& c_in, std::vector<double>& w, std::vector<double>& receptors,
+                   int& traced_receptors) const;
 
  private:
   // Phases (one call per thread and cycle).
@@ -312,6 +318,8 @@ class Engine {
   std::vector<double> trace_V_, trace_c_, trace_c_in_;  // [step][row], grown per run; c_in: NaN where none
   std::vector<double> trace_w_;            // likewise, only where a traced neuron's model has a w (trace_w_used_)
   bool trace_w_used_ = false;
+  int trace_receptors_ = 0;                // receptors beyond two recorded (c3, ...): the most of any traced neuron
+  std::vector<double> trace_receptor_[kMaxTracedReceptors];   // likewise, [step][row] each
   size_t trace_base_ = 0;
   int64_t trace_first_sample_ = 0;         // samples (multiples of the interval) before the run call
   int64_t cycle_ = 0;                      // complete cycles

@@ -47,11 +47,25 @@ struct SynapseStore {
 // The neurons of one population inside a thread: a contiguous range of local indices.
 // Models with separate excitatory and inhibitory inputs (NeuronModel::split_input) get a second
 // input column per neuron, after the thread's neurons: synapses with negative weights onto
-// neuron k add into column k + inhibitory_offset (0: the range's input is not split).
+// neuron k add into column k + inhibitory_offset (0: the range's input is not split). Models with
+// R receptors get R - 1 such blocks, one after the other: receptor r >= 1 of neuron k is column
+// k + inhibitory_offset + (r - 1) * (end - begin), receptor 0 column k.
 struct PopulationRange {
   uint32_t population;
   uint64_t begin, end;
   uint64_t inhibitory_offset = 0;
+  uint32_t input_columns = 1;     // per neuron: 1, 2 (split input) or the model's receptors
+  uint64_t column(uint64_t k, uint32_t port) const {
+    return port == 0 ? k : k + inhibitory_offset + uint64_t(port - 1) * (end - begin);
+  }
+  // Whether `column` is one of the range's further input columns (port >= 1); the neuron's index.
+  bool holds_further_column(uint64_t column, uint64_t& neuron) const {
+    if (!inhibitory_offset) return false;
+    const uint64_t first = begin + inhibitory_offset, n = end - begin;
+    if (column < first || column >= first + uint64_t(input_columns - 1) * n) return false;
+    neuron = begin + (column - first) % n;
+    return true;
+  }
 };
 
 struct ThreadNeurons {
@@ -63,14 +77,14 @@ struct ThreadNeurons {
   std::vector<uint32_t> spikes_fired;   // artificial cells: spikes so far (keys the next interval)
   std::vector<double> extra[kMaxExtraColumns];   // further state variables, where a model needs them
   std::vector<PopulationRange> ranges;
-  uint64_t input_columns = 0;           // neurons, then the inhibitory columns of split ranges
+  uint64_t input_columns = 0;           // neurons, then the further columns of split ranges and receptors
   uint64_t size() const { return gid.size(); }
   // The neuron whose input an input column is.
   uint64_t neuron_of_column(uint64_t column) const {
     if (column < size()) return column;
+    uint64_t neuron = column;
     for (const auto& r : ranges)
-      if (r.inhibitory_offset && column >= r.begin + r.inhibitory_offset && column < r.end + r.inhibitory_offset)
-        return column - r.inhibitory_offset;
+      if (r.holds_further_column(column, neuron)) return neuron;
     return column;
   }
 };

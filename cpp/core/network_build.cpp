@@ -51,9 +51,10 @@ void build_thread_neurons(const EngineConfig& cfg, const Placement& placement, i
     const PopulationSpec& pop = cfg.populations[range.population];
     const NeuronModel::Layout layout = neuron_model(pop.model).layout_of(pop);
     extra = std::max(extra, layout.extra_columns);
-    if (!layout.split_input) continue;
+    range.input_columns = uint32_t(layout.input_columns());
+    if (range.input_columns == 1) continue;
     range.inhibitory_offset = out.input_columns - range.begin;
-    out.input_columns += range.end - range.begin;
+    out.input_columns += uint64_t(range.input_columns - 1) * (range.end - range.begin);
   }
   for (int i = 0; i < kMaxExtraColumns; ++i) out.extra[i].assign(i < extra ? n : 0, 0.0);
   // Each model sets the initial state of its ranges.
@@ -845,7 +846,7 @@ void size_store(const StoreBuild& b, uint64_t total, SynapseStore& out) {
 struct TargetSynapses {
   Buffer<uint64_t> cell;
   Buffer<int32_t> weight;
-  Buffer<uint8_t> inhibitory;
+  Buffer<uint8_t> port;        // the target's input column: 0, 1 (inhibitory) or the receptor
   Buffer<uint16_t> delay;
   Buffer<uint32_t> word;
 };
@@ -867,11 +868,11 @@ size_t gather_target(const StoreBuild& b, TargetDraw& td, const std::vector<uint
     const auto& pr = cfg.projections[j];
     p.cell.resize(n + m);
     p.weight.resize(n + m);
-    p.inhibitory.resize(n + m);
+    p.port.resize(n + m);
     if (!direct) p.delay.resize(n + m);
     uint64_t* cell = p.cell.data() + n;
     int32_t* weight = p.weight.data() + n;
-    uint8_t* inhibitory = p.inhibitory.data() + n;
+    uint8_t* port = p.port.data() + n;
     max_delay = std::max(max_delay, longest);
     if (direct) {
       for (size_t i = 0; i < m; ++i) cell[i] = source[i] * delays + (uint64_t(D[i]) - d_min);
@@ -884,17 +885,24 @@ size_t gather_target(const StoreBuild& b, TargetDraw& td, const std::vector<uint
         throw std::runtime_error("more than 2^31 plastic synapses of one projection on one thread: use more threads or ranks");
       const SynapseRule& rule = synapse_rule(pr.plasticity.rule);
       const bool split = rule.negative && rule.negative(pr.plasticity);
+      const uint8_t to = pr.receptor >= 0 ? uint8_t(pr.receptor) : uint8_t(split);
       for (size_t i = 0; i < m; ++i) {
         weight[i] = int32_t(plastic_weights->size());
-        inhibitory[i] = split;
+        port[i] = to;
         plastic_weights->push_back(W[i]);
+      }
+    } else if (pr.receptor >= 0) {
+      const uint8_t to = uint8_t(pr.receptor);
+      for (size_t i = 0; i < m; ++i) {
+        weight[i] = int32_t(std::rint(W[i] * scale));
+        port[i] = to;
       }
     } else {
 #pragma omp simd
       for (size_t i = 0; i < m; ++i) {
         const int32_t fixed = int32_t(std::rint(W[i] * scale));
         weight[i] = fixed;
-        inhibitory[i] = fixed < 0;
+        port[i] = fixed < 0;
       }
     }
     n += m;
@@ -907,16 +915,15 @@ size_t gather_target(const StoreBuild& b, TargetDraw& td, const std::vector<uint
 // ahead; the cell list is padded with cell 0 so that the loop needs no bounds checks, and the
 // loop is compiled once per store layout. A group of 64: the microcircuit's build 3.78 -> 3.54 s
 // against 16 on a Zen 5 (on a Zen 3, cursors 64-128 and destinations 32-48 ahead measured no
-// different). Split input: synapses with negative weights add into the inhibitory column.
-void place_target(bool direct, TargetSynapses& p, size_t n, uint32_t excitatory_column, uint32_t inhibitory_column,
-                  CellCounts& fill, std::vector<uint16_t>& delay, SynapseStore& out) {
+// different). Each synapse adds into the target's column of its port (`column`: split input's
+// inhibitory column 1, or the projection's receptor).
+void place_target(bool direct, TargetSynapses& p, size_t n, const uint32_t* column, CellCounts& fill,
+                  std::vector<uint16_t>& delay, SynapseStore& out) {
   const bool packed = out.is_packed();
   if (packed) {
     const int bits = out.target_bits;
     p.word.resize(n);
-#pragma omp simd
-    for (size_t i = 0; i < n; ++i)
-      p.word[i] = (uint32_t(p.weight[i]) << bits) | (p.inhibitory[i] ? inhibitory_column : excitatory_column);
+    for (size_t i = 0; i < n; ++i) p.word[i] = (uint32_t(p.weight[i]) << bits) | column[p.port[i]];
   }
   constexpr size_t kAhead = 64;
   p.cell.resize(n + 2 * kAhead);
@@ -942,7 +949,7 @@ void place_target(bool direct, TargetSynapses& p, size_t n, uint32_t excitatory_
     place_in(out.packed.data(), [&](size_t i) { return p.word[i]; });
   } else {
     place_in(out.synapses.data(), [&](size_t i) {
-      return Synapse{p.inhibitory[i] ? inhibitory_column : excitatory_column, p.weight[i]};
+      return Synapse{column[p.port[i]], p.weight[i]};
     });
   }
 }
@@ -986,8 +993,11 @@ void build_thread_synapses(const EngineConfig& cfg, const Placement& placement, 
   for (const auto& range : neurons.ranges)
     for (uint64_t k = range.begin; k < range.end; ++k) {
       const size_t n = gather_target(b, td, b.into[range.population], neurons.gid[k], p, max_delay, plastic_weights);
-      const uint32_t inhibitory_column = uint32_t(range.inhibitory_offset ? k + range.inhibitory_offset : k);
-      place_target(b.direct, p, n, uint32_t(k), inhibitory_column, fill, delay, out);
+      // Without further columns every port is column k (a model that does not split its input).
+      uint32_t column[kMaxReceptors];
+      for (uint32_t port = 0; port < uint32_t(kMaxReceptors); ++port)
+        column[port] = uint32_t(port < range.input_columns ? range.column(k, port) : k);
+      place_target(b.direct, p, n, column, fill, delay, out);
     }
 
   CellCounts().swap(fill);

@@ -14,6 +14,7 @@ void Engine::build_state_recorder() {
   // State recorder: which thread holds each traced neuron.
   traced_ids_.clear();
   trace_w_used_ = false;
+  trace_receptors_ = 0;
   for (uint64_t g : cfg_.record_state) {
     const Location loc = placement_.locate(g);
     if (loc.rank != rank()) continue;
@@ -28,7 +29,13 @@ void Engine::build_state_recorder() {
     const int column = model.inhibitory_column < extra ? model.inhibitory_column : -1;
     const int w_column = model.adaptation_column < extra ? model.adaptation_column : -1;
     trace_w_used_ = trace_w_used_ || w_column >= 0;
-    threads_[loc.thread].traced.push_back({loc.index, traced_ids_.size(), column, w_column});
+    ThreadState::Traced traced{loc.index, traced_ids_.size(), column, w_column, {}};
+    const int receptors = model.layout_of(pop).receptors;
+    for (int r = 0; r < kMaxTracedReceptors; ++r) {
+      traced.receptor_columns[r] = model.receptor_column && r + 2 < receptors ? model.receptor_column(pop, r + 2) : -1;
+      if (traced.receptor_columns[r] >= 0) trace_receptors_ = std::max(trace_receptors_, r + 1);
+    }
+    threads_[loc.thread].traced.push_back(traced);
     traced_ids_.push_back(g);
   }
 }
@@ -38,11 +45,13 @@ void Engine::build_state_recorder() {
 void Engine::record_state(const ThreadState& ts, int64_t step) {
   const size_t traced = traced_ids_.size();
   const size_t first = size_t(step / cfg_.record_state_interval - trace_first_sample_ - 1) * traced + trace_base_;
-  for (const auto& [k, row, column, w_column] : ts.traced) {
+  for (const auto& [k, row, column, w_column, receptor_columns] : ts.traced) {
     trace_V_[first + row] = ts.neurons.V[k];
     trace_c_[first + row] = ts.neurons.c[k];
     trace_c_in_[first + row] = column >= 0 ? ts.neurons.extra[column][k] : std::nan("");
     if (trace_w_used_) trace_w_[first + row] = w_column >= 0 ? ts.neurons.extra[w_column][k] : std::nan("");
+    for (int r = 0; r < trace_receptors_; ++r)
+      trace_receptor_[r][first + row] = receptor_columns[r] >= 0 ? ts.neurons.extra[receptor_columns[r]][k] : std::nan("");
   }
 }
 
@@ -155,7 +164,8 @@ uint32_t Engine::plastic_state(uint32_t j, std::vector<double>& out) const {
 }
 
 void Engine::state_trace(std::vector<uint64_t>& ids, std::vector<double>& V, std::vector<double>& c,
-                         std::vector<double>& c_in, std::vector<double>& w) const {
+                         std::vector<double>& c_in, std::vector<double>& w, std::vector<double>& receptors,
+                         int& traced_receptors) const {
   const size_t n = traced_ids_.size();
   const size_t steps = n ? trace_V_.size() / n : 0;
   ids = traced_ids_;
@@ -163,6 +173,12 @@ void Engine::state_trace(std::vector<uint64_t>& ids, std::vector<double>& V, std
   c.assign(n * steps, 0.0);
   c_in.assign(n * steps, 0.0);
   w.assign(n * steps, std::nan(""));
+  const size_t R = size_t(trace_receptors_);
+  traced_receptors = trace_receptors_;
+  receptors.assign(n * R * steps, std::nan(""));
+  for (size_t r = 0; r < n; ++r)
+    for (size_t j = 0; j < R; ++j)
+      for (size_t s = 0; s < steps; ++s) receptors[(r * R + j) * steps + s] = trace_receptor_[j][s * n + r];
   for (size_t s = 0; s < steps; ++s)
     for (size_t r = 0; r < n; ++r) {
       V[r * steps + s] = trace_V_[s * n + r];

@@ -26,6 +26,8 @@ namespace ranvier {
 // every state variable of theirs beyond the first two here). A thread allocates only the columns
 // that its populations' models use (ThreadNeurons::extra), so the bound costs no memory.
 inline constexpr int kMaxExtraColumns = 16;
+// The most receptors (input columns per neuron) a model with receptors takes.
+inline constexpr int kMaxReceptors = 8;
 
 // A population range's slice of its thread's state, structure of arrays: each model reads the
 // columns it declares (its State) and leaves the others alone.
@@ -43,7 +45,9 @@ struct NeuronColumns {
 // One step of one range: the step's input row (fixed point, from the range's first neuron), the
 // factor that turns it into the model's input unit, and the index of the step integrated
 // (spikes found here have time (step + 1) h). Models with split input find the excitatory
-// (positive) input in `input` and the inhibitory (negative) one in `inhibitory`.
+// (positive) input in `input` and the inhibitory (negative) one in `inhibitory`. Models with
+// receptors (NeuronModel::Layout::receptors) find receptor 0's input in `input` and receptor
+// r >= 1's in receptor(r): `inhibitory` + (r - 1) * receptor_stride.
 struct StepInput {
   const int32_t* input;
   double input_scale;
@@ -52,6 +56,8 @@ struct StepInput {
   // Injected current (pA) per neuron of the range for this step (current sources), or nullptr
   // where none targets the range. Models that take it: NeuronModel::takes_current.
   const double* current = nullptr;
+  uint64_t receptor_stride = 0;
+  const int32_t* receptor(int r) const { return r == 0 ? input : inhibitory + uint64_t(r - 1) * receptor_stride; }
 };
 
 // The constants a model needs to make a population's update.
@@ -83,9 +89,15 @@ struct NeuronModel {
   int extra_columns = 0;      // state variables beyond V, c and the refractory counter (at most kMaxExtraColumns)
   // Where those two depend on the population's parameters (psc_exp splits its input only where
   // its excitatory and inhibitory time constants differ): the population's; null: the two above.
+  // receptors > 0: the population has that many input columns per neuron, one per receptor
+  // (NEST's receptor ports 1..receptors), and each projection names the receptor it adds into
+  // (ProjectionSpec::receptor) instead of the weight's sign choosing; split_input is then false.
   struct Layout {
     bool split_input;
     int extra_columns;
+    int receptors = 0;
+    // Input columns per neuron.
+    int input_columns() const { return receptors > 0 ? receptors : split_input ? 2 : 1; }
   };
   Layout (*layout)(const PopulationSpec&) = nullptr;
   Layout layout_of(const PopulationSpec& p) const { return layout ? layout(p) : Layout{split_input, extra_columns}; }
@@ -101,7 +113,14 @@ struct NeuronModel {
   // The extra column holding an adaptation current w (recorded as w: the aeif models' w, pA);
   // -1: none.
   int adaptation_column = -1;
+  // Models with receptors: the extra column holding receptor r's synaptic variable, for r >= 2
+  // (0-based; receptor 0's is c, receptor 1's the inhibitory_column), recorded as c3, c4, ...;
+  // -1 (or null): none.
+  int (*receptor_column)(const PopulationSpec&, int receptor) = nullptr;
 };
+
+// The receptors beyond the first two whose synaptic variables the state recorder keeps.
+inline constexpr int kMaxTracedReceptors = kMaxReceptors - 2;
 
 // The model of a Python model name (PopulationSpec::model); throws std::invalid_argument naming
 // the known ones for an unknown name. Looked up at build only, never in a loop.

@@ -26,6 +26,8 @@ bool same_values(const NeuronValues& a, const NeuronValues& b) {
   return a.values == b.values && a.distribution == b.distribution && a.a == b.a && a.b == b.b && a.tag == b.tag;
 }
 
+}  // namespace
+
 // NEST's P21 of one synapse type (IAFPropagatorExp): gamma exp(-h/tau_syn) expm1(h (1/tau_syn -
 // 1/tau_m)), gamma = beta / C_m, beta = tau_syn tau_m / (tau_m - tau_syn); where that is not a
 // positive normal number (tau_syn at or near tau_m) its limit h / C_m exp(-h/tau_m).
@@ -35,8 +37,6 @@ double p21(double tau_syn, double tau_m, double c_m, double h) {
   const double p = gamma * std::exp(-h * (1 / tau_syn)) * std::expm1(h * ((tau_m - tau_syn) / (tau_syn * tau_m)));
   return std::isnormal(p) && p > 0 ? p : h * (1 / c_m) * std::exp(-h * (1 / tau_m));
 }
-
-}  // namespace
 
 bool splits(const PopulationSpec& p) {
   if (p.injected_current) return true;   // the two-current step reads StepInput::current

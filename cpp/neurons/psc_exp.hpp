@@ -30,6 +30,10 @@ inline constexpr const char* kParameters[] = {"E_L_mV",        "V_th_mV",       
 // numbers differ).
 bool splits(const PopulationSpec& p);
 
+// NEST's P21 of one synapse type (IAFPropagatorExp; propagator_32): the step's effect of a
+// current of 1 pA at its start on V, with its limit where tau_syn is at or near tau_m.
+double p21(double tau_syn, double tau_m, double c_m, double h);
+
 // One current (its time constant tau_syn_ex, equal to tau_syn_in): the population's parameters
 // (read once, when the engine is built), or one neuron's, where parameters vary per neuron.
 struct Parameters {

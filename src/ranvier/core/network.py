@@ -243,6 +243,10 @@ class Projection:
     # population (PyNN's allow_self_connections; NEST's allow_autapses). Left out: no autapses.
     autapses: bool = False
     origin: dict = field(default_factory=dict)   # field -> the model parameter that set it, for errors
+    # Onto a model with receptors (NeuronModel.receptors: the *_multisynapse models): the
+    # receptor its synapses add into, 1..R (NEST's receptor_type). Left out for the other models,
+    # where the weight's sign chooses between excitatory and inhibitory input.
+    receptor: int | None = None
 
     # -- the rule ---------------------------------------------------------------------------
     @property
@@ -291,6 +295,7 @@ class Projection:
                 raise ConfigError(f"{where}: '{rule}' = {k} exceeds the engine's {MAX_DEGREE} synapses per neuron")
             setattr(self, rule, k)
         self._validate_weight(where, target)
+        self._validate_receptor(where, target)
         self._validate_delays(where)
         self._validate_synapse(where)
         self._validate_grid(where, rule, source, target)
@@ -299,6 +304,31 @@ class Projection:
         if self.autapses and rule != "probability":
             raise ConfigError(f"{where}: 'autapses' chooses among the pairs of probability=p; the other rules allow "
                               f"autapses already")
+
+    def _validate_receptor(self, where: str, target) -> None:
+        r = self.receptor
+        if r is not None and (isinstance(r, bool) or not isinstance(r, (int, np.integer))):
+            raise ConfigError(f"{where}: 'receptor' must be a whole number (1 for the first receptor), got {r!r:.60}")
+        if target is None:
+            return
+        model = NEURON_MODELS[target.model]
+        receptors = model.receptors(target.params)
+        if receptors == 0:
+            if r is not None:
+                raise ConfigError(f"{where}: the target's model '{target.model}' has no receptors (the weight's sign "
+                                  f"chooses its input); leave 'receptor' out")
+            return
+        if r is None or not 1 <= r <= receptors:
+            got = "none" if r is None else repr(r)
+            raise ConfigError(f"{where}: the target's model '{target.model}' has {receptors} receptor(s); give "
+                              f"receptor=1..{receptors} (NEST's receptor_type), got {got}")
+        self.receptor = int(r)
+        if model.input_unit == "nS":
+            w = self.weight_array()
+            low = float(w.min()) if w is not None and w.size else float(self.weight)
+            if low < 0:
+                raise ConfigError(f"{where}: weights onto the conductances of '{target.model}' must be at least 0 "
+                                  f"(NEST's rule), got {low:g} nS; the receptor's E_rev_mV makes it inhibitory")
 
     def _validate_grid(self, where: str, rule: str, source, target) -> None:
         if self.grid is None:
@@ -656,7 +686,10 @@ class Network:
     def _check_drive(self, d, targets_before) -> None:
         if not isinstance(d, PoissonDrive):
             raise ConfigError(f"drive needs a ranvier PoissonDrive, got {type(d).__name__}")
-        self.population(d.target)
+        target = self.population(d.target)
+        if NEURON_MODELS[target.model].receptors(target.params):
+            raise ConfigError(f"external drive of '{d.target}': its model '{target.model}' has receptors and a drive "
+                              f"names none; connect a population of poisson_source neurons to a receptor instead")
         if d.target in targets_before:
             raise ConfigError(f"population '{d.target}' already has a Poisson drive; give it one drive "
                               f"with the summed rate (n_synapses * rate_hz)")

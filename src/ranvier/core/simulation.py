@@ -1136,4 +1136,15 @@ def _merge_state(parts):
     c = np.concatenate([p[2] for p in parts], axis=0)[order]
     c_in = np.concatenate([p[3] for p in parts], axis=0)[order]
     w = np.concatenate([p[4] for p in parts], axis=0)[order]
-    return {"ids": ids[order], "V": v, "c": c, "c_in": c_in, "w": w}
+    state = {"ids": ids[order], "V": v, "c": c, "c_in": c_in, "w": w}
+    # receptors 3, 4, ... of the models with receptors (c3, c4, ...): [neuron][receptor * steps + step]
+    receptors, steps = max(p[6] for p in parts), v.shape[1]
+    if receptors:
+        rows = [p[5].reshape(len(p[0]), p[6], steps) if p[6] else np.full((len(p[0]), 0, steps), np.nan)
+                for p in parts]
+        rows = [np.concatenate([r, np.full((r.shape[0], receptors - r.shape[1], steps), np.nan)], axis=1)
+                for r in rows]
+        stacked = np.concatenate(rows, axis=0)[order]
+        for j in range(receptors):
+            state[f"c{j + 3}"] = stacked[:, j, :]
+    return state

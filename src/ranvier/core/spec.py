@@ -610,6 +610,8 @@ class EngineSpec:
             else:
                 s.delay_step_steps = round(pr.delay_step_ms / h)
                 s.delay_scale_ms, s.delay_cut_ms, s.delay_step_ms = pr.delay_scale_ms, pr.delay_cut_ms, pr.delay_step_ms
+            if pr.receptor is not None:
+                s.receptor = pr.receptor - 1           # the engine counts receptors from 0
             if pr.synapse is not None:
                 w = pr.weight_array()
                 s.plasticity = plasticity_spec(pr.synapse, _engine,

@@ -189,4 +189,9 @@ def _signals(neo, pq, result, pop, state) -> list:
     if "w" in model.recordables and w is not None and not np.all(np.isnan(w)):
         name, unit, what = model.recordables["w"]
         signals.append(neo.AnalogSignal(w.T, units=unit, name=name, description=what, **common))
+    for key in sorted((k for k in model.recordables if k.startswith("c") and k[1:].isdigit()), key=lambda k: int(k[1:])):
+        values = np.asarray(state[key], dtype=np.float64)[mine] if key in state else None
+        if values is not None and not np.all(np.isnan(values)):     # receptors 3, 4, ... (c3, c4, ...)
+            name, unit, what = model.recordables[key]
+            signals.append(neo.AnalogSignal(values.T, units=unit, name=name, description=what, **common))
     return signals

@@ -71,15 +71,19 @@ class AeifCondExp(NeuronModel):
         "w0_pA": Parameter("pA", "initial adaptation current w (NEST's w at the start)", 0.0, per_neuron=True),
     }
 
+    # The synaptic parameters check() reads besides the membrane's (the multisynapse model has lists).
+    synaptic_time_constants = ("tau_syn_ex_ms", "tau_syn_in_ms")
+    synaptic_potentials = ("E_ex_mV", "E_in_mV")
+
     @classmethod
     def check(cls, pop, where):
         q = pop.params
-        for key in ("C_m_pF", "g_L_nS", "tau_syn_ex_ms", "tau_syn_in_ms", "tau_w_ms", "gsl_error_tol"):
+        for key in ("C_m_pF", "g_L_nS", *cls.synaptic_time_constants, "tau_w_ms", "gsl_error_tol"):
             check_positive(where, key, q[key])
         for key in ("tau_arp_ms", "V0_sd_mV", "Delta_T_mV"):
             check_positive(where, key, q[key], allow_zero=True)
-        for key in ("E_L_mV", "V_th_mV", "V_peak_mV", "V_reset_mV", "E_ex_mV", "E_in_mV", "a_nS", "b_pA", "I_e_pA",
-                    "V0_mean_mV", "w0_pA"):
+        for key in ("E_L_mV", "V_th_mV", "V_peak_mV", "V_reset_mV", *cls.synaptic_potentials, "a_nS", "b_pA",
+                    "I_e_pA", "V0_mean_mV", "w0_pA"):
             check_number(where, key, q[key])
         check_below(where, "V_reset_mV", "V_peak_mV", q, pop.size)
         check_below(where, "V_th_mV", "V_peak_mV", q, pop.size, strict=False)

@@ -54,6 +54,17 @@ def _per_neuron_array(where: str, key: str, value, size: int):
     return a
 
 
+def _list_of_numbers(where: str, key: str, value) -> tuple:
+    """A list parameter (NeuronModel.list_parameters) as a tuple of finite floats."""
+    try:
+        values = tuple(np.asarray(value, dtype=np.float64).ravel().tolist())
+    except (TypeError, ValueError):
+        raise ConfigError(f"{where}: '{key}' must be a list of numbers, got {value!r:.60}") from None
+    if not all(np.isfinite(values)):
+        raise ConfigError(f"{where}: '{key}' must hold finite numbers")
+    return values
+
+
 def source_values(where: str, model: str, params: dict, keys, size: int) -> dict:
     """The spike sources' parameters (gamma_source, ppd_source): each a float array of `size`
     (one number repeated); a distribution refused."""
@@ -222,12 +233,24 @@ class NeuronModel:
     initial_states: ClassVar[tuple[str, ...]] = ("reset",)   # the words Population.initial accepts
     takes_current: ClassVar[bool] = False     # injected currents (ranvier.core.devices) reach it
     # What Simulation(record_state=...) records besides V, by the engine's state names ("c",
-    # "c_in", "w") -> (name, unit, description) as ranvier.io.neo names the signal.
+    # "c_in", "w"; "c3", "c4", ... for receptors 3, 4, ... of models with receptors) -> (name,
+    # unit, description) as ranvier.io.neo names the signal.
     recordables: ClassVar[dict[str, tuple[str, str, str]]] = {}
     # PyNN's weight units (nA, uS) in the model's input unit, for pyNN.ranvier (1: input ignored).
     pynn_weight_scale: ClassVar[float] = 1.0
     # NEST's model of the same dynamics, for SONATA's model_template "nest:<name>" (None: none maps).
     nest_model: ClassVar[str | None] = None
+    # Parameters that are lists of numbers, one list per population (gif_cond_exp's time
+    # constants, the multisynapse models' one entry per receptor): read as tuples of floats,
+    # handed to the engine as PopulationSpec.sequences.
+    list_parameters: ClassVar[tuple[str, ...]] = ()
+
+    @classmethod
+    def receptors(cls, params: dict) -> int:
+        """How many receptors a population with these parameters has: 0 for a model whose
+        synapses choose their input by the weight's sign; R for one whose projections name
+        `receptor` 1..R (NEST's receptor ports)."""
+        return 0
 
     @classmethod
     def defaults(cls) -> dict:
@@ -244,6 +267,9 @@ class NeuronModel:
         does not have."""
         params = dict(pop.params)
         for key, value in pop.params.items():
+            if key in cls.list_parameters:
+                params[key] = _list_of_numbers(where, key, value)
+                continue
             value = _per_neuron_array(where, key, value, pop.size)
             if is_per_neuron(value) and not cls.parameters[key].per_neuron:
                 can = cls.per_neuron_parameters()
@@ -329,8 +355,12 @@ class NeuronModel:
     def _per_neuron_spec(cls, pop, s, params=None) -> dict:
         """Sets s.parameters (every parameter by name; the mean of one that varies) and
         s.per_neuron (the arrays and distributions, and the initial V where it is per neuron),
-        from `params` (the population's by default). Returns s.parameters, for the model's fields."""
+        from `params` (the population's by default), and s.sequences (the list parameters).
+        Returns s.parameters, for the model's fields."""
         params = pop.params if params is None else params
+        if cls.list_parameters:
+            s.sequences = {k: [float(x) for x in pop.params[k]] for k in cls.list_parameters}
+            params = {k: v for k, v in params.items() if k not in cls.list_parameters}
         per = {k: _engine_values(v, cls._value_tag(pop, k)) for k, v in params.items() if is_per_neuron(v)}
         if is_per_neuron(pop.initial):
             per[INITIAL_V] = _engine_values(pop.initial, cls._tag("initial"))

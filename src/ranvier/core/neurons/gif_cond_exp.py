@@ -2,8 +2,6 @@
 spike-triggered current, a moving threshold and stochastic spiking (cpp/neurons/gif_cond_exp.cpp)."""
 from __future__ import annotations
 
-import numpy as np
-
 from ...errors import ConfigError
 from .base import (NeuronModel, Parameter, check_number, check_one_initial_potential, check_positive,
                    check_refractory_fits, check_whole_steps)
@@ -60,27 +58,19 @@ class GifCondExp(NeuronModel):
         "V0_sd_mV": Parameter("mV", "standard deviation of the initial membrane potential", 0.0),
     }
 
+    list_parameters = SEQUENCES
+
     @classmethod
     def read_values(cls, pop, where):
-        lists = {}
-        for key in SEQUENCES:
-            value = pop.params.get(key, ())
-            try:
-                lists[key] = tuple(np.asarray(value, dtype=np.float64).ravel().tolist())
-            except (TypeError, ValueError):
-                raise ConfigError(f"{where}: '{key}' must be a list of numbers, got {value!r:.60}") from None
-            if not all(np.isfinite(lists[key])):
-                raise ConfigError(f"{where}: '{key}' must hold finite numbers")
+        params, initial = super().read_values(pop, where)
         for tau, q in (("tau_stc_ms", "q_stc_pA"), ("tau_sfa_ms", "q_sfa_mV")):
-            if len(lists[tau]) != len(lists[q]):
-                raise ConfigError(f"{where}: '{tau}' ({len(lists[tau])} values) and '{q}' ({len(lists[q])}) must have "
-                                  f"the same length")
-            if any(t <= 0 for t in lists[tau]):
+            if len(params[tau]) != len(params[q]):
+                raise ConfigError(f"{where}: '{tau}' ({len(params[tau])} values) and '{q}' ({len(params[q])}) must "
+                                  f"have the same length")
+            if any(t <= 0 for t in params[tau]):
                 raise ConfigError(f"{where}: every time constant of '{tau}' must be positive")
-        if len(lists["tau_stc_ms"]) + len(lists["tau_sfa_ms"]) > MAX_ELEMENTS:
+        if len(params["tau_stc_ms"]) + len(params["tau_sfa_ms"]) > MAX_ELEMENTS:
             raise ConfigError(f"{where}: at most {MAX_ELEMENTS} time constants in tau_stc_ms and tau_sfa_ms together")
-        params, initial = super().read_values(_WithoutSequences(pop), where)
-        params.update(lists)
         return params, initial
 
     @classmethod
@@ -102,18 +92,5 @@ class GifCondExp(NeuronModel):
     @classmethod
     def to_engine(cls, pop, resolution_ms):
         s = cls._spec(pop)
-        scalars = {k: v for k, v in pop.params.items() if k not in SEQUENCES}
-        cls._per_neuron_spec(pop, s, scalars)     # every parameter by name; the means of those that vary
-        s.sequences = {k: [float(x) for x in pop.params[k]] for k in SEQUENCES}
+        cls._per_neuron_spec(pop, s)     # every parameter by name; the means of those that vary; the lists
         return s
-
-
-class _WithoutSequences:
-    """A population seen without its list parameters, for the per-neuron reading of the others."""
-
-    def __init__(self, pop):
-        self._pop = pop
-        self.params = {k: v for k, v in pop.params.items() if k not in SEQUENCES}
-
-    def __getattr__(self, name):
-        return getattr(self._pop, name)
