@@ -348,14 +348,6 @@ def heterogeneous_network(neurons: int, probability: float):
         excitatory=False))
     net.add_population(rv.Population("H", n_h, {"tau_m_ms": 20.0, "theta_mV": 20.0, "reset_mV": 10.0,
                                                  "tau_arp_ms": 2.0}, initial="uniform"))
-    net.add_population(rv.Population("M", n_h, {"V0_mean_mV": -60.0, "V0_sd_mV": 5.0, "I_e_pA": 350.0,
-                                                "tau_syn_ms": [0.5, 3.0, 8.0]}, model="iaf_psc_exp_multisynapse"))
-    net.add_population(rv.Population("Q", n_h, {"V0_mean_mV": -65.0, "V0_sd_mV": 5.0, "I_e_pA": 700.0,
-                                                "tau_arp_ms": 0.5, "tau_syn_ms": [0.2, 2.0, 5.0],
-                                                "E_rev_mV": [0.0, 0.0, -80.0]}, model="aeif_cond_alpha_multisynapse"))
-    net.add_population(rv.Population("X", n_h, {"rate_hz": 400.0, "stop_ms": 1e9}, model="poisson_source"))
-    receptors = {("iaf_psc_exp_multisynapse", True): 1, ("iaf_psc_exp_multisynapse", False): 2,
-                 ("aeif_cond_alpha_multisynapse", True): 1, ("aeif_cond_alpha_multisynapse", False): 3}
     delays = dict(delay_offset_ms=1.0, delay_scale_ms=1.0, delay_cut_ms=3.0, delay_step_ms=0.1)
     for src, tgt, w in (("L", "L", 0.3), ("L", "P", 40.0), ("L", "A", 40.0), ("P", "H", 0.3), ("P", "A", 40.0),
                         ("A", "L", -0.6), ("A", "P", -80.0), ("A", "A", -80.0), ("H", "L", 0.3), ("H", "H", 0.3)):
@@ -437,14 +429,6 @@ def tsodyks_network(neurons: int, synapses: int):
     net = rv.Network(name="tsodyks")
     net.add_population(rv.Population("E", n_e, dict(cell), model="psc_exp", area="a"))
     net.add_population(rv.Population("I", neurons - n_e, dict(cell), model="psc_exp", excitatory=False, area="b"))
-    net.add_population(rv.Population("M", n_h, {"V0_mean_mV": -60.0, "V0_sd_mV": 5.0, "I_e_pA": 350.0,
-                                                "tau_syn_ms": [0.5, 3.0, 8.0]}, model="iaf_psc_exp_multisynapse"))
-    net.add_population(rv.Population("Q", n_h, {"V0_mean_mV": -65.0, "V0_sd_mV": 5.0, "I_e_pA": 700.0,
-                                                "tau_arp_ms": 0.5, "tau_syn_ms": [0.2, 2.0, 5.0],
-                                                "E_rev_mV": [0.0, 0.0, -80.0]}, model="aeif_cond_alpha_multisynapse"))
-    net.add_population(rv.Population("X", n_h, {"rate_hz": 400.0, "stop_ms": 1e9}, model="poisson_source"))
-    receptors = {("iaf_psc_exp_multisynapse", True): 1, ("iaf_psc_exp_multisynapse", False): 2,
-                 ("aeif_cond_alpha_multisynapse", True): 1, ("aeif_cond_alpha_multisynapse", False): 3}
     delays = dict(delay_offset_ms=1.0, delay_scale_ms=1.0, delay_cut_ms=3.0, delay_step_ms=0.1)
     net.connect(rv.Projection(source="E", target="E", indegree=k, weight=60.0, weight_sd=10.0, **delays,
                               synapse=rv.TsodyksMarkram(U=0.5, tau_psc_ms=2.0, tau_rec_ms=200.0)))
@@ -493,14 +477,6 @@ def stochastic_network(neurons: int, synapses: int, name: str, synapse):
     net = rv.Network(name=name)
     net.add_population(rv.Population("E", n_e, dict(cell), model="psc_exp", area="a"))
     net.add_population(rv.Population("I", neurons - n_e, dict(cell), model="psc_exp", excitatory=False, area="b"))
-    net.add_population(rv.Population("M", n_h, {"V0_mean_mV": -60.0, "V0_sd_mV": 5.0, "I_e_pA": 350.0,
-                                                "tau_syn_ms": [0.5, 3.0, 8.0]}, model="iaf_psc_exp_multisynapse"))
-    net.add_population(rv.Population("Q", n_h, {"V0_mean_mV": -65.0, "V0_sd_mV": 5.0, "I_e_pA": 700.0,
-                                                "tau_arp_ms": 0.5, "tau_syn_ms": [0.2, 2.0, 5.0],
-                                                "E_rev_mV": [0.0, 0.0, -80.0]}, model="aeif_cond_alpha_multisynapse"))
-    net.add_population(rv.Population("X", n_h, {"rate_hz": 400.0, "stop_ms": 1e9}, model="poisson_source"))
-    receptors = {("iaf_psc_exp_multisynapse", True): 1, ("iaf_psc_exp_multisynapse", False): 2,
-                 ("aeif_cond_alpha_multisynapse", True): 1, ("aeif_cond_alpha_multisynapse", False): 3}
     delays = dict(delay_offset_ms=1.0, delay_scale_ms=1.0, delay_cut_ms=3.0, delay_step_ms=0.1)
     net.connect(rv.Projection(source="E", target="E", indegree=k, weight=60.0, weight_sd=10.0, **delays,
                               synapse=synapse(0)))

@@ -170,3 +170,70 @@ def test_every_receptor_is_recorded():
     block = to_neo(res, populations=["n"])
     names = {s.name for s in block.segments[0].analogsignals}
     assert {"g_1", "g_2", "g_3", "g_4", "w"} <= names
+
+
+PYNN_SCRIPT = """
+import sys, numpy as np
+import pyNN.{backend} as sim
+sim.setup(timestep=0.1, min_delay=1.0)
+adexp = sim.PointNeuron(sim.AdExp(tau_m=10.0, v_rest=-60.0, i_offset=0.9, b=0.01, v_spike=-20.0, delta_T=1.5),
+                        AMPA=sim.AlphaPSR(tau_syn=1.0, e_syn=0.0), NMDA=sim.AlphaPSR(tau_syn=20.0, e_syn=0.0),
+                        GABAA=sim.AlphaPSR(tau_syn=1.5, e_syn=-70.0))
+lif = sim.PointNeuron(sim.LIF(tau_m=10.0, v_rest=-60.0, i_offset=1.1),
+                      AMPA=sim.CurrExpPostSynapticResponse(tau_syn=1.0),
+                      NMDA=sim.CurrExpPostSynapticResponse(tau_syn=20.0),
+                      GABAA=sim.CurrExpPostSynapticResponse(tau_syn=1.5))
+a = sim.Population(2, adexp, initial_values={{"v": -60.0}})
+b = sim.Population(2, lif, initial_values={{"v": -60.0}})
+rng = np.random.default_rng(5)
+inputs = sim.Population(3, sim.SpikeSourceArray(spike_times=[
+    sim.Sequence(np.unique(np.round(rng.uniform(5, 290, n), 1))) for n in (60, 20, 40)]))
+for i, (name, w_a, w_b) in enumerate((("AMPA", 0.004, 0.3), ("NMDA", 0.001, 0.05), ("GABAA", 0.004, -0.3))):
+    sim.Projection(inputs[i:i + 1], a, sim.AllToAllConnector(), sim.StaticSynapse(weight=w_a, delay=1.5),
+                   receptor_type=name)
+    sim.Projection(inputs[i:i + 1], b, sim.AllToAllConnector(), sim.StaticSynapse(weight=w_b, delay=1.5),
+                   receptor_type=name)
+a.record(["v", "spikes", "AMPA.gsyn", "NMDA.gsyn", "GABAA.gsyn"])
+b.record(["v", "spikes", "AMPA.isyn", "NMDA.isyn", "GABAA.isyn"])
+assert a.get("GABAA.e_syn") == -70.0 and b.get("NMDA.tau_syn") == 20.0
+sim.run(300.0)
+out = {{}}
+for label, pop, kind in (("a", a, "gsyn"), ("b", b, "isyn")):
+    seg = pop.get_data().segments[0]
+    for name in ("v", "AMPA." + kind, "NMDA." + kind, "GABAA." + kind):
+        out[label + ":" + name] = seg.filter(name=name)[0].magnitude
+    out[label + ":spikes"] = np.concatenate([t.magnitude for t in seg.spiketrains])
+np.savez(sys.argv[1], **out)
+sim.end()
+"""
+
+
+def test_pynn_point_neuron_gives_pynn_nests_traces(tmp_path):
+    """PyNN's PointNeuron (AdExp with three AlphaPSR receptors, LIF with three current-based ones,
+    PyNN's composed-cell scenario with input) on pyNN.ranvier and pyNN.nest: the same spikes, V
+    and every receptor's conductance or current equal within 1e-9."""
+    import subprocess
+    import sys
+
+    pytest.importorskip("pyNN")
+    pytest.importorskip("nest")
+    from conftest import subprocess_env
+    out = {}
+    for backend in ("ranvier", "nest"):
+        script = tmp_path / f"point_{backend}.py"
+        script.write_text(PYNN_SCRIPT.format(backend=backend))
+        data = tmp_path / f"{backend}.npz"
+        done = subprocess.run([sys.executable, str(script), str(data)], cwd=tmp_path, env=subprocess_env(),
+                              capture_output=True, text=True, timeout=600)
+        assert done.returncode == 0, done.stderr[-3000:]
+        out[backend] = dict(np.load(data))
+    ours, theirs = out["ranvier"], out["nest"]
+    assert ours.keys() == theirs.keys()
+    for key in sorted(ours):
+        print(key, ours[key].shape, float(np.max(np.abs(ours[key] - theirs[key]))) if ours[key].shape ==
+              theirs[key].shape else "shapes differ")
+    assert ours["a:spikes"].size > 5 and ours["b:spikes"].size > 5
+    for key in ours:
+        assert ours[key].shape == theirs[key].shape, key
+        assert np.max(np.abs(ours[key] - theirs[key])) < 1e-9, key
+    assert ours["a:NMDA.gsyn"].max() > 0.0005 and ours["b:GABAA.isyn"].min() < -0.1

@@ -725,3 +725,102 @@ def test_an_internal_computed_from_a_state_variable_takes_its_initial_value(tmp_
         net.add_population(rv.Population("n", 2, {"V_init": v_init}, model=model))
         res = rv.Simulation(net, threads=1, resolution_ms=H, record_state=[0]).run(1.0)
         assert np.asarray(res.state["c"][0])[0] == pytest.approx(np.exp(v_init / 10.0), rel=1e-15)
+
+
+RECEPTOR_MODEL = """\
+model three_receptor_neuron:
+    state:
+        V_m mV = -70 mV
+        refr_t ms = 0 ms
+        I_1 pA = 0 pA
+        I_2 pA = 0 pA
+        I_3 pA = 0 pA
+
+    equations:
+        I_1' = -I_1 / tau_1
+        I_2' = -I_2 / tau_2
+        I_3' = -I_3 / tau_3
+        V_m' = -(V_m - E_L) / tau_m + (I_1 + I_2 + I_3 + I_e) / C_m
+        refr_t' = -1
+
+    parameters:
+        C_m pF = 250 pF
+        tau_m ms = 10 ms
+        tau_1 ms = 0.5 ms
+        tau_2 ms = 2 ms
+        tau_3 ms = 8 ms
+        refr_T ms = 2 ms
+        E_L mV = -70 mV
+        V_reset mV = -70 mV
+        V_th mV = -55 mV
+        I_e pA = 300 pA
+
+    internals:
+        unit_psc pA = 1 pA
+
+    input:
+        R1 <- spike
+        R2 <- spike
+        R3 <- spike
+
+    output:
+        spike
+
+    update:
+        if refr_t > 0 ms:
+            integrate_odes(I_1, I_2, I_3, refr_t)
+        else:
+            integrate_odes(I_1, I_2, I_3, V_m)
+
+    onReceive(R1):
+        I_1 += unit_psc * R1 * 1 s
+
+    onReceive(R2):
+        I_2 += unit_psc * R2 * 1 s
+
+    onReceive(R3):
+        I_3 += unit_psc * R3 * 1 s
+
+    onCondition(refr_t <= 0 ms and V_m >= V_th):
+        refr_t = refr_T
+        V_m = V_reset
+        emit_spike()
+"""
+
+
+@needs_nestml
+def test_receptor_ports_are_the_engines_receptors(tmp_path):
+    """A model with three spike ports: each a receptor (rv.Projection(receptor=r) in declaration
+    order), each port's convolution taking its own projection's spikes with their sign. Against
+    the built-in iaf_psc_exp_multisynapse with the same time constants and inputs: the same
+    spikes, V within 1e-9 mV; a projection without a receptor is refused naming it."""
+    src = tmp_path / "three_receptor_neuron.nestml"
+    src.write_text(RECEPTOR_MODEL)
+    model = rv.nestml.neuron_model(src)
+    assert model.receptors({}) == 3
+    rng = np.random.default_rng(3)
+    trains = [np.unique(np.round(rng.uniform(1.0, T_MS - 2.0, n), 1)) for n in (120, 60, 90)]
+    weights = (600.0, -300.0, 150.0)
+
+    def run(target, params):
+        net = rv.Network(name="ports")
+        for i, t in enumerate(trains):
+            net.add_population(rv.Population(f"s{i}", 1, {"spike_times_ms": t.tolist()}, model="spike_train"))
+        net.add_population(rv.Population("n", 1, params, model=target))
+        for i, w in enumerate(weights):
+            net.connect(rv.Projection(source=f"s{i}", target="n", probability=1.0, weight=w, delay_ms=DELAY_MS,
+                                      receptor=i + 1))
+        res = rv.Simulation(net, resolution_ms=H, record_state=[3]).run(T_MS)
+        ids, steps = np.asarray(res.spike_ids), np.asarray(res.spike_steps)
+        return np.asarray(res.state["V"][0], dtype=np.float64), steps[ids == 3]
+
+    V, spikes = run(model, {})
+    V_ref, spikes_ref = run("iaf_psc_exp_multisynapse", {"tau_syn_ms": [0.5, 2.0, 8.0], "I_e_pA": 300.0})
+    V_ref = V_ref - 70.0                          # the built-in model records V - E_L, the NESTML one V_m
+    assert spikes.size > 5 and np.array_equal(spikes, spikes_ref)
+    assert np.max(np.abs(V - V_ref)) < 1e-9
+    net = rv.Network(name="no-receptor")
+    net.add_population(rv.Population("s", 1, {"spike_times_ms": [5.0]}, model="spike_train"))
+    net.add_population(rv.Population("n", 1, {}, model=model))
+    with pytest.raises(ConfigError, match=r"has 3 receptor\(s\); give receptor=1..3"):
+        net.connect(rv.Projection(source="s", target="n", probability=1.0, weight=1.0, delay_ms=1.0))

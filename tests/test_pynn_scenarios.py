@@ -22,10 +22,7 @@ import pynn_scenarios  # noqa: E402
 SDIST = pynn_scenarios.sdist_dir()
 
 # (file, scenario) -> what it needs that pyNN.ranvier does not have yet
-NOT_YET: dict[tuple[str, str], str] = {
-    ("test_cell_types", "test_composed_neuron_model_homogeneous_receptors"): "PointNeuron (composed cell types): "
-                                                                              "not in pyNN.ranvier",
-}
+NOT_YET: dict[tuple[str, str], str] = {}
 
 
 def _cases():

@@ -131,6 +131,10 @@ def _model_class(g, engine_name: str):
         pynn_weight_scale = 1000.0     # PyNN's nA (uS) to NEST's pA (nS), as pyNN.nest scales native models
 
         @classmethod
+        def receptors(cls, params):
+            return g.receptors              # the model's spike ports, where it has several
+
+        @classmethod
         def check(cls, pop, where):
             for key, value in pop.params.items():
                 if key in pop.defaulted and isinstance(value, float) and math.isnan(value):

@@ -49,6 +49,7 @@ class GeneratedModel:
     split_input: bool = False
     takes_current: bool = False
     spike_ports: list = field(default_factory=list)      # (name, kind): kind "excitatory", "inhibitory", "signed"
+    receptors: int = 0                                   # > 0: one receptor per spike port, in declaration order
     input_unit: str | None = None
     digest: str = ""
 
@@ -136,11 +137,26 @@ def _check_before(path: str, model) -> None:
             _fail(path, currents[1], f"a second continuous input port ('{currents[1].get_name()}')")
         exc = [p for p in spikes if _port_kind(p) != "inhibitory"]
         inh = [p for p in spikes if _port_kind(p) == "inhibitory"]
-        if len(exc) > 1 or len(inh) > 1:
-            _fail(path, spikes[-1], f"more than one excitatory or inhibitory spike port (receptor ports such as "
-                                    f"'{spikes[-1].get_name()}')")
-        if inh and not exc:
+        if _receptor_ports(spikes):
+            if len(spikes) > MAX_RECEPTORS:
+                _fail(path, spikes[MAX_RECEPTORS], f"more than {MAX_RECEPTORS} spike ports ('{spikes[-1].get_name()}')")
+            marked = [p for p in spikes if _port_kind(p) != "signed"]
+            if marked:
+                _fail(path, marked[0], f"an excitatory or inhibitory qualifier on one of several receptor ports "
+                                       f"('{marked[0].get_name()}')")
+        elif inh and not exc:
             _fail(path, inh[0], f"an inhibitory spike port ('{inh[0].get_name()}') without an excitatory one")
+
+
+# The engine's receptors per neuron (cpp/neurons/neuron_model.hpp: kMaxReceptors).
+MAX_RECEPTORS = 8
+
+
+def _receptor_ports(spikes) -> bool:
+    """Whether the spike ports are receptors (one input column each, each projection naming one):
+    more than two ports, or two that an excitatory / inhibitory pair does not describe."""
+    kinds = [_port_kind(p) for p in spikes]
+    return len(kinds) - kinds.count("inhibitory") > 1 or kinds.count("inhibitory") > 1
 
 
 def _port_kind(port) -> str:
@@ -292,6 +308,7 @@ def generate(path: str | Path) -> GeneratedModel:
     solver = _NumericSolver(numeric, ns.get("numeric_update_expressions", {}) if numeric else {})
     state_syms, state, extra_columns = _state_layout(path, model, unit, hidden=solver.hidden_state())
     spike_ports, current_port, split = _ports(model)
+    receptors = len(spike_ports) if any(k.startswith("receptor") for _, k in spike_ports) else 0
     parameters, param_code = _parameters(path, model, scope, P)
     parameters += solver.parameters()
     param_code += solver.parameter_code()
@@ -329,6 +346,7 @@ def generate(path: str | Path) -> GeneratedModel:
                 "      Stream rng(key_, s.gid[k], Purpose::firing, uint32_t(uint64_t(in.step) >> 32), "
                 "uint32_t(in.step));" if ctx.uses_random else ""),
         split="true" if split else "false", extra=extra_columns,
+        receptors=receptors, layout="layout" if receptors else "nullptr",
         current="true" if current_port else "false", inh_col=0 if extra_columns > 0 else -1,
         engine_name="@ENGINE_NAME@")
     digest = hashlib.sha256(src_body.encode()).hexdigest()[:16]
@@ -336,7 +354,7 @@ def generate(path: str | Path) -> GeneratedModel:
     return GeneratedModel(nestml_name=nestml_name, engine_name=engine_name,
                           source=src_body.replace("@ENGINE_NAME@", engine_name), path=path,
                           parameters=parameters, state=state, split_input=split, takes_current=bool(current_port),
-                          spike_ports=spike_ports, input_unit=_input_unit(model, spike_ports, unit, parameters),
+                          spike_ports=spike_ports, receptors=receptors, input_unit=_input_unit(model, spike_ports, unit, parameters),
                           digest=digest)
 
 
@@ -370,13 +388,16 @@ def _state_layout(path, model, unit, hidden=()):
 def _ports(model):
     """The spike ports (name, kind), the continuous-current port's name (or None), and whether
     the input is split into excitatory and inhibitory rows."""
-    spike_ports, current_port = [], None
+    spike_ports, current_port, ports = [], None, []
     for block in model.get_input_blocks():
         for p in block.get_input_ports():
             if p.is_spike():
                 spike_ports.append((p.get_name(), _port_kind(p)))
+                ports.append(p)
             else:
                 current_port = p.get_name()
+    if _receptor_ports(ports):            # receptor r's input: StepInput::receptor(r), the weight's sign kept
+        return [(n, f"receptor{r}") for r, (n, _) in enumerate(spike_ports)], current_port, False
     split = any(k == "inhibitory" for _, k in spike_ports)
     if split:
         spike_ports = [(n, "excitatory" if k == "signed" else k) for n, k in spike_ports]
@@ -554,7 +575,10 @@ def _input_lines(spike_ports, current_port):
     negated (split input), the injected current."""
     lines = []
     for n, kind in spike_ports:
-        row = "-double(in.inhibitory[k])" if kind == "inhibitory" else "double(in.input[k])"
+        if kind.startswith("receptor"):
+            row = f"double(in.receptor({int(kind[len('receptor'):])})[k])"
+        else:
+            row = "-double(in.inhibitory[k])" if kind == "inhibitory" else "double(in.input[k])"
         lines.append(f"      const double in_{_ident(n)} = {row} * scale;")
     if current_port:
         lines.append("      const double in_current = kCurrent ? in.current[k] : 0.0;")
@@ -882,10 +906,13 @@ std::unique_ptr<PopulationUpdate> make_update(const PopulationSpec& spec, const 
   return std::make_unique<Update>(spec, ctx, columns);
 }}
 
+// The model's spike ports as receptors (one input column each), where it has several.
+NeuronModel::Layout layout(const PopulationSpec&) {{ return {{false, {extra}, {receptors}}}; }}
+
 }}  // namespace
 
 extern const NeuronModel generated_model{{"{engine_name}", check, initialize, make_update,
-                                        /*split_input=*/{split}, /*extra_columns=*/{extra}, /*layout=*/nullptr,
+                                        /*split_input=*/{split}, /*extra_columns=*/{extra}, /*layout=*/{layout},
                                         /*takes_current=*/{current}, /*inhibitory_column=*/{inh_col}}};
 
 }}  // namespace ranvier

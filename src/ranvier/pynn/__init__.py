@@ -20,6 +20,9 @@ from pyNN import common
 from pyNN.recording import get_io
 
 from . import nestml, simulator                                      # noqa: F401  (sim.nestml, as pyNN.nest's)
+from .composed import (AdExp, AlphaPSR, BetaPSR, CondAlphaPostSynapticResponse,  # noqa: F401
+                       CondBetaPostSynapticResponse, CondExpPostSynapticResponse, CurrExpPostSynapticResponse,
+                       ExpPSR, LIF, PointNeuron)
 from .native import native_cell_type                                 # noqa: F401
 from .native_rng import NativeRNG                                    # noqa: F401
 from .populations import Assembly, Population, PopulationView       # noqa: F401

@@ -172,7 +172,7 @@ def describe(state) -> dict:
             initial = NEURON_MODELS[model].initial_from_absolute(initial, _native_values(p), p.size)
         pops.append({"label": p.label, "size": p.size, "model": model, "params": params,
                      "initial": None if initial is None else np.asarray(initial, float),
-                     "excitatory": True})
+                     "excitatory": True, "receptors": _receptor_numbers(p.celltype)})
     projs = []
     for j, pr in enumerate(state.projections):
         if pr.native is not None:
@@ -195,6 +195,21 @@ def describe(state) -> dict:
                           "pre_index": pre_index[at], "post_index": post_index[at],
                           "weight": w[at], "delay": d[at], "receptor": pr.receptor_type})
     return {"populations": pops, "projections": projs}
+
+
+def _receptor_numbers(celltype) -> dict | None:
+    from .composed import receptor_numbers
+    return receptor_numbers(celltype)
+
+
+def _receptor_weights(pr: dict, post: dict, weight, scale: float):
+    """(weight in the model's unit, receptor or None): PyNN's |w| with the sign of its receptor
+    type for the cell types of two receptor types; a PointNeuron's weight as given (its sign its
+    own: current-based inhibitory receptors take negative weights) and its receptor's number."""
+    if post["receptors"] is not None:
+        return np.asarray(weight, dtype=float) * scale, post["receptors"][pr["receptor"]]
+    w = np.abs(weight) * scale
+    return (-w if pr["receptor"] == "inhibitory" else w), None
 
 
 def _nestml_starts(p, s, shape):
@@ -385,18 +400,17 @@ def build_network(state):
         scale = NEURON_MODELS[desc["populations"][pr["post"]]["model"]].pynn_weight_scale
         if "native" in pr:
             q = pr["native"]
-            w = abs(q["weight"]) * scale * (-1.0 if pr["receptor"] == "inhibitory" else 1.0)
+            w, receptor = _receptor_weights(pr, desc["populations"][pr["post"]], q["weight"], scale)
             extra = {"autapses": True} if q.get("autapses") else {}
             state.native_index[pr["pynn"]] = len(net.projections)
-            net.connect(rv.Projection(source=names[pr["pre"]], target=names[pr["post"]], weight=w,
+            net.connect(rv.Projection(source=names[pr["pre"]], target=names[pr["post"]], weight=float(w),
+                                      receptor=receptor,
                                       delay_ms=max(round(q["delay"] / state.dt), 1) * state.dt,
                                       **{q["rule"]: q["value"]}, **extra))
             continue
         if not len(pr["weight"]):
             continue
-        w = np.abs(pr["weight"]) * scale
-        if pr["receptor"] == "inhibitory":
-            w = -w
+        w, receptor = _receptor_weights(pr, desc["populations"][pr["post"]], pr["weight"], scale)
         delay = np.maximum(np.rint(pr["delay"] / state.dt), 1) * state.dt
         synapse = None
         if pr["plastic"] is not None and pr["plastic"].get("kind") in ("tsodyks", "bernoulli", "quantal"):
@@ -406,7 +420,8 @@ def build_network(state):
             for synapse, at in groups(pr["plastic"]):
                 net.connect(rv.Projection(source=names[pr["pre"]], target=names[pr["post"]],
                                           sources=pr["pre_index"][at].tolist(), targets=pr["post_index"][at].tolist(),
-                                          weight=w[at].tolist(), delay_ms=delay[at].tolist(), synapse=synapse))
+                                          weight=w[at].tolist(), delay_ms=delay[at].tolist(), synapse=synapse,
+                                          receptor=receptor))
             continue
         if pr["plastic"] is not None:
             q = pr["plastic"]
@@ -418,7 +433,7 @@ def build_network(state):
             state.plastic.append((pr["pynn"], len(net.projections)))
         net.connect(rv.Projection(source=names[pr["pre"]], target=names[pr["post"]], sources=pr["pre_index"].tolist(),
                                   targets=pr["post_index"].tolist(), weight=w.tolist(), delay_ms=delay.tolist(),
-                                  synapse=synapse))
+                                  synapse=synapse, receptor=receptor))
     firsts = np.array([p.first_id for p in net.populations])
     state.current_index = {}                   # PyNN source -> [(its Ranvier source's index, target, neurons)]
     for source, ids in desc["currents"]:

@@ -81,7 +81,9 @@ def nestml_cell_type(name: str, nestml_description) -> type:
         "units": {**units, "spikes": "ms"},
         "variable_map": dict(zip(names, keys)),
         "scale_factors": {n: 1.0 for n in names},
-        "receptor_types": ["excitatory", "inhibitory"],
+        # several spike ports: receptors by the ports' names (pyNN.nest's receptor types of the model)
+        "receptor_types": [n for n, _ in g.spike_ports] if g.receptors else ["excitatory", "inhibitory"],
+        "receptor_numbers": {n: r + 1 for r, (n, _) in enumerate(g.spike_ports)} if g.receptors else None,
         "conductance_based": g.input_unit == "nS",
         "injectable": g.takes_current,
         "absolute_v": True,                 # V is the model's own variable, not V - E_L

@@ -114,9 +114,17 @@ class Population(common.Population):
 
 def _parameters(obj, names, native_value, size):
     celltype = obj.celltype
+    receptor_names = [n for n in names if "." in n]      # a PointNeuron's "<receptor>.<parameter>"
+    names = [n for n in names if "." not in n]
     if any(name in celltype.computed_parameters() for name in names):
         native_names = celltype.get_native_names()
     else:
         native_names = celltype.get_native_names(*names)
-    native = ParameterSpace({name: simplify(native_value(name)) for name in native_names}, shape=(size,))
-    return celltype.reverse_translate(native)
+    native = ParameterSpace({name: simplify(native_value(name)) for name in native_names if "." not in name},
+                            shape=(size,))
+    standard = celltype.reverse_translate(native)
+    if not receptor_names:
+        return standard
+    values = dict(standard.items())
+    values.update({name: celltype.receptor_parameter(name, native_value) for name in receptor_names})
+    return ParameterSpace(values, shape=(size,))

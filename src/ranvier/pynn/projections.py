@@ -87,6 +87,13 @@ def _connect_with_columns_1d(connector, projection) -> None:
         del connector._connect_with_map
 
 
+def _composed_target(post) -> bool:
+    """Whether the projection's target has receptors by name (PointNeuron, NESTML receptor ports)."""
+    from .composed import receptor_numbers
+    cells = post.populations if hasattr(post, "populations") else [post]
+    return all(receptor_numbers(getattr(p, "celltype", None)) is not None for p in cells)
+
+
 class Projection(common.Projection):
     __doc__ = common.Projection.__doc__
     _simulator = simulator
@@ -97,7 +104,8 @@ class Projection(common.Projection):
         simulator.state.check_not_built("creating a projection")
         common.Projection.__init__(self, presynaptic_population, postsynaptic_population, connector, synapse_type,
                                    source, receptor_type, space, label)
-        if self.receptor_type not in ("excitatory", "inhibitory"):
+        composed = _composed_target(postsynaptic_population)
+        if self.receptor_type not in ("excitatory", "inhibitory") and not composed:
             raise NotImplementedError(f"pyNN.ranvier: receptor type {self.receptor_type!r}; "
                                       f"'excitatory' or 'inhibitory'")
         if type(self.synapse_type).__name__ not in SYNAPSE_TYPES:
