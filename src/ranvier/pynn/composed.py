@@ -21,6 +21,8 @@ from pyNN.standardmodels import build_translations, cells, receptors
 
 from ranvier.core.neurons import AeifCondAlphaMultisynapse, IafPscExpMultisynapse
 
+from .standardmodels import EIF_cond_exp_isfa_ista
+
 # The state recorder's name of receptor r's synaptic variable (1-based).
 RECEPTOR_STATE = {1: "c", 2: "c_in"}
 
@@ -47,20 +49,10 @@ class LIF(cells.LIF):
 
 class AdExp(cells.AdExp):
     __doc__ = cells.AdExp.__doc__
-    translations = build_translations(          # as pyNN.nest's onto aeif_cond_alpha_multisynapse
-        ('cm', 'C_m_pF', 1000.0),               # nF -> pF
-        ('tau_refrac', 'tau_arp_ms'),
-        ('v_spike', 'V_peak_mV'),
-        ('v_reset', 'V_reset_mV'),
-        ('v_rest', 'E_L_mV'),
-        ('tau_m', 'g_L_nS', "cm/tau_m*1000.0", "C_m_pF/g_L_nS"),
-        ('i_offset', 'I_e_pA', 1000.0),         # nA -> pA
-        ('a', 'a_nS'),
-        ('b', 'b_pA', 1000.0),                  # nA -> pA
-        ('delta_T', 'Delta_T_mV'),
-        ('tau_w', 'tau_w_ms'),
-        ('v_thresh', 'V_th_mV'),
-    )
+    # EIF_cond_exp_isfa_ista's membrane and adaptation (pyNN.nest's AdExp onto
+    # aeif_cond_alpha_multisynapse): the synaptic parameters are the receptors'
+    translations = {k: v for k, v in EIF_cond_exp_isfa_ista.translations.items()
+                    if k not in ("e_rev_E", "tau_syn_E", "e_rev_I", "tau_syn_I")}
     variable_map = {'v': 'V', 'w': 'w'}
     scale_factors = {'v': 1.0, 'w': 0.001}      # pA -> nA
     composed_models = {"CondAlphaPostSynapticResponse": AeifCondAlphaMultisynapse.name}

@@ -18,12 +18,15 @@ the same name in this package (ranvier/core/neurons/psc_exp.py). The interface (
 - `check(pop, where)`: the checks of the values alone (run when the population is added),
   element-wise for per-neuron values (the message names the first bad neuron).
 - `check_resolution(pop, resolution_ms)`: the checks that need the time grid (run when a
-  Simulation is made, before anything is built).
+  Simulation is made, before anything is built); by default tau_arp_ms in whole steps.
 - `known_rate_hz(params)`: the rate the model fires at by construction, or None where the rate
   depends on the dynamics (the memory check of recorded spikes then assumes one).
 - `to_engine(pop, resolution_ms)`: an `_engine.PopulationSpec` holding the model's parameters by
   name (the engine's model of the same name reads them; the fields every population has, name,
-  first id, size and area, are set by ranvier.core.spec).
+  first id, size and area, are set by ranvier.core.spec); by default every parameter, the lists
+  (`list_parameters`) as sequences.
+- `receptors(params)`: 0, or R for a model with receptors (NEST's multisynapse models): each
+  projection onto it then names one, `rv.Projection(..., receptor=r)`, r in 1..R.
 - `neuron_values(pop, name, seed)`: the value of a parameter (or "initial") for every neuron of
   the population, as the engine gives them.
 - For the other formats: `pynn_weight_scale`, `from_absolute` and `initial_from_absolute`

@@ -3,9 +3,8 @@ integrate-and-fire with one alpha-shaped conductance per receptor
 (cpp/neurons/aeif_cond_alpha_multisynapse.cpp)."""
 from __future__ import annotations
 
-from ...errors import ConfigError
 from .aeif_cond_exp import AeifCondExp
-from .base import Parameter
+from .base import Parameter, check_receptor_lists
 
 MAX_RECEPTORS = 7          # the engine's state columns: 5 + 2 (R - 2) of at most 16
 
@@ -46,13 +45,5 @@ class AeifCondAlphaMultisynapse(AeifCondExp):
     @classmethod
     def read_values(cls, pop, where):
         params, initial = super().read_values(pop, where)
-        tau, E_rev = params["tau_syn_ms"], params["E_rev_mV"]
-        if not 1 <= len(tau) <= MAX_RECEPTORS:
-            raise ConfigError(f"{where}: 'tau_syn_ms' must have 1 to {MAX_RECEPTORS} entries (one per receptor), "
-                              f"got {len(tau)}")
-        if len(E_rev) != len(tau):
-            raise ConfigError(f"{where}: 'tau_syn_ms' ({len(tau)} values) and 'E_rev_mV' ({len(E_rev)}) must have the "
-                              f"same length, one entry per receptor")
-        if any(t <= 0 for t in tau):
-            raise ConfigError(f"{where}: every time constant of 'tau_syn_ms' must be positive")
+        check_receptor_lists(where, params, MAX_RECEPTORS, others=("E_rev_mV",))
         return params, initial

@@ -8,8 +8,7 @@ import numpy as np
 
 from ...errors import ConfigError
 from ..random import Distribution
-from .base import (NeuronModel, Parameter, check_below, check_number, check_one_initial_potential, check_positive,
-                   check_refractory_fits, check_whole_steps)
+from .base import NeuronModel, Parameter, check_below, check_number, check_one_initial_potential, check_positive
 
 # NEST's bound on (V_peak - V_th) / Delta_T: exp() of it, with a margin of 1e20, stays finite.
 MAX_EXP_ARGUMENT = math.log(np.finfo(np.float64).max / 1e20)
@@ -98,14 +97,3 @@ class AeifCondExp(NeuronModel):
                               f"{'' if pop.size == 1 else f' for neuron {i}'}, where exp() overflows at a spike "
                               f"(NEST's bound: {MAX_EXP_ARGUMENT:.6g}); raise 'Delta_T_mV' or lower 'V_peak_mV'")
         check_one_initial_potential(where, pop, q)
-
-    @classmethod
-    def check_resolution(cls, pop, resolution_ms):
-        check_whole_steps(pop, "tau_arp_ms", resolution_ms)
-        check_refractory_fits(pop, resolution_ms)
-
-    @classmethod
-    def to_engine(cls, pop, resolution_ms):
-        s = cls._spec(pop)
-        cls._per_neuron_spec(pop, s)        # every parameter by name; the means of those that vary
-        return s

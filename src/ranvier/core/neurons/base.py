@@ -65,6 +65,22 @@ def _list_of_numbers(where: str, key: str, value) -> tuple:
     return values
 
 
+def check_receptor_lists(where: str, params: dict, most: int, time_constants: str = "tau_syn_ms",
+                         others: tuple = ()) -> None:
+    """The list parameters of a model with receptors: `time_constants` (one positive entry per
+    receptor, 1 to `most` of them) and `others`, each of the same length."""
+    tau = params[time_constants]
+    if not 1 <= len(tau) <= most:
+        raise ConfigError(f"{where}: '{time_constants}' must have 1 to {most} entries (one per receptor), got "
+                          f"{len(tau)}")
+    for key in others:
+        if len(params[key]) != len(tau):
+            raise ConfigError(f"{where}: '{time_constants}' ({len(tau)} values) and '{key}' ({len(params[key])}) must "
+                              f"have the same length, one entry per receptor")
+    if any(t <= 0 for t in tau):
+        raise ConfigError(f"{where}: every time constant of '{time_constants}' must be positive")
+
+
 def source_values(where: str, model: str, params: dict, keys, size: int) -> dict:
     """The spike sources' parameters (gamma_source, ppd_source): each a float array of `size`
     (one number repeated); a distribution refused."""
@@ -295,7 +311,12 @@ class NeuronModel:
 
     @classmethod
     def check_resolution(cls, pop, resolution_ms: float) -> None:
-        """Checks that need the time grid: periods and intervals in whole steps."""
+        """Checks that need the time grid: periods and intervals in whole steps. By default a
+        model's absolute refractory period, where it has one (tau_arp_ms): whole steps, and within
+        the engine's 32-bit counter."""
+        if "tau_arp_ms" in cls.parameters:
+            check_whole_steps(pop, "tau_arp_ms", resolution_ms)
+            check_refractory_fits(pop, resolution_ms)
 
     @classmethod
     def known_rate_hz(cls, params: dict) -> float | None:
@@ -309,7 +330,12 @@ class NeuronModel:
 
     @classmethod
     def to_engine(cls, pop, resolution_ms: float):
-        raise NotImplementedError
+        """The engine's PopulationSpec: by default every parameter by name (the mean of one that
+        varies, its values or draws per neuron), the list parameters as sequences, and the
+        initial state word. Models that hand the engine something else override it."""
+        s = cls._spec(pop)
+        cls._per_neuron_spec(pop, s)
+        return s
 
     @classmethod
     def from_absolute(cls, params: dict) -> dict:

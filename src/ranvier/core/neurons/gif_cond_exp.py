@@ -3,8 +3,7 @@ spike-triggered current, a moving threshold and stochastic spiking (cpp/neurons/
 from __future__ import annotations
 
 from ...errors import ConfigError
-from .base import (NeuronModel, Parameter, check_number, check_one_initial_potential, check_positive,
-                   check_refractory_fits, check_whole_steps)
+from .base import NeuronModel, Parameter, check_number, check_one_initial_potential, check_positive
 
 SEQUENCES = ("tau_stc_ms", "q_stc_pA", "tau_sfa_ms", "q_sfa_mV")
 MAX_ELEMENTS = 12          # tau_stc_ms and tau_sfa_ms together: the engine's state columns
@@ -83,14 +82,3 @@ class GifCondExp(NeuronModel):
         for key in ("E_L_mV", "V_reset_mV", "V_T_star_mV", "E_ex_mV", "E_in_mV", "I_e_pA", "V0_mean_mV"):
             check_number(where, key, q[key])
         check_one_initial_potential(where, pop, q)
-
-    @classmethod
-    def check_resolution(cls, pop, resolution_ms):
-        check_whole_steps(pop, "tau_arp_ms", resolution_ms)
-        check_refractory_fits(pop, resolution_ms)
-
-    @classmethod
-    def to_engine(cls, pop, resolution_ms):
-        s = cls._spec(pop)
-        cls._per_neuron_spec(pop, s)     # every parameter by name; the means of those that vary; the lists
-        return s

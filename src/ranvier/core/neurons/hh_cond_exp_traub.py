@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import math
 
-from .base import (NeuronModel, Parameter, check_number, check_one_initial_potential, check_positive,
-                   check_refractory_fits, check_whole_steps)
+from .base import NeuronModel, Parameter, check_number, check_one_initial_potential, check_positive
 
 
 def _nest_initial_gates(v: float = -60.0) -> tuple[float, float, float]:
@@ -75,14 +74,3 @@ class HhCondExpTraub(NeuronModel):
         for key in ("E_Na_mV", "E_K_mV", "E_L_mV", "V_T_mV", "E_ex_mV", "E_in_mV", "I_e_pA", "V0_mean_mV"):
             check_number(where, key, q[key])
         check_one_initial_potential(where, pop, q)
-
-    @classmethod
-    def check_resolution(cls, pop, resolution_ms):
-        check_whole_steps(pop, "tau_arp_ms", resolution_ms)
-        check_refractory_fits(pop, resolution_ms)
-
-    @classmethod
-    def to_engine(cls, pop, resolution_ms):
-        s = cls._spec(pop)
-        cls._per_neuron_spec(pop, s)        # every parameter by name; the initial V where it varies
-        return s

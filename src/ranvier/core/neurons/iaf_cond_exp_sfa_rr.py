@@ -3,8 +3,7 @@ spike-frequency adaptation and relative refractory conductances, absolute potent
 (cpp/neurons/iaf_cond_exp_sfa_rr.cpp)."""
 from __future__ import annotations
 
-from .base import (NeuronModel, Parameter, check_below, check_number, check_one_initial_potential, check_positive,
-                   check_refractory_fits, check_whole_steps)
+from .base import NeuronModel, Parameter, check_below, check_number, check_one_initial_potential, check_positive
 
 
 class IafCondExpSfaRr(NeuronModel):
@@ -67,14 +66,3 @@ class IafCondExpSfaRr(NeuronModel):
             check_number(where, key, q[key])
         check_below(where, "V_reset_mV", "V_th_mV", q, pop.size)
         check_one_initial_potential(where, pop, q)
-
-    @classmethod
-    def check_resolution(cls, pop, resolution_ms):
-        check_whole_steps(pop, "tau_arp_ms", resolution_ms)
-        check_refractory_fits(pop, resolution_ms)
-
-    @classmethod
-    def to_engine(cls, pop, resolution_ms):
-        s = cls._spec(pop)
-        cls._per_neuron_spec(pop, s)        # every parameter by name; the means of those that vary
-        return s

@@ -24,9 +24,3 @@ class IafPscAlpha(PscExp):
                   "tau_syn_in_ms": Parameter("ms", "rise time of the inhibitory synaptic current", 2.0,
                                              per_neuron=True)}
     time_constants = ("tau_syn_ex_ms", "tau_syn_in_ms")
-
-    @classmethod
-    def to_engine(cls, pop, resolution_ms):
-        s = cls._spec(pop)
-        cls._per_neuron_spec(pop, s)        # every parameter by name; the means of those that vary
-        return s

@@ -2,9 +2,8 @@
 exponential post-synaptic current per receptor (cpp/neurons/iaf_psc_exp_multisynapse.cpp)."""
 from __future__ import annotations
 
-from ...errors import ConfigError
 from .base import (NeuronModel, Parameter, check_below, check_number, check_one_initial_potential, check_positive,
-                   check_refractory_fits, check_whole_steps)
+                   check_receptor_lists)
 
 MAX_RECEPTORS = 8          # the engine's input columns per neuron (kMaxReceptors)
 
@@ -50,12 +49,7 @@ class IafPscExpMultisynapse(NeuronModel):
     @classmethod
     def read_values(cls, pop, where):
         params, initial = super().read_values(pop, where)
-        tau = params["tau_syn_ms"]
-        if not 1 <= len(tau) <= MAX_RECEPTORS:
-            raise ConfigError(f"{where}: 'tau_syn_ms' must have 1 to {MAX_RECEPTORS} entries (one per receptor), "
-                              f"got {len(tau)}")
-        if any(t <= 0 for t in tau):
-            raise ConfigError(f"{where}: every time constant of 'tau_syn_ms' must be positive")
+        check_receptor_lists(where, params, MAX_RECEPTORS)
         return params, initial
 
     @classmethod
@@ -69,14 +63,3 @@ class IafPscExpMultisynapse(NeuronModel):
             check_number(where, key, q[key])
         check_below(where, "V_reset_mV", "V_th_mV", q, pop.size)
         check_one_initial_potential(where, pop, q)
-
-    @classmethod
-    def check_resolution(cls, pop, resolution_ms):
-        check_whole_steps(pop, "tau_arp_ms", resolution_ms)
-        check_refractory_fits(pop, resolution_ms)
-
-    @classmethod
-    def to_engine(cls, pop, resolution_ms):
-        s = cls._spec(pop)
-        cls._per_neuron_spec(pop, s)        # every parameter by name; the receptors' list
-        return s

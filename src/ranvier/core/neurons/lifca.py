@@ -3,8 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .base import NeuronModel, Parameter, check_below, check_number, check_positive, check_refractory_fits, \
-    check_whole_steps
+from .base import NeuronModel, Parameter, check_below, check_number, check_positive
 
 INITIAL_STATES = ("reset", "uniform")     # V = H, c = 0; or V ~ U[H, theta)
 
@@ -51,17 +50,6 @@ class Lifca(NeuronModel):
         for key in ("theta_mV", "reset_mV", "dc_mV_per_ms"):
             check_number(where, key, q[key])
         check_below(where, "reset_mV", "theta_mV", q, pop.size)
-
-    @classmethod
-    def check_resolution(cls, pop, resolution_ms):
-        check_whole_steps(pop, "tau_arp_ms", resolution_ms)
-        check_refractory_fits(pop, resolution_ms)
-
-    @classmethod
-    def to_engine(cls, pop, resolution_ms):
-        s = cls._spec(pop)                  # initial: "reset" or "uniform" (cpp/neurons/lifca.cpp)
-        cls._per_neuron_spec(pop, s)        # every parameter by name; the means of those that vary
-        return s
 
     @classmethod
     def from_absolute(cls, params):

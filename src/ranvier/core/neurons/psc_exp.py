@@ -2,8 +2,7 @@
 (cpp/neurons/psc_exp.cpp)."""
 from __future__ import annotations
 
-from .base import (NeuronModel, Parameter, check_below, check_number, check_one_initial_potential, check_positive,
-                   check_refractory_fits, check_whole_steps)
+from .base import NeuronModel, Parameter, check_below, check_number, check_one_initial_potential, check_positive
 
 
 class PscExp(NeuronModel):
@@ -77,11 +76,6 @@ class PscExp(NeuronModel):
             check_number(where, key, q[key])
         check_below(where, "V_reset_mV", "V_th_mV", q, pop.size)
         check_one_initial_potential(where, pop, q)
-
-    @classmethod
-    def check_resolution(cls, pop, resolution_ms):
-        check_whole_steps(pop, "tau_arp_ms", resolution_ms)
-        check_refractory_fits(pop, resolution_ms)
 
     @classmethod
     def to_engine(cls, pop, resolution_ms):
