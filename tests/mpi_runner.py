@@ -217,8 +217,9 @@ def pynn_cells_network(neurons: int, probability: float):
     (H), izhikevich (Z, I_e_pA, the initial U and V per neuron), iaf_cond_exp_sfa_rr (S, q_sfa_nS
     per neuron), gif_cond_exp (T, I_e_pA per neuron, stochastic spiking) and the models with
     receptors, iaf_psc_exp_multisynapse (M) and aeif_cond_alpha_multisynapse (Q), three receptors
-    each: excitatory sources onto receptor 1, inhibitory ones onto receptor 2 (M, negative pA) or 3
-    (Q, E_rev -80 mV), Poisson sources X onto the third; 70 % excitatory, inhibitory weights
+    each, and aeif_cond_beta_multisynapse (U), two: excitatory sources onto receptor 1, inhibitory
+    ones onto receptor 2 (M, negative pA; U, E_rev -80 mV) or 3 (Q, E_rev -80 mV), Poisson
+    sources X onto M's and Q's third and U's first; 70 % excitatory, inhibitory weights
     negative (split input), pA into psc_exp, nS into the conductance models; Poisson drive."""
     import ranvier as rv
     from ranvier.core.random import Uniform
@@ -259,9 +260,13 @@ def pynn_cells_network(neurons: int, probability: float):
     net.add_population(rv.Population("Q", n_h, {"V0_mean_mV": -65.0, "V0_sd_mV": 5.0, "I_e_pA": 700.0,
                                                 "tau_arp_ms": 0.5, "tau_syn_ms": [0.2, 2.0, 5.0],
                                                 "E_rev_mV": [0.0, 0.0, -80.0]}, model="aeif_cond_alpha_multisynapse"))
+    net.add_population(rv.Population("U", n_h, {"V0_mean_mV": -65.0, "V0_sd_mV": 5.0, "I_e_pA": 700.0,
+                                                "tau_rise_ms": [0.2, 1.0], "tau_decay_ms": [2.0, 6.0],
+                                                "E_rev_mV": [0.0, -80.0]}, model="aeif_cond_beta_multisynapse"))
     net.add_population(rv.Population("X", n_h, {"rate_hz": 400.0, "stop_ms": 1e9}, model="poisson_source"))
     receptors = {("iaf_psc_exp_multisynapse", True): 1, ("iaf_psc_exp_multisynapse", False): 2,
-                 ("aeif_cond_alpha_multisynapse", True): 1, ("aeif_cond_alpha_multisynapse", False): 3}
+                 ("aeif_cond_alpha_multisynapse", True): 1, ("aeif_cond_alpha_multisynapse", False): 3,
+                 ("aeif_cond_beta_multisynapse", True): 1, ("aeif_cond_beta_multisynapse", False): 2}
     delays = dict(delay_offset_ms=1.0, delay_scale_ms=1.0, delay_cut_ms=3.0, delay_step_ms=0.1)
     weights = {("psc_exp", True): 40.0, ("psc_exp", False): -80.0, ("iaf_cond_exp", True): 2.0,
                ("iaf_cond_exp", False): -8.0, ("iaf_cond_alpha", True): 1.0, ("iaf_cond_alpha", False): -4.0,
@@ -271,7 +276,8 @@ def pynn_cells_network(neurons: int, probability: float):
                ("iaf_cond_exp_sfa_rr", True): 2.0, ("iaf_cond_exp_sfa_rr", False): -8.0,
                ("gif_cond_exp", True): 2.0, ("gif_cond_exp", False): -8.0,
                ("iaf_psc_exp_multisynapse", True): 40.0, ("iaf_psc_exp_multisynapse", False): -80.0,
-               ("aeif_cond_alpha_multisynapse", True): 1.0, ("aeif_cond_alpha_multisynapse", False): 4.0}
+               ("aeif_cond_alpha_multisynapse", True): 1.0, ("aeif_cond_alpha_multisynapse", False): 4.0,
+               ("aeif_cond_beta_multisynapse", True): 1.0, ("aeif_cond_beta_multisynapse", False): 4.0}
     cells = [p for p in net.populations if p.name != "X"]
     for src in cells:
         for tgt in cells:
@@ -280,6 +286,7 @@ def pynn_cells_network(neurons: int, probability: float):
                                       receptor=receptors.get((tgt.model, src.excitatory)), **delays))
     net.connect(rv.Projection(source="X", target="M", probability=probability * 4, weight=30.0, receptor=3, **delays))
     net.connect(rv.Projection(source="X", target="Q", probability=probability * 4, weight=1.0, receptor=2, **delays))
+    net.connect(rv.Projection(source="X", target="U", probability=probability * 4, weight=1.0, receptor=1, **delays))
     for tgt, w, rate in (("E", 40.0, 200.0), ("I", 40.0, 150.0), ("C", 2.0, 120.0), ("D", 2.0, 120.0),
                          ("A", 1.0, 120.0), ("B", 1.0, 120.0), ("F", 2.0, 120.0), ("G", 1.0, 120.0),
                          ("H", 2.0, 120.0), ("Z", 1.0, 120.0), ("S", 2.0, 120.0), ("T", 2.0, 120.0)):

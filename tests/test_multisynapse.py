@@ -6,10 +6,12 @@ Checks:
   spike onto each of three receptors of iaf_psc_exp_multisynapse gives three currents, c and
   c_in the first two); the errors name the field: a receptor onto a model without receptors,
   none or one out of range onto a model with them, negative conductances, a drive;
-- with NEST 3.10 (skipped when `nest` is not importable): iaf_psc_exp_multisynapse and
-  aeif_cond_alpha_multisynapse, three receptors each driven by its own spike train and a
+- with NEST 3.10 (skipped when `nest` is not importable): iaf_psc_exp_multisynapse,
+  aeif_cond_alpha_multisynapse and aeif_cond_beta_multisynapse (one receptor's rise and decay
+  equal: NEST's alpha limit), three receptors each driven by its own spike train and a
   constant current, against NEST's models fed the same spikes on the same receptor ports: V on
-  the grid (within 1e-10 mV and 1e-9 mV), the same spike steps;
+  the grid (within 1e-10 mV and 1e-9 mV), the same spike steps; a PyNN script with PointNeuron
+  (AdExp with AlphaPSR and BetaPSR receptors, LIF with current receptors) on both backends;
 - the same spikes for any ranks x threads x placement x exchange and across checkpoints:
   tests/mpi_runner.py's pynn_cells_network has populations of both models.
 """
@@ -26,6 +28,8 @@ PSC = {"E_L_mV": -70.0, "V_th_mV": -55.0, "V_reset_mV": -70.0, "C_m_pF": 250.0, 
 AEIF = {"tau_syn_ms": [0.2, 2.0, 20.0], "E_rev_mV": [0.0, 0.0, -80.0], "I_e_pA": 1000.0, "tau_arp_ms": 1.0, "b_pA": 10.0}
 PSC_WEIGHTS = (600.0, -300.0, 150.0)        # pA, receptors 1, 2, 3
 AEIF_WEIGHTS = (3.0, 1.0, 1.0)              # nS
+BETA = {k: v for k, v in AEIF.items() if k != "tau_syn_ms"} | {"tau_rise_ms": [0.2, 1.0, 5.0],
+                                                               "tau_decay_ms": [2.0, 1.0, 20.0]}
 
 
 def trains(ms, seed=1):
@@ -92,6 +96,9 @@ def test_the_errors_name_the_receptor():
     with pytest.raises(ConfigError, match="'tau_syn_ms' .3 values. and 'E_rev_mV' .2.*same length"):
         rv.Network().add_population(rv.Population("n", 1, {**AEIF, "E_rev_mV": [0.0, -80.0]},
                                                   model="aeif_cond_alpha_multisynapse"))
+    with pytest.raises(ConfigError, match="'tau_rise_ms' must be at most its 'tau_decay_ms'"):
+        rv.Network().add_population(rv.Population("n", 1, {**BETA, "tau_rise_ms": [0.2, 2.0, 5.0]},
+                                                  model="aeif_cond_beta_multisynapse"))
     with pytest.raises(ConfigError, match="1 to 8 entries"):
         rv.Network().add_population(rv.Population("n", 1, {"tau_syn_ms": [1.0] * 9},
                                                   model="iaf_psc_exp_multisynapse"))
@@ -125,6 +132,9 @@ def _nest(nest, model, params, inputs, ms):
     ("aeif_cond_alpha_multisynapse", AEIF,
      {"tau_syn": [0.2, 2.0, 20.0], "E_rev": [0.0, 0.0, -80.0], "I_e": 1000.0, "t_ref": 1.0, "b": 10.0, "V_m": -70.6},
      AEIF_WEIGHTS, 1e-9),
+    ("aeif_cond_beta_multisynapse", BETA,
+     {"tau_rise": [0.2, 1.0, 5.0], "tau_decay": [2.0, 1.0, 20.0], "E_rev": [0.0, 0.0, -80.0], "I_e": 1000.0,
+      "t_ref": 1.0, "b": 10.0, "V_m": -70.6}, AEIF_WEIGHTS, 1e-9),
 ])
 def test_against_nest(model, ours, theirs, weights, tolerance):
     nest = pytest.importorskip("nest")
@@ -183,8 +193,13 @@ lif = sim.PointNeuron(sim.LIF(tau_m=10.0, v_rest=-60.0, i_offset=1.1),
                       AMPA=sim.CurrExpPostSynapticResponse(tau_syn=1.0),
                       NMDA=sim.CurrExpPostSynapticResponse(tau_syn=20.0),
                       GABAA=sim.CurrExpPostSynapticResponse(tau_syn=1.5))
+beta = sim.PointNeuron(sim.AdExp(tau_m=10.0, v_rest=-60.0, i_offset=0.9, b=0.01, v_spike=-20.0, delta_T=1.5),
+                       AMPA=sim.BetaPSR(tau_rise=0.2, tau_decay=2.0, e_syn=0.0),
+                       NMDA=sim.BetaPSR(tau_rise=2.0, tau_decay=30.0, e_syn=0.0),
+                       GABAA=sim.BetaPSR(tau_rise=0.5, tau_decay=5.0, e_syn=-70.0))
 a = sim.Population(2, adexp, initial_values={{"v": -60.0}})
 b = sim.Population(2, lif, initial_values={{"v": -60.0}})
+c = sim.Population(2, beta, initial_values={{"v": -60.0}})
 rng = np.random.default_rng(5)
 inputs = sim.Population(3, sim.SpikeSourceArray(spike_times=[
     sim.Sequence(np.unique(np.round(rng.uniform(5, 290, n), 1))) for n in (60, 20, 40)]))
@@ -193,12 +208,15 @@ for i, (name, w_a, w_b) in enumerate((("AMPA", 0.004, 0.3), ("NMDA", 0.001, 0.05
                    receptor_type=name)
     sim.Projection(inputs[i:i + 1], b, sim.AllToAllConnector(), sim.StaticSynapse(weight=w_b, delay=1.5),
                    receptor_type=name)
+    sim.Projection(inputs[i:i + 1], c, sim.AllToAllConnector(), sim.StaticSynapse(weight=w_a, delay=1.5),
+                   receptor_type=name)
 a.record(["v", "spikes", "AMPA.gsyn", "NMDA.gsyn", "GABAA.gsyn"])
 b.record(["v", "spikes", "AMPA.isyn", "NMDA.isyn", "GABAA.isyn"])
+c.record(["v", "spikes", "AMPA.gsyn", "NMDA.gsyn", "GABAA.gsyn"])
 assert a.get("GABAA.e_syn") == -70.0 and b.get("NMDA.tau_syn") == 20.0
 sim.run(300.0)
 out = {{}}
-for label, pop, kind in (("a", a, "gsyn"), ("b", b, "isyn")):
+for label, pop, kind in (("a", a, "gsyn"), ("b", b, "isyn"), ("c", c, "gsyn")):
     seg = pop.get_data().segments[0]
     for name in ("v", "AMPA." + kind, "NMDA." + kind, "GABAA." + kind):
         out[label + ":" + name] = seg.filter(name=name)[0].magnitude
@@ -209,7 +227,8 @@ sim.end()
 
 
 def test_pynn_point_neuron_gives_pynn_nests_traces(tmp_path):
-    """PyNN's PointNeuron (AdExp with three AlphaPSR receptors, LIF with three current-based ones,
+    """PyNN's PointNeuron (AdExp with three AlphaPSR receptors, AdExp with three BetaPSR receptors,
+    LIF with three current-based ones,
     PyNN's composed-cell scenario with input) on pyNN.ranvier and pyNN.nest: the same spikes, V
     and every receptor's conductance or current equal within 1e-9."""
     import subprocess
@@ -232,7 +251,7 @@ def test_pynn_point_neuron_gives_pynn_nests_traces(tmp_path):
     for key in sorted(ours):
         print(key, ours[key].shape, float(np.max(np.abs(ours[key] - theirs[key]))) if ours[key].shape ==
               theirs[key].shape else "shapes differ")
-    assert ours["a:spikes"].size > 5 and ours["b:spikes"].size > 5
+    assert ours["a:spikes"].size > 5 and ours["b:spikes"].size > 5 and ours["c:spikes"].size > 5
     for key in ours:
         assert ours[key].shape == theirs[key].shape, key
         assert np.max(np.abs(ours[key] - theirs[key])) < 1e-9, key

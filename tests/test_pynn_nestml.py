@@ -105,3 +105,45 @@ def test_text_that_is_no_model_is_refused():
     from ranvier.errors import ConfigError
     with pytest.raises(ConfigError, match="neither a .nestml file nor NESTML source"):
         sim.nestml.nestml_cell_type("x", "no/such/file.nestml")
+
+
+def test_receptor_ports_are_pynn_receptor_types(tmp_path):
+    """A NESTML model with three spike ports (R1, R2, R3) as a PyNN cell type: its receptor types
+    are the ports' names, a projection's receptor_type names one, weights keep their sign. The same
+    script with PyNN's PointNeuron of LIF and three current receptors (the same time constants)
+    gives the same spikes and V within 1e-9 mV."""
+    import pyNN.ranvier as sim
+    from test_nestml import RECEPTOR_MODEL
+
+    weights = {"R1": 0.6, "R2": -0.3, "R3": 0.15}            # nA
+
+    def run(make_cells):
+        sim.setup(timestep=0.1, min_delay=1.0)
+        cells = make_cells()
+        rng = np.random.default_rng(4)
+        src = sim.Population(3, sim.SpikeSourceArray(spike_times=[
+            sim.Sequence(np.unique(np.round(rng.uniform(5, 190, n), 1))) for n in (60, 30, 40)]))
+        for i, name in enumerate(("R1", "R2", "R3")):
+            sim.Projection(src[i:i + 1], cells, sim.AllToAllConnector(),
+                           sim.StaticSynapse(weight=weights[name], delay=1.0), receptor_type=name)
+        cells.record(["spikes"])
+        cells[0:1].record(["V_m" if "V_m" in cells.celltype.recordable else "v"])
+        sim.run(200.0)
+        seg = cells.get_data().segments[0]
+        v = seg.analogsignals[0].magnitude
+        spikes = [np.asarray(t.magnitude) for t in seg.spiketrains]
+        sim.end()
+        return v, spikes
+
+    celltype = sim.nestml.nestml_cell_type("three_receptor", RECEPTOR_MODEL)
+    assert list(celltype().receptor_types) == ["R1", "R2", "R3"]
+    v, spikes = run(lambda: sim.Population(2, celltype()))
+    point = sim.PointNeuron(sim.LIF(cm=0.25, tau_m=10.0, v_rest=-70.0, v_reset=-70.0, v_thresh=-55.0,
+                                    tau_refrac=2.0, i_offset=0.3),
+                            R1=sim.CurrExpPostSynapticResponse(tau_syn=0.5),
+                            R2=sim.CurrExpPostSynapticResponse(tau_syn=2.0),
+                            R3=sim.CurrExpPostSynapticResponse(tau_syn=8.0))
+    v_ref, spikes_ref = run(lambda: sim.Population(2, point, initial_values={"v": -70.0}))
+    assert sum(t.size for t in spikes) > 5
+    assert all(np.array_equal(a, b) for a, b in zip(spikes, spikes_ref))
+    assert v.shape == v_ref.shape and np.max(np.abs(v - v_ref)) < 1e-9

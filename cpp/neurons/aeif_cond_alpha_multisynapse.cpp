@@ -1,210 +1,51 @@
 // Adaptive exponential integrate-and-fire with one alpha-shaped conductance per receptor (NEST's
-// aeif_cond_alpha_multisynapse):
-//   C_m dV/dt = -g_L V + g_L Delta_T exp((V - V_th) / Delta_T) + sum_r g_r (E_rev[r] - V) - w + i_e,
-//   tau_w dw/dt = a V - w,   d(dg_r)/dt = -dg_r / tau_syn[r],   dg_r/dt = dg_r - g_r / tau_syn[r],
-// V relative to rest. One receptor per entry of the tau_syn_ms and E_rev_mV sequences
-// (NeuronModel::Layout::receptors); each projection names the receptor its input (nS, at least 0,
-// as NEST requires) jumps: dg_r by w e / tau_syn[r], so g_r peaks at w after tau_syn[r].
-//
-// Integrated as NEST 3.10 integrates it: rkf45.hpp's integrate_yp under gsl_error_tol, NEST's
-// state order (V, w, then dg_r, g_r per receptor), the first trial step min(0.01 ms, h), the
-// spike inside the time step (V >= V_peak, or V_th where Delta_T is 0: V to V_reset, w += b);
-// then the refractory count down and the input.
-//
-// State (columns of NeuronColumns): V, c = g of receptor 1 (nS, traced), extra[0] = g of
-// receptor 2 (recorded as c_in), extra[1] = the integrator's next trial step, extra[2] = w (pA),
-// extra[3] = dg of receptor 1, extra[4] = dg of receptor 2, then g and dg of receptors 3, 4, ...
-// (extra[5], extra[6], ...; recorded as c3, c4, ...), refractory. Scalar: the number of trial steps varies per neuron.
-#include <algorithm>
+// aeif_cond_alpha_multisynapse): aeif_multisynapse.hpp's membrane and receptors with
+// tau_rise = tau_decay = tau_syn_ms[r], so a spike of weight w (nS, at least 0) onto receptor r
+// gives g_r(t) = w e / tau t exp(-t / tau), peak w at t = tau (dg_r jumps by w e / tau, NEST's
+// g0_). One receptor per entry of tau_syn_ms and E_rev_mV. Integrated, ordered and laid out in
+// the state columns as aeif_multisynapse.hpp says.
 #include <cmath>
-#include <limits>
 #include <memory>
 #include <stdexcept>
 #include <string>
 
 #include "base/spec.hpp"
+#include "neurons/aeif_multisynapse.hpp"
 #include "neurons/neuron_model.hpp"
-#include "neurons/rkf45.hpp"
 
 namespace ranvier::aeif_cond_alpha_multisynapse {
 
 namespace {
 
-constexpr const char* kParameters[] = {"E_L_mV",   "V_th_mV",   "V_reset_mV", "V_peak_mV", "C_m_pF",
-                                       "g_L_nS",   "Delta_T_mV", "tau_w_ms",  "a_nS",      "b_pA",
-                                       "tau_arp_ms", "I_e_pA",   "gsl_error_tol", "w0_pA", "V0_mean_mV",
-                                       "V0_sd_mV", nullptr};
-constexpr const char* kPerNeuron[] = {nullptr};
-constexpr int kWColumn = 2, kTrialColumn = 1;
-// Receptors 1..7 fit the state columns (5 + 2 (R - 2) <= kMaxExtraColumns).
-constexpr int kMostReceptors = std::min(kMaxReceptors, (kMaxExtraColumns - 5) / 2 + 2);
-
-int receptors_of(const PopulationSpec& p) { return int(sequence(p, "tau_syn_ms").size()); }
-
-struct Constants {
-  double g_L, c_m, i_e, theta, reset, peak, delta_T, tau_w, a, b, tolerance, h, spike_at;
-  int32_t refractory;
-  double tau[kMaxReceptors], E_rev[kMaxReceptors], jump[kMaxReceptors];
-  Constants(const PopulationSpec& spec, double h_ms) {
-    const double E_L = parameter(spec, "E_L_mV");
-    g_L = parameter(spec, "g_L_nS");
-    c_m = parameter(spec, "C_m_pF");
-    i_e = parameter(spec, "I_e_pA");
-    theta = parameter(spec, "V_th_mV") - E_L;
-    reset = parameter(spec, "V_reset_mV") - E_L;
-    peak = parameter(spec, "V_peak_mV") - E_L;
-    delta_T = parameter(spec, "Delta_T_mV");
-    tau_w = parameter(spec, "tau_w_ms");
-    a = parameter(spec, "a_nS");
-    b = parameter(spec, "b_pA");
-    tolerance = parameter(spec, "gsl_error_tol");
-    h = h_ms;
-    spike_at = delta_T > 0 ? peak : theta;          // NEST's V_.V_peak
-    refractory = int32_t(steps_of(parameter(spec, "tau_arp_ms"), h_ms));
-    const auto& t = sequence(spec, "tau_syn_ms");
-    const auto& e = sequence(spec, "E_rev_mV");
-    for (size_t r = 0; r < t.size(); ++r) {
-      tau[r] = t[r];
-      E_rev[r] = e[r] - E_L;
-      jump[r] = 1.0 * M_E / t[r];                   // NEST's g0_
-    }
+aeif_multisynapse::Receptors receptors(const PopulationSpec& spec) {
+  aeif_multisynapse::Receptors r{};
+  const auto& tau = sequence(spec, "tau_syn_ms");
+  for (size_t k = 0; k < tau.size() && k < size_t(kMaxReceptors); ++k) {
+    r.tau_rise[k] = r.tau_decay[k] = tau[k];
+    r.jump[k] = 1.0 * M_E / tau[k];
   }
-};
-
-// The right-hand side (NEST's aeif_cond_alpha_multisynapse_dynamics, its order of operations),
-// y = (V, w, dg_1, g_1, dg_2, g_2, ...).
-template <int R>
-inline void derivative(const Constants& p, bool refractory, double i_stim, const double* y, double* f) {
-  const double v = refractory ? p.reset : std::min(y[0], p.peak);
-  const double w = y[1];
-  double i_syn = 0.0;
-  for (int r = 0; r < R; ++r) i_syn += y[3 + 2 * r] * (p.E_rev[r] - v);
-  const double i_spike = p.delta_T == 0. ? 0 : (p.delta_T * p.g_L * std::exp((v - p.theta) / p.delta_T));
-  f[0] = refractory ? 0 : (-p.g_L * v + i_spike + i_syn - w + p.i_e + i_stim) / p.c_m;
-  f[1] = (p.a * v - w) / p.tau_w;
-  for (int r = 0; r < R; ++r) {
-    f[2 + 2 * r] = -y[2 + 2 * r] / p.tau[r];
-    f[3 + 2 * r] = y[2 + 2 * r] - y[3 + 2 * r] / p.tau[r];
-  }
-}
-
-template <int R>
-class Update final : public PopulationUpdate {
- public:
-  Update(const PopulationSpec& spec, const ModelContext& ctx) : p_(spec, ctx.h) {}
-  void step(const StepInput& in, const NeuronColumns& s, uint8_t* fired) const override {
-    constexpr int N = 2 + 2 * R;
-    double* g[R];
-    double* dg[R];
-    const int32_t* input[R];
-    for (int r = 0; r < R; ++r) {
-      g[r] = r == 0 ? s.c : r == 1 ? s.extra[0] : s.extra[5 + 2 * (r - 2)];
-      dg[r] = r < 2 ? s.extra[3 + r] : s.extra[6 + 2 * (r - 2)];
-      input[r] = in.receptor(r);
-    }
-    const double scale = in.input_scale;
-    for (uint64_t k = 0; k < s.n; ++k) {
-      int32_t& refractory = s.refractory[k];
-      double& w = s.extra[kWColumn][k];
-      const double i_stim = in.current ? in.current[k] : 0.0;
-      double y[N];
-      y[0] = s.V[k];
-      y[1] = w;
-      for (int r = 0; r < R; ++r) {
-        y[2 + 2 * r] = dg[r][k];
-        y[3 + 2 * r] = g[r][k];
-      }
-      bool spiked = false;
-      rkf45::integrate_yp<N>([&](const double* x, double* f) { derivative<R>(p_, refractory > 0, i_stim, x, f); },
-                             [&](double* x) {
-                               if (refractory > 0) {
-                                 x[0] = p_.reset;
-                               } else if (x[0] >= p_.spike_at) {
-                                 x[0] = p_.reset;
-                                 x[1] += p_.b;
-                                 refractory = p_.refractory > 0 ? p_.refractory + 1 : 0;
-                                 spiked = true;
-                               }
-                             },
-                             p_.tolerance, p_.h, y, s.extra[kTrialColumn][k]);
-      if (refractory > 0) --refractory;
-      s.V[k] = y[0];
-      w = y[1];
-      for (int r = 0; r < R; ++r) {
-        dg[r][k] = y[2 + 2 * r] + double(input[r][k]) * scale * p_.jump[r];
-        g[r][k] = y[3 + 2 * r];
-      }
-      fired[k] = spiked;
-    }
-  }
-
- private:
-  Constants p_;
-};
-
-template <int R>
-std::unique_ptr<PopulationUpdate> update_for(int receptors, const PopulationSpec& spec, const ModelContext& ctx) {
-  if (receptors == R) return std::make_unique<Update<R>>(spec, ctx);
-  if constexpr (R < kMostReceptors) return update_for<R + 1>(receptors, spec, ctx);
-  throw std::logic_error("aeif_cond_alpha_multisynapse: receptors out of range");
+  return r;
 }
 
 void check(const PopulationSpec& spec, double h) {
-  require_parameters(spec, kParameters);
-  check_per_neuron(spec, kPerNeuron);
-  check_initial(spec, kInitialReset);
+  aeif_multisynapse::check(spec, h, "aeif_cond_alpha_multisynapse");
   const std::string where = "aeif_cond_alpha_multisynapse population '" + spec.name + "'";
   const auto& tau = sequence(spec, "tau_syn_ms");
-  const auto& E_rev = sequence(spec, "E_rev_mV");
-  if (tau.empty() || tau.size() > size_t(kMostReceptors))
-    throw std::invalid_argument(where + " needs 1 to " + std::to_string(kMostReceptors) + " receptors (tau_syn_ms)");
-  if (E_rev.size() != tau.size())
+  if (tau.size() != sequence(spec, "E_rev_mV").size())
     throw std::invalid_argument(where + ": tau_syn_ms and E_rev_mV must have the same length (one per receptor)");
   for (double t : tau)
     if (!(t > 0)) throw std::invalid_argument(where + " needs positive tau_syn_ms");
-  const double V_th = parameter(spec, "V_th_mV"), V_peak = parameter(spec, "V_peak_mV"),
-               V_reset = parameter(spec, "V_reset_mV"), delta_T = parameter(spec, "Delta_T_mV");
-  if (!(parameter(spec, "g_L_nS") > 0 && parameter(spec, "C_m_pF") > 0 && parameter(spec, "tau_w_ms") > 0))
-    throw std::invalid_argument(where + " needs positive g_L_nS, C_m_pF and tau_w_ms");
-  if (!(parameter(spec, "gsl_error_tol") > 0)) throw std::invalid_argument(where + " needs a positive gsl_error_tol");
-  if (!(delta_T >= 0)) throw std::invalid_argument(where + " needs Delta_T_mV >= 0");
-  if (!(V_peak >= V_th)) throw std::invalid_argument(where + " needs V_peak_mV >= V_th_mV");
-  if (!(V_reset < V_peak)) throw std::invalid_argument(where + " needs V_reset_mV < V_peak_mV");
-  if (steps_of(parameter(spec, "tau_arp_ms"), h) >= std::numeric_limits<int32_t>::max())
-    throw std::invalid_argument(where + ": tau_arp_ms out of the refractory counter's range");
-  if (delta_T > 0 && (V_peak - V_th) / delta_T >= std::log(std::numeric_limits<double>::max() / 1e20))
-    throw std::invalid_argument(where + ": (V_peak_mV - V_th_mV) / Delta_T_mV overflows exp() at a spike; raise "
-                                "Delta_T_mV or lower V_peak_mV");
 }
-
-NeuronModel::Layout layout(const PopulationSpec& spec) {
-  const int R = receptors_of(spec);
-  return {false, 5 + 2 * std::max(R - 2, 0), R};
-}
-
-// V by initial_potentials_absolute, w = w0_pA, the conductances 0, the first trial step NEST's
-// min(0.01 ms, h).
-void initialize(const PopulationSpec& spec, const Key& key, double h, const NeuronColumns& s) {
-  initial_potentials_absolute(spec, key, s);
-  const double w0 = parameter(spec, "w0_pA");
-  for (uint64_t k = 0; k < s.n; ++k) {
-    s.extra[kWColumn][k] = w0;
-    s.extra[kTrialColumn][k] = std::min(0.01, h);
-  }
-}
-
-// Receptor r's conductance (r >= 2, 0-based) for the state recorder: extra[5 + 2 (r - 2)].
-int receptor_column(const PopulationSpec& spec, int r) { return r < receptors_of(spec) ? 5 + 2 * (r - 2) : -1; }
 
 std::unique_ptr<PopulationUpdate> make_update(const PopulationSpec& spec, const ModelContext& ctx, const NeuronColumns&) {
-  return update_for<1>(receptors_of(spec), spec, ctx);
+  return aeif_multisynapse::make_update(aeif_multisynapse::receptors_of(spec), spec, ctx, receptors(spec));
 }
 
 }  // namespace
 
-extern const NeuronModel model{"aeif_cond_alpha_multisynapse", check, initialize, make_update,
-                               /*split_input=*/false, /*extra_columns=*/5, layout, /*takes_current=*/true,
-                               /*inhibitory_column=*/0, /*parameters_changed=*/nullptr,
-                               /*adaptation_column=*/kWColumn, receptor_column};
+extern const NeuronModel model{"aeif_cond_alpha_multisynapse", check, aeif_multisynapse::initialize, make_update,
+                               /*split_input=*/false, /*extra_columns=*/5, aeif_multisynapse::layout,
+                               /*takes_current=*/true, /*inhibitory_column=*/0, /*parameters_changed=*/nullptr,
+                               /*adaptation_column=*/aeif_multisynapse::kWColumn, aeif_multisynapse::receptor_column};
 
 }  // namespace ranvier::aeif_cond_alpha_multisynapse

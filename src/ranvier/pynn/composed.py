@@ -3,13 +3,13 @@ receptors) on Ranvier's models with receptors, as pyNN.nest maps them onto NEST'
 models:
 
 - `LIF` with `CurrExpPostSynapticResponse` receptors -> iaf_psc_exp_multisynapse;
-- `AdExp` with `CondAlphaPostSynapticResponse` (`AlphaPSR`) receptors -> aeif_cond_alpha_multisynapse.
+- `AdExp` with `CondAlphaPostSynapticResponse` (`AlphaPSR`) receptors -> aeif_cond_alpha_multisynapse;
+- `AdExp` with `CondBetaPostSynapticResponse` (`BetaPSR`) receptors -> aeif_cond_beta_multisynapse.
 
 The receptors are numbered in the order of their sorted names (pyNN.nest's receptor ports 1..R);
 a projection's `receptor_type` names one. Each receptor's parameters are the population's (one
 value per receptor); its synaptic variable is recordable as "<name>.isyn" or "<name>.gsyn".
-Other combinations (`CondExpPostSynapticResponse`, `CondBetaPostSynapticResponse`, mixed kinds)
-are refused by name, as pyNN.nest refuses a combination NEST has no model for.
+Other combinations (`CondExpPostSynapticResponse`, mixed kinds) are refused by name, as pyNN.nest refuses a combination NEST has no model for.
 """
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from pyNN import errors
 from pyNN.parameters import ArrayParameter, LazyArray
 from pyNN.standardmodels import build_translations, cells, receptors
 
-from ranvier.core.neurons import AeifCondAlphaMultisynapse, IafPscExpMultisynapse
+from ranvier.core.neurons import AeifCondAlphaMultisynapse, AeifCondBetaMultisynapse, IafPscExpMultisynapse
 
 from .standardmodels import EIF_cond_exp_isfa_ista
 
@@ -55,7 +55,8 @@ class AdExp(cells.AdExp):
                     if k not in ("e_rev_E", "tau_syn_E", "e_rev_I", "tau_syn_I")}
     variable_map = {'v': 'V', 'w': 'w'}
     scale_factors = {'v': 1.0, 'w': 0.001}      # pA -> nA
-    composed_models = {"CondAlphaPostSynapticResponse": AeifCondAlphaMultisynapse.name}
+    composed_models = {"CondAlphaPostSynapticResponse": AeifCondAlphaMultisynapse.name,
+                       "CondBetaPostSynapticResponse": AeifCondBetaMultisynapse.name}
 
 
 class CurrExpPostSynapticResponse(receptors.CurrExpPostSynapticResponse):

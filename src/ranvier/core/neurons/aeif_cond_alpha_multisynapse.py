@@ -40,7 +40,7 @@ class AeifCondAlphaMultisynapse(AeifCondExp):
 
     @classmethod
     def receptors(cls, params):
-        return len(params["tau_syn_ms"])
+        return len(params["E_rev_mV"])
 
     @classmethod
     def read_values(cls, pop, where):
