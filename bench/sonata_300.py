@@ -24,6 +24,7 @@ import numpy as np
 
 import ranvier as rv
 from ranvier import datasets
+from ranvier.core.neurons import NEURON_MODELS
 from ranvier.io import sonata
 
 
@@ -64,11 +65,10 @@ def nest_run(net, info, dt):
                 g.spike_times = list(train)
             nodes[p.name] = gens
         else:
-            q = {k: v for k, v in p.params.items()}
-            params = {"E_L": q["E_L_mV"], "V_th": q["V_th_mV"], "V_reset": q["V_reset_mV"], "C_m": q["C_m_pF"],
-                      "tau_m": q["tau_m_ms"], "t_ref": q["tau_arp_ms"], "I_e": q["I_e_pA"],
-                      "tau_syn_ex": q["tau_syn_ex_ms"], "tau_syn_in": q["tau_syn_in_ms"], "V_m": q["V0_mean_mV"]}
-            nodes[p.name] = nest.Create("iaf_psc_alpha", p.size)
+            # the model's NEST counterpart, its parameters by NEST's names (NeuronModel.nest_parameters)
+            model = NEURON_MODELS[p.model]
+            params = {nest_key: p.params[key] for nest_key, key in model.nest_parameters.items() if key in p.params}
+            nodes[p.name] = nest.Create(model.nest_model, p.size)
             for k, v in params.items():                   # one value, or one per neuron
                 nodes[p.name].set({k: np.broadcast_to(np.asarray(v, float), (p.size,)).tolist()})
     for pr in net.projections:

@@ -168,3 +168,22 @@ def test_engine_spec_reads_the_network_once():
     cfg = sim._engine_config(True)
     assert cfg.fraction_bits == s.fraction_bits and cfg.steps_per_cycle == 10 and cfg.threads == 1
     assert [p.first for p in cfg.populations] == [p.first_id for p in net.populations]
+
+
+def test_every_nest_parameter_map_names_the_models_own_parameters():
+    """NeuronModel.nest_parameters (SONATA's nest:<model> dynamics_params by NEST's names): every
+    Ranvier name it gives is one of the model's parameters, and the NEST names are NEST's own
+    (checked against NEST 3.10's defaults where the nest extra is installed)."""
+    mapped = {name: m for name, m in NEURON_MODELS.items() if m.nest_parameters}
+    assert {"psc_exp", "iaf_cond_exp", "aeif_cond_exp", "hh_cond_exp_traub", "izhikevich", "gif_cond_exp"} <= set(mapped)
+    for name, m in mapped.items():
+        assert m.nest_model, name
+        assert set(m.nest_parameters.values()) <= set(m.parameters), (name, set(m.nest_parameters.values()) -
+                                                                      set(m.parameters))
+    try:
+        import nest
+    except ImportError:
+        return
+    for name, m in mapped.items():
+        defaults = nest.GetDefaults(m.nest_model)
+        assert set(m.nest_parameters) <= set(defaults), (name, set(m.nest_parameters) - set(defaults))

@@ -21,10 +21,12 @@ What is read:
 - run: tstop, dt; output: spikes_file (written in the SONATA layout, per SONATA population,
   node ids as in the network, sorted by time), when `ranvier run` is given --out.
 
-NEST models mapped (nest: prefix, parameters by NEST's names): iaf_psc_alpha -> iaf_psc_alpha,
-iaf_psc_delta -> lifca (NEST's iaf_psc_delta), iaf_psc_exp -> psc_exp (two time constants),
-iaf_cond_exp -> iaf_cond_exp, iaf_cond_alpha -> iaf_cond_alpha, iaf_cond_exp_sfa_rr ->
-iaf_cond_exp_sfa_rr. Anything else is refused by name before anything is built.
+NEST models mapped (nest: prefix, parameters by NEST's names): iaf_psc_delta -> lifca (NEST's
+iaf_psc_delta), and every Ranvier model whose class names its NEST model and maps NEST's
+parameter names onto its own (NeuronModel.nest_parameters: iaf_psc_alpha, iaf_psc_exp ->
+psc_exp with two time constants, iaf_cond_exp, iaf_cond_alpha, iaf_cond_exp_sfa_rr,
+aeif_cond_exp, aeif_cond_alpha, hh_cond_exp_traub, izhikevich, gif_cond_exp). Anything else is
+refused by name before anything is built.
 
 One Ranvier population per SONATA population and node type (named "<population>.<model_name
 or pop_name or node_type_id>"), neurons in node-id order; parameters the type's, or per
@@ -47,16 +49,14 @@ import numpy as np
 from ..errors import ConfigError
 from ..core.neurons import NEURON_MODELS, SpikeTrain
 
-# NEST name -> Ranvier parameter name, per mapped model; "V_m" is the initial potential.
-_ALPHA_KEYS = {"E_L": "E_L_mV", "V_th": "V_th_mV", "V_reset": "V_reset_mV", "C_m": "C_m_pF", "tau_m": "tau_m_ms",
-               "t_ref": "tau_arp_ms", "I_e": "I_e_pA", "tau_syn_ex": "tau_syn_ex_ms", "tau_syn_in": "tau_syn_in_ms",
-               "V_m": "V0_mean_mV"}
 NEST_DEFAULTS = {   # NEST 3.10's, for the models whose Ranvier parameters are not NEST's
     "iaf_psc_delta": {"E_L": -70.0, "V_th": -55.0, "V_reset": -70.0, "C_m": 250.0, "tau_m": 10.0,
                       "t_ref": 2.0, "I_e": 0.0, "V_m": -70.0},
 }
-SUPPORTED_NEST_MODELS = ("iaf_psc_alpha", "iaf_psc_delta", "iaf_psc_exp", "iaf_cond_exp", "iaf_cond_alpha",
-                         "iaf_cond_exp_sfa_rr")
+# The NEST models read: iaf_psc_delta (lifca, its parameters relative to rest), and every model
+# whose class maps NEST's parameter names onto its own (NeuronModel.nest_parameters).
+SUPPORTED_NEST_MODELS = ("iaf_psc_delta", *sorted(m.nest_model for m in NEURON_MODELS.values()
+                                                  if m.nest_model and m.nest_parameters))
 VIRTUAL = "virtual"
 NEURON_TYPES = ("point_process", "point_neuron", "point_soma")
 
@@ -497,22 +497,16 @@ def _model_of(pop: NodePopulation, type_id: int, where: str) -> tuple[str, str |
 
 def _nest_keys(nest_name: str) -> dict | None:
     """NEST parameter name -> Ranvier's, for the models that take NEST's absolute parameters
-    (None: iaf_psc_delta, whose lifca parameters are relative to rest)."""
-    if nest_name in ("iaf_psc_alpha", "iaf_psc_exp"):
-        return _ALPHA_KEYS
-    cond = {**{k: v for k, v in _ALPHA_KEYS.items() if k != "tau_m"}, "g_L": "g_L_nS", "E_ex": "E_ex_mV",
-            "E_in": "E_in_mV"}
-    if nest_name in ("iaf_cond_exp", "iaf_cond_alpha"):
-        return cond
-    if nest_name == "iaf_cond_exp_sfa_rr":
-        return {**cond, "tau_sfa": "tau_sfa_ms", "tau_rr": "tau_rr_ms", "E_sfa": "E_sfa_mV", "E_rr": "E_rr_mV",
-                "q_sfa": "q_sfa_nS", "q_rr": "q_rr_nS"}
-    return None
+    (NeuronModel.nest_parameters; None: iaf_psc_delta, whose lifca parameters are relative to rest)."""
+    if nest_name == "iaf_psc_delta":
+        return None
+    return NEURON_MODELS[_ranvier_model(nest_name)].nest_parameters
 
 
 def _ranvier_model(nest_name: str) -> str:
     """The Ranvier model of a NEST model (NeuronModel.nest_model)."""
-    return next(name for name, m in NEURON_MODELS.items() if m.nest_model == nest_name)
+    return next(name for name, m in NEURON_MODELS.items()
+                if m.nest_model == nest_name and (m.nest_parameters or nest_name == "iaf_psc_delta"))
 
 
 def _to_ranvier(nest_name: str, nest: dict, where: str) -> tuple[str, dict]:
@@ -879,7 +873,10 @@ def _add_node_populations(net, pops, trains, components, info):
                                           f"nest:{model}")
                     rkey = keys[key]
                     default = params.get(rkey, NEURON_MODELS[rmodel].parameters[rkey].default)
-                    params[rkey] = np.where(np.isnan(v), default, v)
+                    values = np.where(np.isnan(v), default, v)
+                    # one value for every node of the type: the population's (models whose
+                    # parameter cannot vary per neuron take it so)
+                    params[rkey] = float(values[0]) if values.size and np.all(values == values[0]) else values
                 pop = Population(rname, int(mine.size), params=params, model=rmodel, excitatory=excitatory,
                                  initial=initial)
             for q in [pop, *extra]:

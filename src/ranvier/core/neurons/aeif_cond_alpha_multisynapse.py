@@ -22,6 +22,7 @@ class AeifCondAlphaMultisynapse(AeifCondExp):
     population's (one value each). Defaults: NEST's (one receptor, tau_syn 2 ms, E_rev 0 mV)."""
     name = "aeif_cond_alpha_multisynapse"
     nest_model = "aeif_cond_alpha_multisynapse"
+    nest_parameters = None              # receptor lists and ports: not read from SONATA yet
     recordables = {"c": ("g_1", "nS", "conductance of receptor 1"),
                    "c_in": ("g_2", "nS", "conductance of receptor 2"),
                    "w": ("w", "pA", "adaptation current"),

@@ -42,6 +42,11 @@ class AeifCondExp(NeuronModel):
                    "w": ("w", "pA", "adaptation current")}
     pynn_weight_scale = 1000.0         # PyNN's uS -> nS
     nest_model = "aeif_cond_exp"
+    nest_parameters = {"E_L": "E_L_mV", "V_th": "V_th_mV", "V_peak": "V_peak_mV", "V_reset": "V_reset_mV",
+                       "C_m": "C_m_pF", "g_L": "g_L_nS", "Delta_T": "Delta_T_mV", "tau_w": "tau_w_ms", "a": "a_nS",
+                       "b": "b_pA", "E_ex": "E_ex_mV", "E_in": "E_in_mV", "tau_syn_ex": "tau_syn_ex_ms",
+                       "tau_syn_in": "tau_syn_in_ms", "t_ref": "tau_arp_ms", "I_e": "I_e_pA",
+                       "gsl_error_tol": "gsl_error_tol", "V_m": "V0_mean_mV", "w": "w0_pA"}
     parameters = {
         "E_L_mV": Parameter("mV", "leak reversal potential (absolute)", -70.6, per_neuron=True),
         "V_th_mV": Parameter("mV", "spike initiation threshold of the exponential term (absolute)", -50.4,

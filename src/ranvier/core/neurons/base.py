@@ -256,6 +256,10 @@ class NeuronModel:
     pynn_weight_scale: ClassVar[float] = 1.0
     # NEST's model of the same dynamics, for SONATA's model_template "nest:<name>" (None: none maps).
     nest_model: ClassVar[str | None] = None
+    # NEST's parameter name -> this model's, for the parameters of nest_model in NEST's names and
+    # units (SONATA's dynamics_params); "V_m", NEST's initial potential, names the initial one.
+    # None: NEST's parameters do not map one to one (SONATA then refuses "nest:<nest_model>").
+    nest_parameters: ClassVar[dict[str, str] | None] = None
     # Parameters that are lists of numbers, one list per population (gif_cond_exp's time
     # constants, the multisynapse models' one entry per receptor): read as tuples of floats,
     # handed to the engine as PopulationSpec.sequences.

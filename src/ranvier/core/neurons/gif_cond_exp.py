@@ -33,6 +33,11 @@ class GifCondExp(NeuronModel):
                    "w": ("i_eta", "pA", "spike-triggered current I_stc")}
     pynn_weight_scale = 1000.0         # PyNN's uS -> nS
     nest_model = "gif_cond_exp"
+    nest_parameters = {"E_L": "E_L_mV", "V_reset": "V_reset_mV", "V_T_star": "V_T_star_mV", "Delta_V": "Delta_V_mV",
+                       "lambda_0": "lambda_0_hz", "C_m": "C_m_pF", "g_L": "g_L_nS", "E_ex": "E_ex_mV",
+                       "E_in": "E_in_mV", "tau_syn_ex": "tau_syn_ex_ms", "tau_syn_in": "tau_syn_in_ms",
+                       "t_ref": "tau_arp_ms", "I_e": "I_e_pA", "gsl_error_tol": "gsl_error_tol",
+                       "V_m": "V0_mean_mV"}
     parameters = {
         "E_L_mV": Parameter("mV", "leak reversal potential (absolute)", -70.0, per_neuron=True),
         "V_reset_mV": Parameter("mV", "reset potential (absolute; V is held here while refractory)", -55.0,

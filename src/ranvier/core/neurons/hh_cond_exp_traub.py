@@ -34,6 +34,12 @@ class HhCondExpTraub(NeuronModel):
     (Act_m0, Inact_h0, Act_n0). Parameters are the population's; only the initial V may vary per
     neuron."""
     name = "hh_cond_exp_traub"
+    nest_model = "hh_cond_exp_traub"
+    nest_parameters = {"g_Na": "g_Na_nS", "g_K": "g_K_nS", "g_L": "g_L_nS", "C_m": "C_m_pF", "E_Na": "E_Na_mV",
+                       "E_K": "E_K_mV", "E_L": "E_L_mV", "V_T": "V_T_mV", "E_ex": "E_ex_mV", "E_in": "E_in_mV",
+                       "tau_syn_ex": "tau_syn_ex_ms", "tau_syn_in": "tau_syn_in_ms", "t_ref": "tau_arp_ms",
+                       "I_e": "I_e_pA", "Act_m": "Act_m0", "Inact_h": "Inact_h0", "Act_n": "Act_n0",
+                       "V_m": "V0_mean_mV"}
     takes_current = True
     input_unit = "nS"
     has_potential = True

@@ -22,6 +22,9 @@ class IafCondExp(NeuronModel):
                    "c_in": ("gsyn_inh", "nS", "inhibitory synaptic conductance")}
     pynn_weight_scale = 1000.0         # PyNN's uS -> nS
     nest_model = "iaf_cond_exp"
+    nest_parameters = {"E_L": "E_L_mV", "V_th": "V_th_mV", "V_reset": "V_reset_mV", "C_m": "C_m_pF", "g_L": "g_L_nS",
+                       "t_ref": "tau_arp_ms", "I_e": "I_e_pA", "E_ex": "E_ex_mV", "E_in": "E_in_mV",
+                       "tau_syn_ex": "tau_syn_ex_ms", "tau_syn_in": "tau_syn_in_ms", "V_m": "V0_mean_mV"}
     parameters = {
         "E_L_mV": Parameter("mV", "leak reversal potential (absolute)", -70.0, per_neuron=True),
         "V_th_mV": Parameter("mV", "firing threshold (absolute)", -55.0, per_neuron=True),

@@ -4,6 +4,7 @@ spike-frequency adaptation and relative refractory conductances, absolute potent
 from __future__ import annotations
 
 from .base import NeuronModel, Parameter, check_below, check_number, check_one_initial_potential, check_positive
+from .iaf_cond_exp import IafCondExp
 
 
 class IafCondExpSfaRr(NeuronModel):
@@ -27,6 +28,8 @@ class IafCondExpSfaRr(NeuronModel):
                    "w": ("g_sfa", "nS", "spike-frequency adaptation conductance")}
     pynn_weight_scale = 1000.0         # PyNN's uS -> nS
     nest_model = "iaf_cond_exp_sfa_rr"
+    nest_parameters = {**IafCondExp.nest_parameters, "tau_sfa": "tau_sfa_ms", "tau_rr": "tau_rr_ms",
+                       "E_sfa": "E_sfa_mV", "E_rr": "E_rr_mV", "q_sfa": "q_sfa_nS", "q_rr": "q_rr_nS"}
     parameters = {
         "E_L_mV": Parameter("mV", "leak reversal potential (absolute)", -70.0, per_neuron=True),
         "V_th_mV": Parameter("mV", "firing threshold (absolute)", -57.0, per_neuron=True),

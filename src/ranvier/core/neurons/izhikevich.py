@@ -22,6 +22,8 @@ class Izhikevich(NeuronModel):
     recordables = {"c": ("U_m", "mV/ms", "recovery variable U")}
     pynn_weight_scale = 1.0            # PyNN's weight is the jump of V in mV, as pyNN.nest gives izhikevich
     nest_model = "izhikevich"
+    nest_parameters = {"a": "a", "b": "b", "c": "c_mV", "d": "d_mV_per_ms", "I_e": "I_e_pA", "V_th": "V_th_mV",
+                       "V_min": "V_min_mV", "V_m": "V0_mV", "U_m": "U0_mV_per_ms"}
     parameters = {
         "a": Parameter("", "time scale of the recovery variable U (1/ms)", 0.02, per_neuron=True),
         "b": Parameter("", "sensitivity of U to V", 0.2, per_neuron=True),

@@ -26,6 +26,9 @@ class PscExp(NeuronModel):
                    "c_in": ("I_syn_in", "pA", "inhibitory synaptic current (two time constants only)")}
     pynn_weight_scale = 1000.0         # PyNN's nA -> pA
     nest_model = "iaf_psc_exp"
+    nest_parameters = {"E_L": "E_L_mV", "V_th": "V_th_mV", "V_reset": "V_reset_mV", "C_m": "C_m_pF", "tau_m": "tau_m_ms",
+                       "t_ref": "tau_arp_ms", "I_e": "I_e_pA", "tau_syn_ex": "tau_syn_ex_ms",
+                       "tau_syn_in": "tau_syn_in_ms", "V_m": "V0_mean_mV"}
     parameters = {
         "E_L_mV": Parameter("mV", "resting potential (absolute)", -70.0, per_neuron=True),
         "V_th_mV": Parameter("mV", "firing threshold (absolute)", -55.0, per_neuron=True),
