@@ -12,7 +12,8 @@ spike_generator -> parrot_neuron (pre) -stdp-> parrot_neuron (post, receptor 1: 
 does not make it fire), the post parrot driven by its own spike_generator; Ranvier: two
 spike_train populations given exactly the parrots' spike times. The final weight of every synapse
 must agree to 1e-9 relative, for every rule: stdp_synapse additive, multiplicative and with other
-exponents, the three nearest-neighbour variants and stdp_pl_synapse_hom. The delay (1.5 ms) is
+exponents, the three nearest-neighbour variants, stdp_pl_synapse_hom and vogels_sprekeler_synapse
+(symmetric: every pairing facilitates, every pre-synaptic spike depresses). The delay (1.5 ms) is
 dendritic in both.
 
 Recurrent network (1000 neurons, 1 s): 800 excitatory and 200 inhibitory iaf_psc_delta neurons (Ranvier's lifca
@@ -64,6 +65,8 @@ RULES = [
      "stdp_nn_restr_synapse", dict(lambda_=0.01, alpha=1.0, Wmax=100.0)),
     ("power law", dict(kind="STDPPowerLaw", lambda_=0.1, alpha=1.0, mu=0.4),
      "stdp_pl_synapse_hom", dict(lambda_=0.1, alpha=1.0, mu=0.4)),
+    ("vogels-sprekeler", dict(kind="VogelsSprekeler", eta=0.5, alpha=0.2, w_max=100.0),
+     "vogels_sprekeler_synapse", dict(eta=0.5, alpha=0.2, Wmax=100.0)),
 ]
 TAU_PLUS_MS, TAU_MINUS_MS = 16.8, 33.7
 
@@ -87,7 +90,8 @@ def synapse_kind(args: dict):
     import ranvier as rv
     args = dict(args)
     kind = getattr(rv, args.pop("kind"))
-    return kind(tau_plus_ms=TAU_PLUS_MS, **args)
+    tau = "tau_ms" if kind is rv.VogelsSprekeler else "tau_plus_ms"      # its one time constant: NEST's tau
+    return kind(**{tau: TAU_PLUS_MS}, **args)
 
 
 # -- the pairing protocol ---------------------------------------------------------------------
@@ -111,7 +115,8 @@ def nest_pairing(model: str, params: dict) -> tuple[np.ndarray, list, list]:
     nest.Connect(post_gen, post, "one_to_one", {"delay": H})
     nest.Connect(pre, rec_pre)
     nest.Connect(post, rec_post)
-    nest.CopyModel(model, "plastic", {"tau_plus": TAU_PLUS_MS, **_nest_params(params)})
+    tau = "tau" if model == "vogels_sprekeler_synapse" else "tau_plus"
+    nest.CopyModel(model, "plastic", {tau: TAU_PLUS_MS, **_nest_params(params)})
     nest.Connect(pre, post, "one_to_one", {"synapse_model": "plastic", "weight": W0, "delay": DELAY_MS,
                                            "receptor_type": 1})
     # A whole number of communication intervals (Ranvier's is the 1.5 ms delay), so both run the same time.

@@ -27,10 +27,6 @@ NAMED_ELSEWHERE = {
     ("models/__init__.py", "psc_exp"): "the workload builders choose their models",
     ("models/__init__.py", "poisson_source"): "the workload builders choose their models",
     ("models/multi_area.py", "psc_exp"): "the multi-area model's builder chooses its model",
-    ("io/sonata.py", "iaf_psc_alpha"): "NEST's model name in SONATA's model_template (also Ranvier's)",
-    ("io/sonata.py", "iaf_cond_exp"): "NEST's model name in SONATA's model_template (also Ranvier's)",
-    ("io/sonata.py", "iaf_cond_alpha"): "NEST's model name in SONATA's model_template (also Ranvier's)",
-    ("io/sonata.py", "iaf_cond_exp_sfa_rr"): "NEST's model name in SONATA's model_template (also Ranvier's)",
 }
 
 

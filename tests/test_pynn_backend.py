@@ -546,3 +546,57 @@ def test_native_cell_type_takes_the_models_own_names_and_gives_nests_trace():
         assert np.max(np.abs(v[k, i] - ev["V_m"][mine])) < 1e-9
         assert np.allclose(ours[i], r.events["times"][r.events["senders"] == s], rtol=0, atol=1e-9)
     assert ours[0].size > 2
+
+
+def test_vogels2011_rule_gives_nests_vogels_sprekeler_weights():
+    """PyNN's Vogels2011Rule (pyNN.nest 0.13 has none) through pyNN.ranvier against NEST 3.10's
+    vogels_sprekeler_synapse run directly with the same cells, spike trains and translated
+    parameters (alpha = 2 rho tau, eta and weights in pA): the same post-synaptic spikes, final
+    weights equal within 1e-9 pA, and the weights moved."""
+    nest = pytest.importorskip("nest")
+    import pyNN.ranvier as sim
+    trains = [[5.0 + 10 * k + i * 0.7 for k in range(30)] for i in range(20)]
+    tau, eta, rho, w0, w_max = 20.0, 0.002, 5.0, 0.05, 0.4        # ms, nA, Hz, nA, nA
+    sim.setup(timestep=0.1, min_delay=1.0)
+    pre = sim.Population(20, sim.SpikeSourceArray(spike_times=trains))
+    post = sim.Population(5, sim.IF_curr_alpha(tau_refrac=2.0, i_offset=np.linspace(1.0, 1.4, 5).tolist()))
+    vogels = sim.STDPMechanism(timing_dependence=sim.Vogels2011Rule(tau=tau, eta=eta, rho=rho),
+                               weight_dependence=sim.AdditiveWeightDependence(w_min=0.0, w_max=w_max),
+                               weight=-w0, delay=1.0)          # PyNN: inhibitory current weights negative
+    prj = sim.Projection(pre, post, sim.AllToAllConnector(), vogels, receptor_type="inhibitory")
+    post.record("spikes")
+    sim.run(320.0)
+    ours = np.abs(prj.get("weight", format="array"))               # nA, magnitudes
+    ours_spikes = [np.asarray(t.magnitude) for t in post.get_data().segments[0].spiketrains]
+    sim.end()
+
+    nest.ResetKernel()
+    nest.set_verbosity("M_ERROR")
+    nest.resolution = 0.1
+    gens = nest.Create("spike_generator", 20, params=[{"spike_times": [round(x - 0.1, 1) for x in t]}
+                                                      for t in trains])   # the parrots' 0.1 ms
+    parrots = nest.Create("parrot_neuron", 20)
+    nest.Connect(gens, parrots, "one_to_one", {"delay": 0.1})
+    cells = nest.Create("iaf_psc_alpha", 5, params={"t_ref": 2.0, "C_m": 1000.0, "tau_m": 20.0, "E_L": -65.0,
+                                                    "V_th": -50.0, "V_reset": -65.0, "V_m": -65.0,
+                                                    "tau_syn_ex": 0.3, "tau_syn_in": 0.5})   # PyNN's defaults
+    for k, c in enumerate(cells):
+        c.I_e = float(np.linspace(1.0, 1.4, 5)[k]) * 1000.0
+    nest.CopyModel("vogels_sprekeler_synapse", "vogels", {"tau": tau, "eta": eta * 1000.0,
+                                                          "alpha": 2 * rho * tau / 1000.0, "Wmax": -w_max * 1000.0,
+                                                          "weight": -w0 * 1000.0})
+    nest.Connect(parrots, cells, "all_to_all", {"synapse_model": "vogels", "weight": -w0 * 1000.0, "delay": 1.0})
+    rec = nest.Create("spike_recorder")
+    nest.Connect(cells, rec)
+    nest.Simulate(320.0 + 0.1)
+    conns = nest.GetConnections(parrots, cells)
+    src = np.asarray(conns.get("source")) - parrots[0].global_id
+    tgt = np.asarray(conns.get("target")) - cells[0].global_id
+    theirs = np.full((20, 5), np.nan)
+    theirs[src, tgt] = -np.asarray(conns.get("weight")) / 1000.0
+    ev = rec.events
+    theirs_spikes = [np.sort(ev["times"][ev["senders"] == c.global_id]) for c in cells]
+    assert sum(t.size for t in ours_spikes) > 10
+    assert all(a.size == b.size and np.allclose(a, b, rtol=0, atol=1e-9) for a, b in zip(ours_spikes, theirs_spikes))
+    assert np.nanmax(np.abs(ours - w0)) > 0.01
+    assert np.nanmax(np.abs(ours - theirs)) < 1e-12

@@ -22,7 +22,7 @@ def test_every_kind_names_engine_rules():
 def test_unknown_rule_names_the_known_ones():
     spec = _engine.PlasticitySpec()
     with pytest.raises(ValueError, match=r"unknown synapse rule 'stdp_quadruplet'; known: static, stdp, .*"
-                                         r"stdp_power_law, stdp_triplet, tsodyks, bernoulli, quantal_stp$"):
+                                         r"stdp_power_law, stdp_triplet, tsodyks, bernoulli, quantal_stp, vogels_sprekeler$"):
         spec.rule = "stdp_quadruplet"
 
 
@@ -47,7 +47,9 @@ def test_public_names_stay():
     assert rv.STDPTriplet is plasticity.STDPTriplet is synapses.STDPTriplet
     assert plasticity.NEST_MODELS["stdp_triplet"] == "stdp_triplet_synapse"
     assert plasticity.SYNAPSE_KINDS == (rv.STDP, rv.STDPPowerLaw, rv.STDPTriplet, rv.TsodyksMarkram, rv.Bernoulli,
-                                        rv.QuantalSTP)
+                                        rv.QuantalSTP, rv.VogelsSprekeler)
+    assert rv.VogelsSprekeler is plasticity.VogelsSprekeler is synapses.VogelsSprekeler
+    assert plasticity.NEST_MODELS["vogels_sprekeler"] == "vogels_sprekeler_synapse"
     assert rv.Bernoulli is plasticity.Bernoulli is synapses.Bernoulli
     assert rv.QuantalSTP is plasticity.QuantalSTP is synapses.QuantalSTP
     assert plasticity.NEST_MODELS["bernoulli"] == "bernoulli_synapse"

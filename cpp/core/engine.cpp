@@ -247,15 +247,9 @@ void Engine::run_cycles(int64_t cycles) {
   run_steps(cycles * cfg_.steps_per_cycle);
 }
 
-void Engine::run_steps(int64_t steps) {
-  if (threads_.empty()) throw std::logic_error("build() must be called before running");
-  const int T = cfg_.threads;
-  const int64_t L = cfg_.steps_per_cycle;
-  const int64_t start = steps_done(), stop = start + steps;
-  if (steps < 0 || stop / L >= (int64_t(1) << 32)) throw std::invalid_argument("runs are limited to 2^32 cycles");
-  // The cycles this call completes: [cycle_, done_after); the last of them ends the call's exchanges.
-  const int64_t done_after = stop / L, cycles = done_after - cycle_;
-  // The state is sampled at the steps that are whole multiples of the interval (V at those times).
+// Room for the state samples of steps [start, stop): the steps that are whole multiples of the
+// interval (V at those times).
+void Engine::size_state_trace(int64_t start, int64_t stop) {
   const int64_t every = cfg_.record_state_interval;
   trace_base_ = trace_V_.size();
   trace_first_sample_ = start / every;
@@ -264,6 +258,17 @@ void Engine::run_steps(int64_t steps) {
   trace_c_in_.resize(trace_V_.size());
   if (trace_w_used_) trace_w_.resize(trace_V_.size());
   for (int r = 0; r < trace_receptors_; ++r) trace_receptor_[r].resize(trace_V_.size());
+}
+
+void Engine::run_steps(int64_t steps) {
+  if (threads_.empty()) throw std::logic_error("build() must be called before running");
+  const int T = cfg_.threads;
+  const int64_t L = cfg_.steps_per_cycle;
+  const int64_t start = steps_done(), stop = start + steps;
+  if (steps < 0 || stop / L >= (int64_t(1) << 32)) throw std::invalid_argument("runs are limited to 2^32 cycles");
+  // The cycles this call completes: [cycle_, done_after); the last of them ends the call's exchanges.
+  const int64_t done_after = stop / L, cycles = done_after - cycle_;
+  size_state_trace(start, stop);
   // Room for this call's timers, grown geometrically: no allocation inside a cycle, and never an
   // exact reserve per call (that copied the whole history every chunk: quadratic in run length).
   // The caller takes the timers after each chunk (take_cycle_timers), so this stays one chunk.

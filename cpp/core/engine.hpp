@@ -281,6 +281,7 @@ class Engine {
   void build_state_recorder();
   void build_current_sources();                                                  // currents.cpp
   void record_state(const ThreadState& ts, int64_t step);                         // recorders.cpp
+  void size_state_trace(int64_t start, int64_t stop);                              // room for the samples of a call
   // The parts of a checkpoint (checkpoint.cpp), each saved and restored by one pair.
   void save_neurons(StateTables& out) const;
   void save_pending(StateTables& out) const;

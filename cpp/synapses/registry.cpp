@@ -16,7 +16,8 @@
   X(stdp_triplet)                \
   X(tsodyks)                     \
   X(bernoulli)                   \
-  X(quantal_stp)
+  X(quantal_stp)                 \
+  X(vogels_sprekeler)
 
 namespace ranvier {
 

@@ -30,7 +30,8 @@ _PUBLIC = {
     "ACCurrent": "core.devices",
     "StepCurrent": "core.devices", "Network": "core.network", "Population": "core.network", "Projection": "core.network",
     "PoissonDrive": "core.network", "STDP": "core.plasticity", "STDPPowerLaw": "core.plasticity", "STDPTriplet": "core.plasticity", "TsodyksMarkram": "core.plasticity",
-    "Bernoulli": "core.plasticity", "QuantalSTP": "core.plasticity", "WeightRecorder": "io.weights",
+    "Bernoulli": "core.plasticity", "QuantalSTP": "core.plasticity", "VogelsSprekeler": "core.plasticity",
+    "WeightRecorder": "io.weights",
     "Simulation": "core.simulation", "Result": "core.simulation", "PHASES": "core.simulation",
 }
 # Public submodules by their short names: rv.models, rv.activity, rv.random.

@@ -27,8 +27,10 @@ from __future__ import annotations
 
 # Each kind is a file of ranvier.core.synapses; this module keeps their public names.
 from .synapses import KINDS as SYNAPSE_KINDS
-from .synapses import NEST_MODELS, STDP, Bernoulli, QuantalSTP, STDPPowerLaw, STDPTriplet, TsodyksMarkram, describe, plasticity_spec
+from .synapses import (NEST_MODELS, STDP, Bernoulli, QuantalSTP, STDPPowerLaw, STDPTriplet, TsodyksMarkram,
+                       VogelsSprekeler, describe, plasticity_spec)
 from .synapses.stdp import PAIRINGS
 
-__all__ = ["Bernoulli", "NEST_MODELS", "PAIRINGS", "QuantalSTP", "STDP", "STDPPowerLaw", "STDPTriplet", "SYNAPSE_KINDS", "TsodyksMarkram", "describe",
+__all__ = ["Bernoulli", "NEST_MODELS", "PAIRINGS", "QuantalSTP", "STDP", "STDPPowerLaw", "STDPTriplet", "SYNAPSE_KINDS", "TsodyksMarkram",
+           "VogelsSprekeler", "describe",
            "plasticity_spec"]

@@ -198,8 +198,10 @@ def describe(state) -> dict:
 
 
 def _receptor_numbers(celltype) -> dict | None:
-    from .composed import receptor_numbers
-    return receptor_numbers(celltype)
+    """A cell type's receptors by name -> their number 1..R (rv.Projection's receptor): a
+    PointNeuron's, a NESTML cell type's spike ports where it has several; None for the cell types
+    whose receptor types are 'excitatory' and 'inhibitory' (the weight's sign chooses)."""
+    return getattr(celltype, "receptor_numbers", None)
 
 
 def _receptor_weights(pr: dict, post: dict, weight, scale: float):
@@ -295,6 +297,9 @@ def _plastic(state, pops, pr, post_pop, post_index, pairs: int) -> dict | None:
             raise NotImplementedError(f"pyNN.ranvier: STDP parameter {name} differs between the connections "
                                       f"of one projection; Ranvier's are the projection's")
         return float(values[0]) if values.size else 0.0
+    if type(pr.synapse_type.timing_dependence).__name__ == "Vogels2011Rule":
+        return {"kind": "vogels", "tau_ms": one("tau_ms"), "eta": one("eta"), "alpha": one("alpha"),
+                "w_max": one("w_max")}
     return {"tau_plus_ms": one("tau_plus_ms"), "lambda_": one("lambda_"), "alpha": one("alpha"),
             "w_max": one("w_max"), "tau_minus_ms": one("tau_minus_ms"),
             "mu": getattr(pr.synapse_type.weight_dependence, "mu", None) or (one("mu_plus"), one("mu_minus"))}
@@ -423,7 +428,13 @@ def build_network(state):
                                           weight=w[at].tolist(), delay_ms=delay[at].tolist(), synapse=synapse,
                                           receptor=receptor))
             continue
-        if pr["plastic"] is not None:
+        if pr["plastic"] is not None and pr["plastic"].get("kind") == "vogels":
+            q = pr["plastic"]
+            sign = -1.0 if pr["receptor"] == "inhibitory" else 1.0
+            synapse = rv.VogelsSprekeler(tau_ms=q["tau_ms"], eta=q["eta"] * scale, alpha=q["alpha"],
+                                         w_max=sign * q["w_max"] * scale)
+            state.plastic.append((pr["pynn"], len(net.projections)))
+        elif pr["plastic"] is not None:
             q = pr["plastic"]
             sign = -1.0 if pr["receptor"] == "inhibitory" else 1.0
             synapse = rv.STDP(tau_plus_ms=q["tau_plus_ms"], lambda_=q["lambda_"], alpha=q["alpha"],

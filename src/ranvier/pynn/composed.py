@@ -113,6 +113,11 @@ class PointNeuron(cells.PointNeuron):
         return self.receptor_types.index(name) + 1
 
     @property
+    def receptor_numbers(self) -> dict:
+        """The receptors by name -> their number 1..R (as a NESTML cell type with several ports)."""
+        return {name: self.get_receptor_type(name) for name in self.receptor_types}
+
+    @property
     def variable_map(self) -> dict:
         out = dict(self.neuron.variable_map)
         for name, psr in self.post_synaptic_receptors.items():
@@ -162,15 +167,6 @@ class PointNeuron(cells.PointNeuron):
 
     def reverse_translate(self, native_parameters):
         return self.neuron.reverse_translate(native_parameters)
-
-
-def receptor_numbers(celltype) -> dict | None:
-    """A cell type's receptors by name -> their number 1..R (rv.Projection's receptor): a
-    PointNeuron's, a NESTML cell type's spike ports where it has several; None for the cell types
-    whose receptor types are 'excitatory' and 'inhibitory' (the weight's sign chooses)."""
-    if isinstance(celltype, PointNeuron):
-        return {name: celltype.get_receptor_type(name) for name in celltype.receptor_types}
-    return getattr(celltype, "receptor_numbers", None)
 
 
 COMPOSED = ["LIF", "AdExp", "PointNeuron", "CurrExpPostSynapticResponse", "CondExpPostSynapticResponse",

@@ -89,9 +89,8 @@ def _connect_with_columns_1d(connector, projection) -> None:
 
 def _composed_target(post) -> bool:
     """Whether the projection's target has receptors by name (PointNeuron, NESTML receptor ports)."""
-    from .composed import receptor_numbers
     cells = post.populations if hasattr(post, "populations") else [post]
-    return all(receptor_numbers(getattr(p, "celltype", None)) is not None for p in cells)
+    return all(getattr(getattr(p, "celltype", None), "receptor_numbers", None) is not None for p in cells)
 
 
 class Projection(common.Projection):

@@ -387,6 +387,20 @@ class SpikePairRule(synapses.SpikePairRule):
     possible_models = {"stdp"}
 
 
+class Vogels2011Rule(synapses.Vogels2011Rule):
+    """Vogels et al. (2011)'s inhibitory STDP on rv.VogelsSprekeler (NEST's vogels_sprekeler_synapse):
+    NEST's alpha = 2 rho tau (rho the target rate, Hz; tau in s); eta in PyNN's weight units
+    (nA or uS), scaled with the weights; the target's trace keeps its own tau_minus (20 ms, as a
+    NEST neuron's). w_max from the weight dependence (AdditiveWeightDependence)."""
+    __doc__ = synapses.Vogels2011Rule.__doc__
+    translations = build_translations(
+        ('tau', 'tau_ms'),
+        ('eta', 'eta'),
+        ('rho', 'alpha', "2*rho*tau/1000.0", "alpha*1000.0/(2*tau_ms)"),
+    )
+    possible_models = {"stdp"}
+
+
 def _zero_w_min(w_min) -> None:
     """The weight dependences' one bound: NEST's stdp_synapse has no lower bound but 0."""
     if w_min != 0:

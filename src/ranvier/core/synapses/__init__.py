@@ -23,8 +23,9 @@ from .stdp import PAIRINGS, STDP
 from .stdp_power_law import STDPPowerLaw
 from .stdp_triplet import STDPTriplet
 from .tsodyks import TsodyksMarkram
+from .vogels_sprekeler import VogelsSprekeler
 
-KINDS = (STDP, STDPPowerLaw, STDPTriplet, TsodyksMarkram, Bernoulli, QuantalSTP)
+KINDS = (STDP, STDPPowerLaw, STDPTriplet, TsodyksMarkram, Bernoulli, QuantalSTP, VogelsSprekeler)
 
 # The NEST synapse model of each engine rule.
 NEST_MODELS = {rule: nest for kind in KINDS for rule, nest in kind.nest_models.items()}
@@ -50,5 +51,6 @@ def describe(synapse) -> str:
     return f"{type(synapse).__name__}({params}) = NEST {synapse.nest_model}"
 
 
-__all__ = ["Bernoulli", "KINDS", "NEST_MODELS", "PAIRINGS", "QuantalSTP", "STDP", "STDPPowerLaw", "STDPTriplet", "TsodyksMarkram", "describe",
+__all__ = ["Bernoulli", "KINDS", "NEST_MODELS", "PAIRINGS", "QuantalSTP", "STDP", "STDPPowerLaw", "STDPTriplet", "TsodyksMarkram", "VogelsSprekeler",
+           "describe",
            "plasticity_spec"]
