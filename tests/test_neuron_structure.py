@@ -9,7 +9,11 @@ import re
 from pathlib import Path
 
 from ranvier import _engine
-from ranvier.core.neurons import NEURON_MODELS, NeuronModel
+from ranvier.core.neurons import NEURON_MODELS as REGISTRY, NeuronModel
+
+# The built-in models: NESTML models that other test files load in the same session join the
+# registry (ranvier.nestml) and are no files of the package.
+NEURON_MODELS = {n: m for n, m in REGISTRY.items() if not getattr(m, "nestml_file", None)}
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "src" / "ranvier"

@@ -147,3 +147,73 @@ def test_receptor_ports_are_pynn_receptor_types(tmp_path):
     assert sum(t.size for t in spikes) > 5
     assert all(np.array_equal(a, b) for a, b in zip(spikes, spikes_ref))
     assert v.shape == v_ref.shape and np.max(np.abs(v - v_ref)) < 1e-9
+
+
+SYNAPSE_SCRIPT = textwrap.dedent("""
+    import sys, numpy as np
+    import pyNN.{backend} as sim
+    sim.setup(timestep=0.1, min_delay=0.1, **({{"spike_precision": "on_grid"}} if "{backend}" == "nest" else {{}}))
+    # the weight in pA: NEST's units, as pyNN.nest's native synapse types take it; small, so
+    # that the targets fire from their current alone and both simulators see the same spikes
+    params = dict(weight=0.5, delay=1.5, alpha=1.1, mu_plus=0.0, mu_minus=0.0, Wmax=1.0)
+    if "{backend}" == "ranvier":
+        stdp = sim.nestml.nestml_synapse_type("stdp_nestml", {description})
+        synapse = stdp(tau_tr_pre=16.8, tau_tr_post=20.0, **{{"lambda": 0.02}}, **params)
+    else:
+        # NEST's built-in stdp_synapse: tau_plus 16.8, the target's tau_minus NEST's default 20 ms
+        synapse = sim.native_synapse_type("stdp_synapse")(tau_plus=16.8, **{{"lambda": 0.02}}, **params)
+    n = 20
+    rng = np.random.default_rng(4)
+    # halves of a ms, which binary fractions hold exactly (NEST's spike_generator moves a time such
+    # as 68.4, a hair above its step in binary, to the next step)
+    trains = [np.unique(np.round(rng.uniform(5.0, 480.0, 12) * 2.0) / 2.0) for _ in range(n)]
+    src = sim.Population(n, sim.SpikeSourceArray(spike_times=[t.tolist() for t in trains]))
+    cells = sim.Population(4, sim.IF_curr_exp(i_offset=np.array([0.9, 1.1, 1.3, 1.6]), tau_refrac=2.0))
+    prj = sim.Projection(src, cells, sim.AllToAllConnector(), synapse, receptor_type="excitatory")
+    cells.record("spikes")
+    sim.run(500.0)
+    w = np.asarray(prj.get("weight", format="array"), dtype=float)
+    spikes = [t.magnitude for t in cells.get_data().segments[0].spiketrains]
+    np.save(sys.argv[1], w)
+    np.save(sys.argv[2], np.array([len(t) for t in spikes] + [x for t in spikes for x in t]))
+    np.save(sys.argv[3], np.array([x for t in trains for x in [len(t), *t]]))
+    sim.end()
+""")
+
+
+def test_a_nestml_synapse_type_gives_pyNN_nests_weights_with_nests_stdp_synapse(tmp_path):
+    """NESTML's stdp_synapse through pyNN.ranvier.nestml.nestml_synapse_type against pyNN.nest's
+    native stdp_synapse: the same spikes, and the final weights to 1e-9 relative for every
+    synapse none of whose source's spikes reaches it in the step a target spike does (there
+    NESTML's definition takes the target spike first, NEST's built-in after: docs/nestml.md)."""
+    pytest.importorskip("nest")
+    model = f"{sys.prefix}/models/synapses/stdp_synapse.nestml"
+    out = {}
+    for backend in ("ranvier", "nest"):
+        script = tmp_path / f"syn_{backend}.py"
+        script.write_text(SYNAPSE_SCRIPT.format(backend=backend, description=repr(model)))
+        paths = [tmp_path / f"{x}_{backend}.npy" for x in ("w", "s", "pre")]
+        done = subprocess.run([sys.executable, str(script), *map(str, paths)], cwd=tmp_path, env=subprocess_env(),
+                              capture_output=True, text=True, timeout=600)
+        assert done.returncode == 0, done.stderr[-3000:]
+        out[backend] = [np.load(p) for p in paths]
+    (w_r, s_r, pre), (w_n, s_n, _) = out["ranvier"], out["nest"]
+    assert s_r.shape == s_n.shape and np.allclose(s_r, s_n, rtol=0, atol=1e-9)    # the same target spikes
+    counts = s_r[:4].astype(int)
+    posts = np.split(s_r[4:], np.cumsum(counts)[:-1])
+    assert counts.sum() > 20
+    trains, k = [], 0
+    while k < pre.size:
+        m = int(pre[k])
+        trains.append(pre[k + 1:k + 1 + m])
+        k += 1 + m
+    compared = 0
+    for i, t_pre in enumerate(trains):
+        for j, t_post in enumerate(posts):
+            # the target's spikes reach the synapse 1.5 ms after them
+            if np.any(np.isclose(t_pre[:, None] - 1.5, t_post[None, :], atol=1e-6)):
+                continue
+            compared += 1
+            assert abs(w_r[i, j] - w_n[i, j]) <= 1e-9 * abs(w_n[i, j]), (i, j, w_r[i, j], w_n[i, j])
+    assert compared > 60
+    assert np.count_nonzero(np.abs(w_n - 0.5e-3) > 1e-9) > 60          # the rule changed them (get: / 1000)

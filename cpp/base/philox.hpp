@@ -35,9 +35,11 @@ inline Counter philox4x32_10(Counter x, Key k) {
 // a: the synapse's index onto the target, block: the spike's step; cpp/synapses/bernoulli.cpp).
 // release: the release sites of a quantal synapse (as transmit, a: index << 8 | block of 4
 // uniforms; cpp/synapses/quantal_stp.cpp).
+// synapse_model: the random numbers of a generated synapse model at a pre-synaptic spike (as
+// transmit; at most four: one block; ranvier.nestml).
 enum class Purpose : uint32_t {
   connect = 1, synapse = 2, external = 3, initial = 4, firing = 5, indegree = 6, outdegree = 7, parameter = 8,
-  noise_current = 9, transmit = 10, release = 11
+  noise_current = 9, transmit = 10, release = 11, synapse_model = 12
 };
 
 // The counter of every draw: {id low 32 bits, id high 8 bits | tag << 8 | purpose << 24, a, block}.

@@ -170,6 +170,10 @@ NB_MODULE(_engine, m) {
         "Loads a neuron model compiled apart from the engine (a shared object, cpp/neurons/model_abi.hpp) into "
         "the registry of models; returns its name, under which populations name it. RuntimeError in one line "
         "for a file that is not such a model or was compiled against another model interface.");
+  m.def("load_synapse_rule", &load_synapse_rule, "path"_a,
+        "Loads a synapse rule compiled apart from the engine (a shared object, cpp/synapses/rule_abi.hpp) into "
+        "the registry of rules; returns its name, under which PlasticitySpec.rule names it. RuntimeError in one "
+        "line for a file that is not such a rule or was compiled against another model interface.");
   m.def("neuron_model_abi", &neuron_model_abi,
         "The digest of the model interface (headers and compiler) this engine was built with");
 

@@ -15,7 +15,8 @@
 // `Target` is one of the views below: the target's spikes that reached the synapse since its
 // previous pre-synaptic spike (count(), and pairing(j) = exp(-(t_last - (t_j + d)) / tau_plus) of
 // the j-th), and at this spike (t_pre - d, the delay being dendritic) the target's trace K-
-// (k_minus()) and the exponential of its last spike alone (nearest(): nearest-neighbour rules).
+// (k_minus()) and the exponential of its last spike alone (nearest(): nearest-neighbour rules);
+// post_step(j), the j-th spike's own step (rules that keep their own traces: NESTML's).
 // Each delivery builds the cheapest view that holds: most read only the target's 32 hot bytes.
 // A rule that declares kTripletTrace gets the views with triplet(j) (WithTriplet) besides.
 // The compiler sees the rule and the view: every case compiles to its own straight code.
@@ -52,6 +53,7 @@ struct PreSpike {
   double k_plus;
   int64_t since_last;
   int64_t step = 0;       // t_pre itself, for rules whose arithmetic takes absolute times
+  int64_t delay = 0;      // the segment's (dendritic) delay d, steps: a target spike reaches the synapse d later
 };
 
 // The target has never spiked.
@@ -60,6 +62,7 @@ struct NoTargetSpike {
   static double pairing(uint32_t) { return 0.0; }
   static double k_minus() { return 0.0; }
   static double nearest() { return 0.0; }
+  static int64_t post_step(uint32_t) { return 0; }
 };
 
 // No target spike since the synapse's previous spike: its last one gives K-.
@@ -69,15 +72,18 @@ struct NoNewTargetSpike {
   static double pairing(uint32_t) { return 0.0; }
   double k_minus() const { return k; }
   double nearest() const { return near; }
+  static int64_t post_step(uint32_t) { return 0; }
 };
 
 // Only the target's last spike since the synapse's previous spike.
 struct LastTargetSpike {
   double pair, k, near;
+  int64_t step;
   static constexpr uint32_t count() { return 1; }
   double pairing(uint32_t) const { return pair; }
   double k_minus() const { return k; }
   double nearest() const { return near; }
+  int64_t post_step(uint32_t) const { return step; }
 };
 
 // Any other case: the target's history, its spikes in (t1, t2] being spikes[lo, hi).
@@ -91,6 +97,7 @@ struct TargetSpikes {
   double pairing(uint32_t j) const { return (*decay_plus)(spikes[lo + j].step + d - t_last); }
   double nearest() const { return before ? (*decay_minus)(t2 - spikes[before - 1].step) : 0.0; }
   double k_minus() const { return before ? spikes[before - 1].k_minus * nearest() : 0.0; }
+  int64_t post_step(uint32_t j) const { return spikes[lo + j].step; }
 };
 
 // A view with the target's triplet trace (PostHistory::TripletTrace) for the rules that read it
@@ -175,7 +182,7 @@ uint32_t deliver_target_free(const Rule& rule, PlasticStore& st, uint32_t h, int
   const uint32_t* neuron = PlasticStore::targets_of(record);
   double* weight = PlasticStore::weights_of(record, count);
   double* state = weight + count;
-  const PreSpike pre{trace.k_plus, t_pre - trace.last, t_pre};
+  const PreSpike pre{trace.k_plus, t_pre - trace.last, t_pre, st.seg_delay[h]};
   const auto shared = shared_at(rule, pre);
   const uint32_t column = uint32_t(st.column_offset);
   PendingEfficacy* to = out.room(count);
@@ -207,7 +214,7 @@ uint32_t deliver_segment(const Rule& rule, PlasticStore& st, uint32_t h, int64_t
   double* weight = PlasticStore::weights_of(record, count);
   double* state = weight + count;
   const int64_t t_last = trace.last;        // the previous one's
-  const PreSpike pre{trace.k_plus, t_pre - t_last};
+  const PreSpike pre{trace.k_plus, t_pre - t_last, t_pre, d};
   // Post-synaptic spikes reach the synapse d later: those in (t_last - d, t_pre - d] pair with
   // t_last (facilitation); K- just before t_pre - d depresses.
   const int64_t t1 = t_last - d, t2 = t_pre - d;
@@ -233,7 +240,7 @@ uint32_t deliver_segment(const Rule& rule, PlasticStore& st, uint32_t h, int64_t
     } else if (n.any() && n.last < t2 && n.previous <= t1) {   // only the last target spike since t1
       ++n.last_reads;
       const double nearest = decay_minus(t2 - n.last);
-      const LastTargetSpike last{decay_plus(n.last + d - t_last), n.k_minus * nearest, nearest};
+      const LastTargetSpike last{decay_plus(n.last + d - t_last), n.k_minus * nearest, nearest, n.last};
       if constexpr (reads_triplet<Rule>) {
         w = update_on(rule, w, last, pre, s, history, neuron[i], history.triplet.k[neuron[i]].size() - 1);
       } else {
@@ -269,7 +276,7 @@ double weight_up_to_date(const Rule& rule, const PlasticStore& st, uint32_t h, u
   size_t lo, hi;
   spikes_between(n, t_last - d, t2, lo, hi);
   const TargetSpikes spikes{n.spikes, lo, hi, 0, t2, d, t_last, &rule.decay_plus, st.decay_minus};
-  const PreSpike pre{trace.k_plus, now - t_last};
+  const PreSpike pre{trace.k_plus, now - t_last, now, d};
   if constexpr (reads_triplet<Rule>) {
     const double* k_triplet = history.triplet.k[st.target(h, k)].data() + lo;
     return rule.facilitated(st.weight(h, k), WithTriplet<TargetSpikes>{spikes, k_triplet}, pre, st.state(h, k));

@@ -85,6 +85,11 @@ struct SynapseRule {
 // Looked up at build only, never in a loop.
 const SynapseRule& synapse_rule(const std::string& name);
 
+// Loads a rule compiled apart from the engine (a shared object, synapses/rule_abi.hpp) into the
+// registry; returns its name. std::runtime_error in one line for a file that is not such a rule
+// or was compiled against another model interface.
+std::string load_synapse_rule(const std::string& path);
+
 // A parameter a rule takes by name (PlasticitySpec::parameters); throws std::invalid_argument
 // naming the rule and the parameter when it is missing.
 inline double rule_parameter(const PlasticitySpec& p, const char* name) {

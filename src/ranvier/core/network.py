@@ -16,6 +16,7 @@ from .checks import positive as _positive, whole_steps
 from ..errors import ConfigError
 from .neurons import INITIAL_STATES, NEURON_MODELS, NeuronModel  # noqa: F401  (neuron models: ranvier.core.neurons)
 from .plasticity import SYNAPSE_KINDS
+from .synapses.nestml import NestmlSynapse
 
 DELAY_DISTRIBUTIONS = ("constant", "exponential", "normal")
 # The engine stores a synapse's delay in 16 bits (cpp/core/network_build.cpp): at most 65535 steps.
@@ -348,9 +349,10 @@ class Projection:
     def _validate_synapse(self, where: str) -> None:
         if self.synapse is None:
             return
-        if not isinstance(self.synapse, SYNAPSE_KINDS):
-            raise ConfigError(f"{where}: 'synapse' must be None (static) or one of "
-                              f"{', '.join('rv.' + k.__name__ for k in SYNAPSE_KINDS)}, got {self.synapse!r:.80}")
+        if not isinstance(self.synapse, (*SYNAPSE_KINDS, NestmlSynapse)):
+            raise ConfigError(f"{where}: 'synapse' must be None (static), one of "
+                              f"{', '.join('rv.' + k.__name__ for k in SYNAPSE_KINDS)} or a NESTML synapse model's "
+                              f"(rv.nestml.synapse_model), got {self.synapse!r:.80}")
         self.synapse.validate(where)
         w = self.weight_array()          # drawn weights keep the sign of their mean
         low, high = (float(w.min()), float(w.max())) if w is not None else (float(self.weight),) * 2

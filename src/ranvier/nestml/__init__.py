@@ -3,6 +3,8 @@ model with NESTML's front end, has ODE-toolbox solve its equations, generates a 
 for Ranvier's model interface (ranvier.nestml.generate), compiles it with the compiler and
 options that built the engine into the user's cache folder (ranvier.nestml.build), loads it into
 the engine and returns a model class for `rv.Population` (docs/nestml.md).
+`rv.nestml.synapse_model("my_synapse.nestml")` does the same for a synapse model
+(ranvier.nestml.synapse) and returns a synapse kind for `rv.Projection(synapse=...)`.
 
 Needs the optional dependency `nestml` (pip install "ranvier[nestml]") and a C++ compiler.
 """
@@ -15,7 +17,7 @@ from pathlib import Path
 
 from ..errors import ConfigError
 
-__all__ = ["neuron_model", "NESTML_VERSION"]
+__all__ = ["neuron_model", "synapse_model", "NESTML_VERSION"]
 
 NESTML_VERSION = "9.0.0"
 
@@ -54,12 +56,25 @@ def _generated(path):
     """The generated model of a .nestml file: from the cache (keyed by the file's text, the
     versions of nestml and Ranvier and this generator's code), or made by NESTML and
     ODE-toolbox and kept there (cache_root()/generated/<key>.json)."""
+    from . import generate as gen_module
+
+    def read(d):
+        d["state"] = [gen_module.StateVariable(**s) for s in d["state"]]
+        d["parameters"] = [tuple(p) for p in d["parameters"]]
+        d["spike_ports"] = [tuple(p) for p in d["spike_ports"]]
+        return gen_module.GeneratedModel(**d)
+    return _cached(path, "", [gen_module.__file__], gen_module.generate, read)
+
+
+def _cached(path, options: str, generator_files, make, read):
+    """make(path) from the cache, or made and kept there; the key: the file's text and path, the
+    versions of nestml and Ranvier, the generator's code (generator_files) and `options`."""
     import dataclasses
     import hashlib
     import json
     from importlib.metadata import PackageNotFoundError, version
 
-    from . import build, generate as gen_module
+    from . import build
     from ..version import ranvier_version
     path = Path(path).resolve()
     if not path.is_file():
@@ -72,20 +87,12 @@ def _generated(path):
         _require_nestml()
     h = hashlib.sha256()
     for part in (path.read_bytes(), str(path).encode(), nestml_version.encode(), ranvier_version().encode(),
-                 Path(gen_module.__file__).read_bytes()):
+                 *(Path(f).read_bytes() for f in generator_files), options.encode()):
         h.update(part)
         h.update(b"\0")
     entry = build.cache_root() / "generated" / f"{h.hexdigest()[:24]}.json"
-
-    def read():
-        d = json.loads(entry.read_text())
-        d["state"] = [gen_module.StateVariable(**s) for s in d["state"]]
-        d["parameters"] = [tuple(p) for p in d["parameters"]]
-        d["spike_ports"] = [tuple(p) for p in d["spike_ports"]]
-        return gen_module.GeneratedModel(**d)
-
     if entry.is_file():
-        return read()
+        return read(json.loads(entry.read_text()))
     _require_nestml()
     entry.parent.mkdir(parents=True, exist_ok=True)
     # One process generates (the ranks of an MPI job sharing the cache then all load the same
@@ -94,8 +101,8 @@ def _generated(path):
         fcntl.flock(lock, fcntl.LOCK_EX)
         try:
             if entry.is_file():
-                return read()
-            g = gen_module.generate(path)
+                return read(json.loads(entry.read_text()))
+            g = make(path)
             tmp = entry.with_suffix(f".{os.getpid()}.tmp")
             tmp.write_text(json.dumps(dataclasses.asdict(g)))
             os.replace(tmp, entry)
@@ -167,3 +174,34 @@ def _model_class(g, engine_name: str):
     NestmlModel.state_columns = {s.name: s.column for s in g.state}
     NestmlModel.generated = g
     return NestmlModel
+
+
+def synapse_model(path: str | Path, *, weight_variable: str = "w", post_ports=("post_spikes",)):
+    """The synapse model of a .nestml file as a synapse kind: a class whose instances, made with
+    the model's parameters by their NESTML names (`kind(**{"lambda": 0.01, "Wmax": 100.0})`), go
+    to `rv.Projection(synapse=...)`. weight_variable: the model's weight (a state variable that
+    the rule changes, or a parameter: the projection's weights, fixed); post_ports: the spike
+    ports that receive the target's spikes (NESTML's post_ports of a neuron-synapse pair).
+    Generated, compiled (once: the cache) and loaded into the engine on first use; ConfigError
+    in one line as for neuron_model()."""
+    from . import build, synapse as syn_module
+    post_ports = tuple(post_ports)
+
+    def read(d):
+        d["parameters"] = [tuple(p) for p in d["parameters"]]
+        d["state"] = [tuple(p) for p in d["state"]]
+        return syn_module.GeneratedSynapse(**d)
+    from . import generate as gen_module
+    g = _cached(path, f"synapse {weight_variable} {post_ports}", [syn_module.__file__, gen_module.__file__],
+                lambda p: syn_module.generate(p, weight_variable, post_ports), read)
+    so, facts = build.compiled(g.source, g.nestml_name)
+    engine_name = build.load_rule(so)
+    from ..core.synapses.nestml import synapse_kind
+    cls = synapse_kind(g, engine_name, post_ports, _rebuilt_synapse)
+    cls.compile_facts = facts
+    return cls
+
+
+def _rebuilt_synapse(path, weight_variable, post_ports, parameters):
+    """A NESTML synapse kind's instance made again from its file (unpickling: checkpoints)."""
+    return synapse_model(path, weight_variable=weight_variable, post_ports=post_ports)(**parameters)

@@ -134,3 +134,12 @@ def load(path: Path) -> str:
         return _engine.load_neuron_model(str(path))
     except RuntimeError as e:
         raise ConfigError(str(e)) from None
+
+
+def load_rule(path: Path) -> str:
+    """Loads a compiled synapse rule into the engine's registry; returns its engine name."""
+    from .. import _engine
+    try:
+        return _engine.load_synapse_rule(str(path))
+    except RuntimeError as e:
+        raise ConfigError(str(e)) from None

@@ -201,8 +201,14 @@ def _printer(path: str, model, ctx: "_Context"):
             if name == PredefinedVariables.PI_CONSTANT:
                 return "M_PI"
             if name == PredefinedVariables.TIME_CONSTANT:
+                if ctx.time_variable:
+                    return ctx.time_variable
                 _fail(path, variable, "the simulation time 't' in an expression")
             symbol = variable.get_scope().resolve_to_symbol(name, SymbolKind.VARIABLE) if variable.get_scope() else None
+            if ctx.names is not None and symbol is not None:
+                named = ctx.names(name, symbol, variable)
+                if named is not None:
+                    return named
             if symbol is None:
                 if PredefinedUnits.is_unit(name):
                     return repr(float(NESTUnitConverter.get_factor(PredefinedUnits.get_unit(name).get_unit())))
@@ -242,8 +248,9 @@ def _printer(path: str, model, ctx: "_Context"):
                 return super().print_function_call(call)
             if n in (PredefinedFunctions.RANDOM_NORMAL, PredefinedFunctions.RANDOM_UNIFORM):
                 if not ctx.in_step:
-                    _fail(path, call, f"'{n}()' outside the update, onReceive and onCondition blocks")
+                    _fail(path, call, f"'{n}()' outside {ctx.random_scope}")
                 ctx.uses_random = True
+                ctx.random_calls += 1
                 a, b = (self._expression_printer.print(x) for x in call.get_args())
                 if n == PredefinedFunctions.RANDOM_NORMAL:         # mean, standard deviation
                     return f"(({a}) + ({b}) * inverse_normal(rng.uniform()))"
@@ -277,6 +284,10 @@ class _Context:
         self.functions = set(functions)      # the model's function blocks, by name
         self.in_step = False                 # printing the step's statements (random numbers allowed)
         self.uses_random = False             # the step draws random numbers (a stream per neuron and step)
+        self.random_calls = 0                # calls printed that draw one
+        self.random_scope = "the update, onReceive and onCondition blocks"
+        self.time_variable = None            # the C++ name of NESTML's 't', where a target defines it
+        self.names = None                    # (name, symbol, variable) -> C++ name or None: a target's own
 
 
 def generate(path: str | Path) -> GeneratedModel:

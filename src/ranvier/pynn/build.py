@@ -297,6 +297,10 @@ def _plastic(state, pops, pr, post_pop, post_index, pairs: int) -> dict | None:
             raise NotImplementedError(f"pyNN.ranvier: STDP parameter {name} differs between the connections "
                                       f"of one projection; Ranvier's are the projection's")
         return float(values[0]) if values.size else 0.0
+    kind_of_model = getattr(pr.synapse_type, "ranvier_nestml_kind", None)
+    if kind_of_model is not None:                     # a NESTML model's: its parameters by name
+        names = [n for n in pr.synapse_type.default_parameters if n not in ("weight", "delay")]
+        return {"kind": "nestml", "synapse": kind_of_model(**{n: one(n) for n in names})}
     if type(pr.synapse_type.timing_dependence).__name__ == "Vogels2011Rule":
         return {"kind": "vogels", "tau_ms": one("tau_ms"), "eta": one("eta"), "alpha": one("alpha"),
                 "w_max": one("w_max")}
@@ -415,6 +419,8 @@ def build_network(state):
             continue
         if not len(pr["weight"]):
             continue
+        if pr["plastic"] is not None and pr["plastic"].get("kind") == "nestml":
+            scale = 1.0        # NEST's units, as pyNN.nest gives its native and NESTML synapse types
         w, receptor = _receptor_weights(pr, desc["populations"][pr["post"]], pr["weight"], scale)
         delay = np.maximum(np.rint(pr["delay"] / state.dt), 1) * state.dt
         synapse = None
@@ -433,6 +439,9 @@ def build_network(state):
             sign = -1.0 if pr["receptor"] == "inhibitory" else 1.0
             synapse = rv.VogelsSprekeler(tau_ms=q["tau_ms"], eta=q["eta"] * scale, alpha=q["alpha"],
                                          w_max=sign * q["w_max"] * scale)
+            state.plastic.append((pr["pynn"], len(net.projections)))
+        elif pr["plastic"] is not None and pr["plastic"].get("kind") == "nestml":
+            synapse = pr["plastic"]["synapse"]
             state.plastic.append((pr["pynn"], len(net.projections)))
         elif pr["plastic"] is not None:
             q = pr["plastic"]

@@ -1,7 +1,9 @@
-"""NESTML neuron models in pyNN.ranvier, as PyNN 0.13's pyNN.nest.nestml offers them:
+"""NESTML neuron and synapse models in pyNN.ranvier, as PyNN 0.13's pyNN.nest.nestml offers them:
 
     celltype = sim.nestml.nestml_cell_type("my_neuron", "my_neuron.nestml")   # or the source text
     cells = sim.Population(100, celltype(tau_m=20.0))
+    stdp = sim.nestml.nestml_synapse_type("stdp", "stdp_synapse.nestml")
+    sim.Projection(cells, cells, connector, stdp(weight=0.05, delay=1.5, Wmax=100.0))
 
 The returned class is a cell type with the NESTML model's own names and NEST's units, as
 pyNN.nest's native cell types are: its parameters (defaults the model's), its state variables
@@ -21,7 +23,7 @@ from pathlib import Path
 
 from pyNN.standardmodels import StandardCellType, build_translations
 
-__all__ = ["nestml_cell_type"]
+__all__ = ["nestml_cell_type", "nestml_synapse_type"]
 
 
 def _model_file(nestml_description) -> Path:
@@ -90,3 +92,50 @@ def nestml_cell_type(name: str, nestml_description) -> type:
         "nestml_model": model,
     }
     return type(name, (StandardCellType,), attributes)
+
+
+def nestml_synapse_type(synapse_name, nestml_description, postsynaptic_neuron_nestml_description=None,
+                        weight_variable="w", delay_variable=None) -> type:
+    """A PyNN synapse type for the NESTML synapse model `nestml_description` (a .nestml file's
+    path or NESTML source), named `synapse_name`, as pyNN.nest.nestml's: its parameters by the
+    model's names in NEST's units (defaults the model's literal ones), weight and delay besides.
+    As pyNN.nest's native and NESTML synapse types, the weight is in NEST's units (pA or nS, not
+    scaled), and Projection.get("weight") gives it divided by 1000. The rule keeps the post-synaptic
+    traces in the synapse (rv.nestml.synapse_model, docs/nestml.md), so no neuron is generated
+    with it: `postsynaptic_neuron_nestml_description`, where given, is made the class's
+    `postsynaptic_cell_type` with nestml_cell_type, the neuron to connect to as with pyNN.nest.
+    Raises ranvier.errors.ConfigError in one line where NESTML or Ranvier refuses the model."""
+    import ranvier.nestml
+    from pyNN.standardmodels import StandardSynapseType
+
+    if delay_variable is not None:
+        raise NotImplementedError(f"pyNN.ranvier: nestml_synapse_type({synapse_name!r}, delay_variable="
+                                  f"{delay_variable!r}): a synapse's delay is its connection's; a model that reads "
+                                  f"its delay as a variable is not supported yet")
+    kind = ranvier.nestml.synapse_model(_model_file(nestml_description), weight_variable=weight_variable)
+    defaults = {n: float(d) for n, d in kind.parameter_defaults.items() if d is not None}
+
+    def minimum_delay(self):
+        from .simulator import state
+        return state.min_delay
+    attributes = {
+        "__doc__": f"NESTML synapse model '{kind.nest_model}' ({kind.nestml_file}) on Ranvier's engine.",
+        "default_parameters": {"weight": 0.0, "delay": None, **defaults},
+        "translations": _identity_translations(["weight", "delay", *defaults]),
+        "ranvier_nestml_kind": kind,
+        "_get_minimum_delay": minimum_delay,
+    }
+    cls = type(synapse_name, (StandardSynapseType,), attributes)
+    if postsynaptic_neuron_nestml_description is not None:
+        cls.postsynaptic_cell_type = nestml_cell_type(synapse_name + "_postsynaptic_neuron",
+                                                      postsynaptic_neuron_nestml_description)
+    return cls
+
+
+def _identity_translations(names) -> dict:
+    """PyNN's translations of names kept as they are, by functions rather than PyNN's evaluated
+    expressions (NESTML's `lambda` is a Python keyword)."""
+    def same(name):
+        return lambda **parameters: parameters[name]
+    return {n: {"translated_name": n, "forward_transform": same(n), "reverse_transform": same(n), "type": "simple"}
+            for n in names}

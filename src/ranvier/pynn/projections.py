@@ -107,9 +107,11 @@ class Projection(common.Projection):
         if self.receptor_type not in ("excitatory", "inhibitory") and not composed:
             raise NotImplementedError(f"pyNN.ranvier: receptor type {self.receptor_type!r}; "
                                       f"'excitatory' or 'inhibitory'")
-        if type(self.synapse_type).__name__ not in SYNAPSE_TYPES:
+        if type(self.synapse_type).__name__ not in SYNAPSE_TYPES and \
+                getattr(self.synapse_type, "ranvier_nestml_kind", None) is None:
             raise errors.NoModelAvailableError(f"pyNN.ranvier: synapse type {type(self.synapse_type).__name__} is not "
-                                               f"available yet; {', '.join(SYNAPSE_TYPES)}")
+                                               f"available yet; {', '.join(SYNAPSE_TYPES)} and NESTML's "
+                                               f"(sim.nestml.nestml_synapse_type)")
         self.connections = []
         self._native_columns = None
         self.native = native_rule(connector, self.synapse_type, presynaptic_population, postsynaptic_population)
