@@ -53,6 +53,19 @@ def subprocess_env() -> dict:
 
 
 
+def pytest_xdist_auto_num_workers(config):
+    """`-n auto` (pyproject.toml's addopts): a worker per core, at most four, since one test may
+    start four ranks of its own."""
+    return max(1, min(os.cpu_count() or 1, 4))
+
+
+def session_cache_dir(tmp_path_factory) -> Path:
+    """A model cache (RANVIER_CACHE_DIR) for the whole test session, shared by its xdist
+    workers: each model compiles once (ranvier.nestml locks the cache entry it builds)."""
+    base = tmp_path_factory.getbasetemp()
+    return (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "ranvier-cache"
+
+
 # -- helpers of the `ranvier bench` test files -----------------------------------------------
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 needs_mpiexec = pytest.mark.skipif(mpiexec_path() is None, reason="no mpiexec (pip install mpich mpi4py)")

@@ -34,6 +34,7 @@ import pytest
 import ranvier as rv
 from ranvier.core.random import Normal, Uniform
 from ranvier.errors import ConfigError
+from conftest import session_cache_dir
 
 H = 0.1
 T_MS = 300.0
@@ -62,8 +63,8 @@ needs_nestml = pytest.mark.skipif(_models_dir() is None, reason="nestml (pip ins
 
 @pytest.fixture(autouse=True)
 def _cache(tmp_path_factory, monkeypatch):
-    """One cache folder for the whole test session (compiled once, reused by later tests)."""
-    monkeypatch.setenv("RANVIER_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "ranvier-cache"))
+    """One cache folder for the whole test session and its workers (compiled once, reused)."""
+    monkeypatch.setenv("RANVIER_CACHE_DIR", str(session_cache_dir(tmp_path_factory)))
 
 
 def _config():
