@@ -25,6 +25,7 @@ import numpy as np
 import ranvier as rv
 from ranvier import datasets
 from ranvier.core.neurons import NEURON_MODELS
+from ranvier.core.synapses import to_nest
 from ranvier.io import sonata
 
 
@@ -49,9 +50,12 @@ def by_sonata(net, info, ids, times):
     return out
 
 
-def nest_run(net, info, dt):
-    """NEST 3.10 given the network Ranvier read: the same neurons, parameters, edges and the
-    spike trains on the same grid (spike_generator; parrot-free, as BMTK's PointNet)."""
+def nest_run(net, info, dt, weights=False):
+    """NEST 3.10 given the network Ranvier read: the same neurons, parameters, edges (each
+    plastic projection's synapse kind as NEST's model: core.synapses.to_nest) and the spike
+    trains on the same grid (spike_generator; parrot-free, as BMTK's PointNet). Returns
+    (spikes, wall seconds) and, with weights=True, {projection index: (source gid, target gid,
+    weight)} of the plastic projections at the end, in Ranvier's global ids."""
     import nest
     nest.ResetKernel()
     nest.set_verbosity("M_ERROR")
@@ -71,12 +75,19 @@ def nest_run(net, info, dt):
             nodes[p.name] = nest.Create(model.nest_model, p.size)
             for k, v in params.items():                   # one value, or one per neuron
                 nodes[p.name].set({k: np.broadcast_to(np.asarray(v, float), (p.size,)).tolist()})
-    for pr in net.projections:
+            nodes[p.name].set(tau_minus=p.tau_minus_ms)    # the STDP traces of its spikes
+            if "tau_minus_triplet" in nodes[p.name][0].get():
+                nodes[p.name].set(tau_minus_triplet=p.tau_minus_triplet_ms)
+    connections = []
+    for j, pr in enumerate(net.projections):
         src = np.asarray(nodes[pr.source].tolist())[np.asarray(pr.sources)]
         trg = np.asarray(nodes[pr.target].tolist())[np.asarray(pr.targets)]
+        model, params = to_nest(pr.synapse)                # the synapse kind as NEST names it
         nest.Connect(src.tolist(), trg.tolist(), "one_to_one",
-                     {"synapse_model": "static_synapse", "weight": np.asarray(pr.weight, float),
-                      "delay": np.asarray(pr.delay_ms, float)})
+                     {"synapse_model": model, "weight": np.asarray(pr.weight, float),
+                      "delay": np.asarray(pr.delay_ms, float), **params})
+        if pr.synapse is not None:
+            connections.append((j, pr, model))
     for c in net.currents:      # NEST's generator over a delay of one step: its times one step earlier
         pop = net.population(c.target)
         local = np.arange(pop.size) if c.neurons is None else np.asarray(c.neurons)
@@ -98,7 +109,17 @@ def nest_run(net, info, dt):
         if p.name in first:
             mine = (senders >= first[p.name]) & (senders < first[p.name] + p.size)
             ids[mine] = senders[mine] - first[p.name] + p.first_id
-    return by_sonata(net, info, ids, times), wall
+    if not weights:
+        return by_sonata(net, info, ids, times), wall
+    plastic = {}
+    for j, pr, model in connections:
+        s_pop, t_pop = net.population(pr.source), net.population(pr.target)
+        conns = nest.GetConnections(source=nodes[pr.source], target=nodes[pr.target], synapse_model=model)
+        got = conns.get(["source", "target", "weight"])
+        plastic[j] = (np.asarray(got["source"]) - nodes[pr.source].tolist()[0] + s_pop.first_id,
+                      np.asarray(got["target"]) - nodes[pr.target].tolist()[0] + t_pop.first_id,
+                      np.asarray(got["weight"], float))
+    return by_sonata(net, info, ids, times), wall, plastic
 
 
 def row(label, dt, ours, reference, net, info, wall):

@@ -32,7 +32,7 @@ import pytest
 import ranvier as rv
 from ranvier.errors import ConfigError
 
-from conftest import ROOT
+from conftest import ROOT, session_cache_dir
 
 
 def _synapses_dir() -> Path | None:
@@ -53,8 +53,8 @@ needs_nestml = pytest.mark.skipif(_synapses_dir() is None, reason="nestml (pip i
 
 @pytest.fixture(autouse=True)
 def _cache(tmp_path_factory, monkeypatch):
-    """One cache folder for the whole test session (compiled once, reused by later tests)."""
-    monkeypatch.setenv("RANVIER_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "ranvier-cache"))
+    """One cache folder for the whole test session and its workers (compiled once, reused)."""
+    monkeypatch.setenv("RANVIER_CACHE_DIR", str(session_cache_dir(tmp_path_factory)))
 
 
 def synapse(name: str, **options):
@@ -312,3 +312,42 @@ def test_every_library_synapse_generates_or_is_refused_naming_its_line(name):
     assert msg.startswith(f"{path}:") and "not supported" in msg and "\n" not in msg, msg
     line = int(msg.split(":")[1])
     assert line > 0
+
+
+@needs_nestml
+def test_a_sonata_edge_type_names_a_nestml_synapse(tmp_path):
+    """An edge type with model_template "nestml:stdp_synapse.nestml" (the file in the
+    components' synaptic_models_dir) and dynamics_params by the model's names: its edges get the
+    generated kind with those parameters, the same spikes and weights as the same network built
+    in Python with that kind, and identical ones on one and two threads. (Not against
+    nest:stdp_synapse: in a recurrent network on a 0.1 ms grid, target spikes exactly a delay
+    before a source spike are common, and there NESTML's definition differs from NEST's
+    built-in, as test_generated_stdp_matches_nests_built_in_synapse shows.)"""
+    from ranvier.io import sonata
+    from test_sonata import STDP_DYNAMICS, sonata_spikes, write_plastic_network
+    dynamics = {**{k: v for k, v in STDP_DYNAMICS.items() if k != "tau_plus"},
+                "tau_tr_pre": STDP_DYNAMICS["tau_plus"], "tau_tr_post": 25.0}
+    config = write_plastic_network(tmp_path, "nestml:stdp_synapse.nestml", dynamics,
+                                   synapse_file=_synapses_dir() / "stdp_synapse.nestml")
+    net, info = sonata.load(config)
+    plastic = [j for j, pr in enumerate(net.projections) if pr.synapse is not None]
+    kinds = [net.projections[j].synapse for j in plastic]
+    assert kinds and all(getattr(k, "nestml_synapse", False) and k.parameters == dynamics for k in kinds)
+    built, _ = sonata.load(config)
+    kind = synapse("stdp_synapse")(**dynamics)                 # the package's file, made in Python
+    for j in plastic:
+        built.projections[j].synapse = kind
+    runs = []
+    for network, threads in ((net, 1), (net, 2), (built, 1)):
+        sim = rv.Simulation(network, resolution_ms=0.1, threads=threads)
+        res = sim.run(300.0)
+        runs.append((sonata_spikes(network, info, res),
+                     sorted((tuple(w.source), tuple(w.target), tuple(w.weight)) for w in
+                            (sim.weights(pr.source, pr.target, index=j)
+                             for j, pr in enumerate(network.projections) if pr.synapse is not None))))
+    (spikes, weights), *others = runs
+    assert spikes["cortex"][0].size > 100 and len(weights) == 4
+    assert sum(len(w[2]) for w in weights) > 300 and any(x != y for w in weights for x, y in zip(w[2], w[2][1:]))
+    for other_spikes, other_weights in others:
+        assert all(np.array_equal(a, b) for a, b in zip(spikes["cortex"], other_spikes["cortex"]))
+        assert other_weights == weights

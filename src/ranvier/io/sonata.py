@@ -11,7 +11,13 @@ What is read:
   `point_neuron_models_dir`, or a `dynamics_params` group per node), and "virtual" nodes
   (inputs: they fire the spike trains the config gives them);
 - edges: source_node_id, target_node_id, edge_type_id, `syn_weight` (x `nsyns` when present,
-  as BMTK's PointNet), `delay` per edge or per type, `model_template` static_synapse;
+  as BMTK's PointNet), `delay` per edge or per type; the edge type's `model_template`
+  static_synapse, "nest:<synapse model>" (stdp_synapse and its nearest-neighbour variants,
+  stdp_triplet_synapse, stdp_pl_synapse_hom, vogels_sprekeler_synapse, tsodyks_synapse,
+  quantal_stp_synapse, bernoulli_synapse: core.synapses.from_nest) or "nestml:<file>" (a NESTML
+  synapse model), with `dynamics_params` (a JSON file in `synaptic_models_dir`: the model's
+  parameters by NEST's or the NESTML file's names); a neuron type's tau_minus and
+  tau_minus_triplet (NEST's, of the neuron) set its population's STDP traces;
 - node sets (a file or inline): attribute filters (population, node_id, node_type_id, any
   node or type column; a list of values means any of them), compound sets (a list of names),
   and BMTK's old plain list of node ids;
@@ -48,6 +54,7 @@ import numpy as np
 
 from ..errors import ConfigError
 from ..core.neurons import NEURON_MODELS, SpikeTrain
+from ..core.synapses import from_nest
 
 NEST_DEFAULTS = {   # NEST 3.10's, for the models whose Ranvier parameters are not NEST's
     "iaf_psc_delta": {"E_L": -70.0, "V_th": -55.0, "V_reset": -70.0, "C_m": 250.0, "tau_m": 10.0,
@@ -537,19 +544,26 @@ def _to_ranvier(nest_name: str, nest: dict, where: str) -> tuple[str, dict]:
 NESTML = "nestml:"       # model_template "nestml:<file>": a NESTML model (docs/nestml.md)
 
 
-def _nestml_population(template: str, dynamics: dict, per_node: dict, components: dict, where: str):
-    """(model class, parameters) of a node type whose model_template names a NESTML file: the
-    file found beside the dynamics files (point_neuron_models_dir) or as given, generated and
-    compiled by ranvier.nestml; parameters by the model's own names. Per-node dynamics_params
-    must be one value per type: a generated model's parameters are its population's."""
-    from .. import nestml
+def _nestml_file(template: str, components: dict, folder_key: str, where: str) -> Path:
+    """The NESTML file a model_template "nestml:<file>" names: beside the dynamics files
+    (components' point_neuron_models_dir or synaptic_models_dir) or as given."""
     name = template[len(NESTML):]
-    folder = components.get("point_neuron_models_dir")
+    folder = components.get(folder_key)
     candidates = ([Path(folder) / name] if isinstance(folder, str) else []) + [Path(name)]
     path = next((c for c in candidates if c.is_file()), None)
     if path is None:
         raise ConfigError(f"{where}: model_template '{template}': no such NESTML file (looked for "
                           f"{', '.join(repr(str(c)) for c in candidates)})")
+    return path
+
+
+def _nestml_population(template: str, dynamics: dict, per_node: dict, components: dict, where: str):
+    """(model class, parameters) of a node type whose model_template names a NESTML file,
+    generated and compiled by ranvier.nestml; parameters by the model's own names. Per-node
+    dynamics_params must be one value per type: a generated model's parameters are its
+    population's."""
+    from .. import nestml
+    path = _nestml_file(template, components, "point_neuron_models_dir", where)
     params = dict(dynamics)
     for key, values in per_node.items():
         v = values[~np.isnan(values)]
@@ -561,10 +575,10 @@ def _nestml_population(template: str, dynamics: dict, per_node: dict, components
     return nestml.neuron_model(path), params
 
 
-def _dynamics_file(components: dict, name: str, where: str) -> dict:
-    folder = components.get("point_neuron_models_dir")
+def _dynamics_file(components: dict, name: str, where: str, folder_key: str = "point_neuron_models_dir") -> dict:
+    folder = components.get(folder_key)
     if folder is not None and not isinstance(folder, str):
-        raise ConfigError(f"SONATA config: components.point_neuron_models_dir must be a folder's path, not "
+        raise ConfigError(f"SONATA config: components.{folder_key} must be a folder's path, not "
                           f"{json.dumps(folder)}")
     candidates = [Path(folder) / name] if folder else []
     for c in candidates:
@@ -576,8 +590,8 @@ def _dynamics_file(components: dict, name: str, where: str) -> dict:
                                       f"a number; give the parameter in NEST's unit (e.g. ms, mV, pF)")
             return params
     raise ConfigError(f"{where}: dynamics_params '{name}' not found"
-                      + (f" in point_neuron_models_dir '{folder}'" if folder else
-                         "; the circuit config's components name no point_neuron_models_dir"))
+                      + (f" in {folder_key} '{folder}'" if folder else
+                         f"; the circuit config's components name no {folder_key}"))
 
 
 # -- spike inputs ------------------------------------------------------------------------------
@@ -770,7 +784,7 @@ def load(config_path, *, dt_ms: float | None = None):
     ranvier_of, copies = _add_node_populations(net, pops, trains, components, info)
     _add_reports(net, cfg, node_sets, pops, by_name, info)
     _add_current_clamps(net, clamps, by_name, info)
-    _add_edges(net, networks, ranvier_of, by_name, copies, info)
+    _add_edges(net, networks, ranvier_of, by_name, copies, components, info)
     return net, info
 
 
@@ -860,6 +874,8 @@ def _add_node_populations(net, pops, trains, components, info):
                 pop = Population(rname, int(mine.size), params=params, model=cls, excitatory=excitatory)
             else:
                 nest = dict(_dynamics_file(components, dyn_name, where)) if dyn_name else {}
+                # NEST keeps the post-synaptic STDP traces' time constants on the neuron
+                traces = {f"{k}_ms": float(nest.pop(k)) for k in ("tau_minus", "tau_minus_triplet") if k in nest}
                 rmodel, params = _to_ranvier(model, nest, where)
                 initial = params.pop("initial_V_mV", None)
                 initial = "reset" if initial is None else np.full(mine.size, float(initial))
@@ -878,7 +894,7 @@ def _add_node_populations(net, pops, trains, components, info):
                     # parameter cannot vary per neuron take it so)
                     params[rkey] = float(values[0]) if values.size and np.all(values == values[0]) else values
                 pop = Population(rname, int(mine.size), params=params, model=rmodel, excitatory=excitatory,
-                                 initial=initial)
+                                 initial=initial, **traces)
             for q in [pop, *extra]:
                 net.add_population(q)
             info.populations[rname] = (p.name, p.node_ids[mine].copy())
@@ -954,8 +970,33 @@ def _add_current_clamps(net, clamps, by_name, info) -> None:
 
 
 
-def _add_edges(net, networks, ranvier_of, by_name, copies, info) -> None:
-    """Edges: one projection per (Ranvier source population, Ranvier target population)."""
+def _edge_synapse(row: dict, components: dict, where: str):
+    """The synapse kind of an edge type (None: static) from its model_template (static_synapse,
+    nest:<synapse model> or nestml:<file>) and dynamics_params (a JSON file in the components'
+    synaptic_models_dir: the model's parameters by its own names)."""
+    template = row.get("model_template", "").strip() or "static_synapse"
+    dyn_name = row.get("dynamics_params", "").strip()
+    params = dict(_dynamics_file(components, dyn_name, where, "synaptic_models_dir")) \
+        if dyn_name not in ("", "NULL", "None") else {}
+    if "receptor_type" in params:
+        raise ConfigError(f"{where}: dynamics_params '{dyn_name}': receptor_type (a receptor port of a "
+                          f"multisynapse target) is not supported; the edge's sign selects excitation or inhibition")
+    if template.startswith(NESTML):
+        from .. import nestml
+        kind = nestml.synapse_model(_nestml_file(template, components, "synaptic_models_dir", where))
+        try:
+            synapse = kind(**params)
+        except TypeError as e:
+            raise ConfigError(f"{where}: dynamics_params '{dyn_name}' for '{template}': {e}") from None
+        synapse.validate(where)
+        return synapse
+    model = template[len("nest:"):] if template.startswith("nest:") else template
+    return from_nest(model, params, f"{where}: model_template '{template}'")
+
+
+def _add_edges(net, networks, ranvier_of, by_name, copies, components, info) -> None:
+    """Edges: one projection per (Ranvier source population, Ranvier target population) and,
+    for plastic synapses, per edge type (each type is one synapse kind with its parameters)."""
     from ..core.network import Projection
 
     dt = info.dt_ms
@@ -1004,11 +1045,11 @@ def _add_edges(net, networks, ranvier_of, by_name, copies, info) -> None:
                 weight = _edge_values(cols, types, type_ids, ("syn_weight", "weight"), where, type_file, "syn_weight")
                 nsyns = _edge_values(cols, types, type_ids, ("nsyns",), where, type_file, None, default=1.0)
                 delay = _edge_values(cols, types, type_ids, ("delay",), where, type_file, "delay")
-                for t in np.unique(type_ids):
-                    template = types[int(t)].get("model_template", "static_synapse").strip()
-                    if template not in ("static_synapse", "nest:static_synapse", ""):
-                        raise ConfigError(f"{where}: edge type {t}: model_template '{template}' is not supported "
-                                          f"(static_synapse only)")
+                synapses = {int(t): _edge_synapse(types[int(t)], components, f"{where}: edge type {t}")
+                            for t in np.unique(type_ids)}
+                # static edges of every type share one projection; plastic ones are their type's
+                kind_of = np.array([0 if synapses[int(t)] is None else int(t) + 1 for t in type_ids.tolist()],
+                                   dtype=np.int64) if m else np.zeros(0, np.int64)
                 weight = weight * nsyns
                 steps = np.rint(delay / dt)
                 if np.any(steps < 1):
@@ -1027,16 +1068,17 @@ def _add_edges(net, networks, ranvier_of, by_name, copies, info) -> None:
                 t_name = np.array([a for a, _ in t_loc], dtype=object)
                 s_idx = np.array([b for _, b in s_loc], dtype=np.int64)
                 t_idx = np.array([b for _, b in t_loc], dtype=np.int64)
-                pairs = sorted(set(zip(s_name.tolist(), t_name.tolist())))
-                for a, b in pairs:
-                    sel = np.flatnonzero((s_name == a) & (t_name == b))
+                groups = sorted(set(zip(s_name.tolist(), t_name.tolist(), kind_of.tolist())))
+                for a, b, k in groups:
+                    sel = np.flatnonzero((s_name == a) & (t_name == b) & (kind_of == k))
                     if b in info.virtual:            # input into a virtual node does nothing
                         onto_virtual += int(sel.size)
                         continue
+                    synapse = None if k == 0 else synapses[k - 1]
                     for source in [a, *copies.get(a, [])]:
                         net.connect(Projection(source=source, target=b, sources=s_idx[sel].tolist(),
                                                targets=t_idx[sel].tolist(), weight=weight[sel].tolist(),
-                                               delay_ms=(steps[sel] * dt).tolist()))
+                                               delay_ms=(steps[sel] * dt).tolist(), synapse=synapse))
     if onto_virtual:
         info.notes.append(f"{onto_virtual} edge(s) onto virtual nodes dropped (a virtual node only fires its input "
                           f"spikes)")

@@ -24,6 +24,8 @@ class Bernoulli:
     rule = "bernoulli"
     nest_model = "bernoulli_synapse"
     nest_models = {rule: nest_model}
+    # NEST's parameter name -> field (synapses.from_nest, to_nest)
+    nest_parameters = {"p_transmit": "p_transmit"}
     sign_from_weights = True             # the engine takes the weights' sign as weight_sign
     weight_fixed = True                  # delivers the weight itself: no bound beyond it (core/spec.py)
 

@@ -32,6 +32,9 @@ class QuantalSTP:
     rule = "quantal_stp"
     nest_model = "quantal_stp_synapse"
     nest_models = {rule: nest_model}
+    # NEST's parameter name -> field (synapses.from_nest, to_nest)
+    nest_parameters = {"U": "U", "n": "n", "tau_rec": "tau_rec_ms", "tau_fac": "tau_fac_ms", "u": "u0",
+                       "a": "a0"}
     state_names = ("target_id", "index", "u", "available", "last_step")   # the engine's state doubles
     sign_from_weights = True             # the engine takes the weights' sign as weight_sign
 

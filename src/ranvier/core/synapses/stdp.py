@@ -27,6 +27,11 @@ class STDP:
     pairing: str = "all-to-all"
 
     nest_models = NEST_MODELS
+    # NEST's parameter name -> field (synapses.from_nest, to_nest)
+    nest_parameters = {"tau_plus": "tau_plus_ms", "lambda": "lambda_", "alpha": "alpha", "mu_plus": "mu_plus",
+                       "mu_minus": "mu_minus", "Wmax": "w_max"}
+    # the field each NEST model name sets (synapses.from_nest)
+    nest_model_fields = {NEST_MODELS[rule]: {"pairing": pairing} for pairing, rule in PAIRINGS.items()}
 
     @property
     def rule(self) -> str:

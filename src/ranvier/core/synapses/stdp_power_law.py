@@ -19,6 +19,8 @@ class STDPPowerLaw:
     rule = "stdp_power_law"
     nest_model = "stdp_pl_synapse_hom"
     nest_models = {rule: nest_model}
+    # NEST's parameter name -> field (synapses.from_nest, to_nest)
+    nest_parameters = {"tau_plus": "tau_plus_ms", "lambda": "lambda_", "alpha": "alpha", "mu": "mu"}
 
     def engine_parameters(self) -> dict:
         return {"tau_plus_ms": self.tau_plus_ms, "lambda": self.lambda_, "alpha": self.alpha, "mu": self.mu}

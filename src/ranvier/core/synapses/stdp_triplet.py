@@ -27,6 +27,11 @@ class STDPTriplet:
     rule = "stdp_triplet"
     nest_model = "stdp_triplet_synapse"
     nest_models = {rule: nest_model}
+    # NEST's parameter name -> field (synapses.from_nest, to_nest)
+    nest_parameters = {"tau_plus": "tau_plus_ms", "tau_plus_triplet": "tau_plus_triplet_ms", "Aplus": "Aplus",
+                       "Aminus": "Aminus", "Aplus_triplet": "Aplus_triplet",
+                       "Aminus_triplet": "Aminus_triplet", "Wmax": "w_max", "Kplus": "Kplus",
+                       "Kplus_triplet": "Kplus_triplet"}
 
     def engine_parameters(self) -> dict:
         return {"tau_plus_ms": self.tau_plus_ms, "tau_plus_triplet_ms": self.tau_plus_triplet_ms,

@@ -30,6 +30,9 @@ class TsodyksMarkram:
     rule = "tsodyks"
     nest_model = "tsodyks_synapse"
     nest_models = {rule: nest_model}
+    # NEST's parameter name -> field (synapses.from_nest, to_nest)
+    nest_parameters = {"U": "U", "tau_psc": "tau_psc_ms", "tau_rec": "tau_rec_ms", "tau_fac": "tau_fac_ms",
+                       "u": "u0", "x": "x0", "y": "y0"}
     state_names = ("u", "x", "y")        # Simulation.synapse_state's columns: the engine's order
     sign_from_weights = True             # the engine takes the weights' sign as weight_sign
 

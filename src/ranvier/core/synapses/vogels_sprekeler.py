@@ -23,6 +23,8 @@ class VogelsSprekeler:
     rule = "vogels_sprekeler"
     nest_model = "vogels_sprekeler_synapse"
     nest_models = {rule: nest_model}
+    # NEST's parameter name -> field (synapses.from_nest, to_nest)
+    nest_parameters = {"tau": "tau_ms", "eta": "eta", "alpha": "alpha", "Wmax": "w_max"}
 
     def engine_parameters(self) -> dict:
         return {"tau_ms": self.tau_ms, "eta": self.eta, "alpha": self.alpha, "w_max": self.w_max}
