@@ -40,8 +40,22 @@ time.sleep(60)                         # 'sigkill': killed from outside
 """
 
 
-def watch_processes():
-    return [p for p in psutil.Process().children() if "deathwatch.py" in " ".join(p.cmdline())]
+def watch_processes(expected: int = 1, timeout_s: float = 10.0):
+    """This process's watch children, waiting up to timeout_s for `expected` of them: Popen
+    returns once exec has closed the child's close-on-exec descriptors, a moment before the
+    kernel sets up its new command line, which reads empty meanwhile (seen on a loaded machine)."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        found = []
+        for p in psutil.Process().children():
+            try:
+                if "deathwatch.py" in " ".join(p.cmdline()):
+                    found.append(p)
+            except psutil.Error:                 # ended meanwhile
+                pass
+        if len(found) >= expected or time.monotonic() > deadline:
+            return found
+        time.sleep(0.02)
 
 
 def run_job(how_rank1: str, capfd, rank0_gone_first: bool = False) -> tuple[str, int]:
