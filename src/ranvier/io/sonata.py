@@ -488,8 +488,7 @@ def _model_of(pop: NodePopulation, type_id: int, where: str) -> tuple[str, str |
     if model_type not in NEURON_TYPES:
         raise ConfigError(f"{where}: model_type '{model_type}' is not a point neuron; Ranvier reads "
                           f"{list(NEURON_TYPES)} and 'virtual' nodes")
-    dynamics = row.get("dynamics_params", "").strip()
-    dynamics = dynamics if dynamics not in ("", "NULL", "None") else None      # NULL: the model's defaults
+    dynamics = _dynamics_name(row)
     if template.startswith(NESTML):
         return template, dynamics
     if not template.startswith("nest:"):
@@ -970,14 +969,20 @@ def _add_current_clamps(net, clamps, by_name, info) -> None:
 
 
 
+def _dynamics_name(row: dict) -> str | None:
+    """A node or edge type's dynamics_params file name; None where it names none (NULL: the
+    model's defaults)."""
+    name = row.get("dynamics_params", "").strip()
+    return name if name not in ("", "NULL", "None") else None
+
+
 def _edge_synapse(row: dict, components: dict, where: str):
     """The synapse kind of an edge type (None: static) from its model_template (static_synapse,
     nest:<synapse model> or nestml:<file>) and dynamics_params (a JSON file in the components'
     synaptic_models_dir: the model's parameters by its own names)."""
     template = row.get("model_template", "").strip() or "static_synapse"
-    dyn_name = row.get("dynamics_params", "").strip()
-    params = dict(_dynamics_file(components, dyn_name, where, "synaptic_models_dir")) \
-        if dyn_name not in ("", "NULL", "None") else {}
+    dyn_name = _dynamics_name(row)
+    params = dict(_dynamics_file(components, dyn_name, where, "synaptic_models_dir")) if dyn_name else {}
     if "receptor_type" in params:
         raise ConfigError(f"{where}: dynamics_params '{dyn_name}': receptor_type (a receptor port of a "
                           f"multisynapse target) is not supported; the edge's sign selects excitation or inhibition")
@@ -986,8 +991,8 @@ def _edge_synapse(row: dict, components: dict, where: str):
         kind = nestml.synapse_model(_nestml_file(template, components, "synaptic_models_dir", where))
         try:
             synapse = kind(**params)
-        except TypeError as e:
-            raise ConfigError(f"{where}: dynamics_params '{dyn_name}' for '{template}': {e}") from None
+        except ConfigError as e:                  # an unknown parameter: say which edge type
+            raise ConfigError(f"{where}: dynamics_params '{dyn_name}': {e}") from None
         synapse.validate(where)
         return synapse
     model = template[len("nest:"):] if template.startswith("nest:") else template
@@ -1047,9 +1052,9 @@ def _add_edges(net, networks, ranvier_of, by_name, copies, components, info) -> 
                 delay = _edge_values(cols, types, type_ids, ("delay",), where, type_file, "delay")
                 synapses = {int(t): _edge_synapse(types[int(t)], components, f"{where}: edge type {t}")
                             for t in np.unique(type_ids)}
-                # static edges of every type share one projection; plastic ones are their type's
-                kind_of = np.array([0 if synapses[int(t)] is None else int(t) + 1 for t in type_ids.tolist()],
-                                   dtype=np.int64) if m else np.zeros(0, np.int64)
+                # static edges of every type share one projection (0); plastic ones are their type's
+                plastic_types = [t for t, synapse in synapses.items() if synapse is not None]
+                kind_of = np.where(np.isin(type_ids, plastic_types), type_ids + 1, 0)
                 weight = weight * nsyns
                 steps = np.rint(delay / dt)
                 if np.any(steps < 1):
